@@ -1,0 +1,42 @@
+"""Parsers: one module per log source. Each is pure: a frame of numbered lines in, typed polars
+frames and counted warnings out. The registry below is the list the discovery layer routes
+files through; README's parser table is checked against it by a test.
+
+Contract of a parser module (see `parsers.records`):
+    NAME: str
+    EXCLUSIVE: bool            # structured whole-file format: when it wins the sniff, it alone reads the file
+    DESCRIPTION: str           # one line for the README
+    FORMATS: tuple[str, ...]   # formats it reads
+    EXTRACTS: tuple[str, ...]  # event kinds / tables it produces
+    sniff(head: str) -> float  # 0..1, from the first ~64 KiB of decoded text
+    parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction
+`lines` has columns line_no, text, body (launcher prefix removed), prefix_rank,
+prefix_local_rank, prefix_task, prefix_ts (see `parsers.lines.with_body`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+PARSER_MODULES = ("dcgm", "sacct", "elastic", "kernel", "nccl", "pytorch", "steps", "slurm")
+
+
+@dataclass(frozen=True)
+class ParserInfo:
+    name: str
+    exclusive: bool
+    description: str
+    formats: tuple[str, ...]
+    extracts: tuple[str, ...]
+    module: ModuleType
+
+
+def registry() -> list[ParserInfo]:
+    out = []
+    for modname in PARSER_MODULES:
+        mod = importlib.import_module(f"parsers.{modname}")
+        out.append(ParserInfo(mod.NAME, mod.EXCLUSIVE, mod.DESCRIPTION, tuple(mod.FORMATS),
+                              tuple(mod.EXTRACTS), mod))
+    return out

@@ -1,0 +1,93 @@
+"""Turn raw bytes into a frame of numbered text lines, and peel launcher prefixes.
+
+Decoding never fails: invalid UTF-8 becomes U+FFFD (and is counted), CRLF and lone CR are
+handled, ANSI colour codes are stripped. Line numbers are 1-based and count '\n'-terminated
+lines, as editors show them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+ANSI_RE = r"\x1b\[[0-9;?]*[A-Za-z]"
+
+# Launcher / wrapper prefixes seen in front of the real log text, in the order they nest:
+#   mpirun --timestamp-output --tag-output: '2019-06-02T16:13:44.884Z: [1,12]<stdout>:'
+#   srun -l: '0: ' / '12: '
+#   Ray: '(WorkerDict pid=63294) '
+#   tee/nl: '[80746] '
+#   torchrun --tee: '[default0]:'
+#   PyTorch >= 2.2: '[rank3]:'
+LAUNCHER_PREFIX = (
+    r"^(?:(?P<mpi_ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?): )?"
+    r"(?:\[1,(?P<mpi_rank>\d+)\]<(?:stdout|stderr)>:)?"
+    r"(?:(?P<srun_task>\d{1,5}): )?"
+    r"(?:\([A-Za-z_][\w]* pid=\d+(?:, ip=[\d.]+)?\) )?"
+    r"(?:\[\d+\] )?"
+    r"(?:\[default(?P<tr_local>\d+)\]:)?"
+    r"(?:\[rank(?P<pt_rank>\d+)\]:)?"
+)
+
+
+@dataclass
+class DecodedText:
+    lines: pl.DataFrame  # line_no (Int64), text (Utf8)
+    invalid_utf8: bool
+    nul_bytes: int
+    longest_line: int
+
+
+MAX_LINE_CHARS = 1_000_000  # longer lines are cut (and counted) so one line cannot blow memory
+
+
+def decode_lines(data: bytes, first_line_no: int = 1) -> DecodedText:
+    """Split `data` into numbered lines. A final line without '\n' still counts."""
+    nul = data.count(b"\x00")
+    if nul:
+        data = data.replace(b"\x00", b"")
+    try:
+        text = data.decode("utf-8")
+        invalid = False
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        invalid = True
+    parts = text.split("\n")
+    if parts and parts[-1] == "":
+        parts.pop()
+    longest = max((len(p) for p in parts), default=0)
+    s = pl.Series("text", parts, dtype=pl.Utf8)
+    if longest > MAX_LINE_CHARS:
+        s = s.str.slice(0, MAX_LINE_CHARS)
+    df = pl.DataFrame({"line_no": pl.int_range(first_line_no, first_line_no + len(parts), eager=True,
+                                               dtype=pl.Int64), "text": s})
+    # CRLF: drop the trailing CR. Lone CR (progress bars): keep the last non-empty segment.
+    # ANSI colour codes: stripped.
+    df = df.with_columns(
+        pl.col("text")
+        .str.strip_chars_end("\r")
+        .str.replace_all(ANSI_RE, "")
+        .str.replace(r"^(?s).*\r([^\r]+)$", "$1")
+    )
+    return DecodedText(df, invalid, nul, longest)
+
+
+def with_body(lines: pl.DataFrame) -> pl.DataFrame:
+    """Add `body` (text without launcher prefixes) and the rank/time hints those prefixes carry:
+    `prefix_rank` (global rank from `[rankN]:` or mpirun `[1,N]`), `prefix_local_rank`
+    (torchrun `[defaultN]:`), `prefix_task` (srun -l task id) and `prefix_ts` (mpirun stamp)."""
+    g = pl.col("text").str.extract_groups(LAUNCHER_PREFIX)
+    prefix_len = pl.col("text").str.extract(r"(" + LAUNCHER_PREFIX.lstrip("^") + r")", 1).str.len_bytes()
+    return lines.with_columns(
+        pl.col("text").str.slice(0).alias("_t"),
+        prefix_len.fill_null(0).alias("_plen"),
+        g.struct.field("pt_rank").cast(pl.Int64).alias("_pt_rank"),
+        g.struct.field("mpi_rank").cast(pl.Int64).alias("_mpi_rank"),
+        g.struct.field("tr_local").cast(pl.Int64).alias("prefix_local_rank"),
+        g.struct.field("srun_task").cast(pl.Int64).alias("prefix_task"),
+        g.struct.field("mpi_ts").alias("prefix_ts"),
+    ).with_columns(
+        pl.col("_t").str.slice(pl.col("_plen")).alias("body"),
+        pl.coalesce("_pt_rank", "_mpi_rank").alias("prefix_rank"),
+    ).drop("_t", "_plen", "_pt_rank", "_mpi_rank")

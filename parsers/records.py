@@ -133,7 +133,8 @@ def conform(df: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
             cols.append(pl.col(name).cast(dtype, strict=False).alias(name))
         else:
             cols.append(pl.lit(None, dtype=dtype).alias(name))
-    return df.select(cols)
+    # the row index keeps literal-only selections at the frame's height (also 0 rows)
+    return df.with_row_index("__row").select([pl.col("__row"), *cols]).drop("__row")
 
 
 def events_frame(df: pl.DataFrame) -> pl.DataFrame:

@@ -1,0 +1,365 @@
+"""The Python API: `analyze(path)` runs every stage and returns an `Analysis` whose frames,
+report and DuckDB store a notebook can use; the CLI is a thin layer over it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from forensics import downtime as dt
+from forensics.attribution import Interruption, attribute
+from forensics.config import load_job_config
+from forensics.discovery import JobDirError, Limits, discover
+from forensics.ingest import Ingested, ingest
+from forensics.report import build_report, write_markdown
+from forensics.signatures import load_catalog, match
+from forensics.store import Store
+from forensics.stragglers import dcgm_stragglers, slow_episodes
+from forensics.taxonomy import AUTO_RECOVERABLE, info
+from forensics.timeline import assign_attempts, rank_map
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS
+
+__all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
+
+
+class OutputDirError(Exception):
+    """The output directory cannot be used (message is for the user)."""
+
+
+@dataclass
+class Analysis:
+    job_dir: Path
+    out_dir: Path
+    report: dict
+    store_path: Path
+
+    def _store(self) -> Store:
+        return Store(self.store_path, create=False, read_only=True)
+
+    def sql(self, query: str) -> pl.DataFrame:
+        st = self._store()
+        try:
+            return st.sql(query)
+        finally:
+            st.close()
+
+    def _table(self, name: str) -> pl.DataFrame:
+        return self.sql(f'SELECT * FROM "{name}"')
+
+    @property
+    def events(self) -> pl.DataFrame:
+        return self.sql("SELECT * FROM events ORDER BY event_id")
+
+    @property
+    def sources(self) -> pl.DataFrame:
+        return self.sql("SELECT * FROM files ORDER BY file_id")
+
+    @property
+    def interruptions(self) -> pl.DataFrame:
+        return self.sql("SELECT * FROM interruptions ORDER BY time NULLS LAST, id")
+
+    @property
+    def steps(self) -> pl.DataFrame:
+        return self.sql("SELECT * FROM train_steps ORDER BY ts NULLS LAST, file_id, line_no")
+
+    @property
+    def stragglers(self) -> pl.DataFrame:
+        return self._table("stragglers")
+
+    @property
+    def attempts(self) -> pl.DataFrame:
+        return self.sql('SELECT * FROM attempts ORDER BY "index"')
+
+    @property
+    def downtime(self) -> pl.DataFrame:
+        return self._table("downtime")
+
+    @property
+    def verdict(self) -> dict:
+        return self.report["verdict"]
+
+    @classmethod
+    def open(cls, out_dir: Path | str) -> Analysis:
+        out = Path(out_dir)
+        rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
+        return cls(Path(rep["job"]["dir"]), out, rep, out / "forensics.duckdb")
+
+
+def default_out(job_dir: Path, name: str) -> Path:
+    return Path("forensics-out") / name
+
+
+def _job_name(root: Path, cfg_name: str | None) -> str:
+    if cfg_name:
+        return cfg_name
+    name = root.resolve().name
+    for suf in (".tar.gz", ".tgz", ".tar", ".gz"):
+        if name.endswith(suf):
+            name = name[: -len(suf)]
+    return name or "job"
+
+
+def _check_out(root: Path, out: Path) -> None:
+    r, o = root.resolve(), out.resolve()
+    if root.is_dir() and (o == r or r in o.parents):
+        raise OutputDirError(f"refusing to write inside the job directory (it is evidence): {out}")
+    if o.exists() and not o.is_dir():
+        raise OutputDirError(f"output path exists and is not a directory: {out}")
+
+
+def analyze(path: Path | str, out: Path | str | None = None,
+            progress: Callable[[int, int], None] | None = None, limits: Limits | None = None) -> Analysis:
+    """Analyze the job directory (or .tar/.tar.gz) at `path`, write report.json, report.md and
+    forensics.duckdb under `out` (default ./forensics-out/<job-name>/), return the Analysis."""
+    root = Path(path)
+    if not root.exists():
+        raise JobDirError(f"no such file or directory: {root}")
+    if not (root.is_dir() or root.is_file()):
+        raise JobDirError(f"not a directory or archive: {root}")
+    cfg = load_job_config(root)
+    name = _job_name(root, cfg.name)
+    out_dir = Path(out) if out is not None else default_out(root, name)
+    _check_out(root, out_dir)
+    disc = discover(root, limits)
+    try:
+        ing = ingest(disc, cfg, limits, progress=progress)
+        file_attempt_hint = {i: sf.attempt_hint for i, sf in enumerate(
+            sorted(disc.files, key=lambda s: s.rel_path)) if sf.attempt_hint is not None}
+    finally:
+        disc.close()
+    result = _analyze_ingested(ing, file_attempt_hint, root, name)
+    _write_outputs(out_dir, result)
+    return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
+
+
+def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.DataFrame], pl.DataFrame]:
+    file_rows, ev_parts, unparsed_parts = [], [], []
+    tparts: dict[str, list[pl.DataFrame]] = {}
+    for fid, f in enumerate(ing.files):
+        file_rows.append({"file_id": fid, "path": f.rel_path, "size": f.size, "sha256": f.sha256,
+                          "parser": f.parser, "parsers": f.parsers, "lines": f.lines, "parsed": f.parsed,
+                          "ignored": f.ignored, "unparsed": f.unparsed, "events": f.events.height,
+                          "warnings": f.warnings})
+        if not f.events.is_empty():
+            ev_parts.append(f.events.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id"),
+                                                  pl.lit(f.rel_path).alias("path")))
+        for t, df in f.tables.items():
+            tparts.setdefault(t, []).append(df.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id")))
+        if not f.unparsed_errors.is_empty():
+            unparsed_parts.append(f.unparsed_errors.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id")))
+    files = pl.DataFrame(file_rows, schema={
+        "file_id": pl.Int32, "path": pl.Utf8, "size": pl.Int64, "sha256": pl.Utf8, "parser": pl.Utf8,
+        "parsers": pl.Utf8, "lines": pl.Int64, "parsed": pl.Int64, "ignored": pl.Int64, "unparsed": pl.Int64,
+        "events": pl.Int64, "warnings": pl.List(pl.Utf8)})
+    ev_schema = {**EVENT_SCHEMA, "file_id": pl.Int32, "path": pl.Utf8}
+    events = pl.concat(ev_parts) if ev_parts else pl.DataFrame(schema=ev_schema)
+    events = events.sort("file_id", "line_no", maintain_order=True).with_row_index("event_id").with_columns(
+        pl.col("event_id").cast(pl.Int64))
+    tables = {t: pl.concat(p) for t, p in tparts.items()}
+    for t in TABLE_SCHEMAS:
+        tables.setdefault(t, pl.DataFrame(schema={**TABLE_SCHEMAS[t], "file_id": pl.Int32}))
+    unparsed = pl.concat(unparsed_parts) if unparsed_parts else pl.DataFrame(
+        schema={"line_no": pl.Int64, "text": pl.Utf8, "file_id": pl.Int32})
+    return files, events, tables, unparsed
+
+
+def _completed_attempts(events: pl.DataFrame, attempts: pl.DataFrame, tables: dict[str, pl.DataFrame],
+                        hits: pl.DataFrame) -> set[int]:
+    """Attempts that ended because training finished: an end-of-training line, or the planned
+    number of steps reached, or the scheduler's COMPLETED for the job's last attempt; and no
+    root or cascade signal in them."""
+    done: set[int] = set()
+    if attempts.is_empty():
+        return done
+    bad = hits.filter(pl.col("role").is_in(["root", "cascade"])).join(events.select("event_id", "attempt"), on="event_id")
+    bad_attempts = set(bad["attempt"].drop_nulls().to_list())
+    ends = set(events.filter(pl.col("kind") == "train_end")["attempt"].drop_nulls().to_list())
+    steps = tables.get("train_steps")
+    total = None
+    if steps is not None and not steps.is_empty() and steps["total_steps"].drop_nulls().len():
+        total = int(steps["total_steps"].drop_nulls().max())
+    sched = tables.get("sched_records")
+    last = int(attempts["index"].max())
+    sched_completed = False
+    if sched is not None and not sched.is_empty():
+        job_rows = sched.filter(pl.col("step_id").is_null() | (pl.col("step_id") == ""))
+        rows = job_rows if not job_rows.is_empty() else sched
+        sched_completed = rows.sort("end", nulls_last=True)["state"][-1] == "COMPLETED"
+    for a in attempts.iter_rows(named=True):
+        i = a["index"]
+        if i in bad_attempts:
+            continue
+        reached = total is not None and a["last_step"] is not None and a["last_step"] >= total
+        if i in ends or reached or (i == last and sched_completed):
+            done.add(i)
+    return done
+
+
+def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Path, name: str) -> dict:
+    files, events, tables, unparsed = _frames(ing)
+    hints = sorted(set(file_attempt_hint.values()))
+    file_attempt = {fid: hints.index(h) for fid, h in file_attempt_hint.items()}
+    rmap = rank_map(events, tables)
+    events, attempts = assign_attempts(events, tables, file_attempt)
+    catalog = load_catalog()
+    hits = match(catalog, events)
+    completed = _completed_attempts(events, attempts, tables, hits)
+    inters = attribute(events, hits, attempts, rmap, tables, completed)
+    # steps with their attempt, for slow episodes
+    steps = tables["train_steps"].join(events.filter(pl.col("kind") == "step").select("file_id", "line_no", "attempt"),
+                                       on=["file_id", "line_no"], how="left")
+    episodes = slow_episodes(steps)
+    stragglers = dcgm_stragglers(tables.get("dcgm_samples"), episodes)
+    for s in stragglers:
+        if s.host is not None and s.gpu is not None and not rmap.is_empty():
+            m = rmap.filter((pl.col("host") == s.host) & (pl.coalesce("gpu", "local_rank") == s.gpu))
+            if m.height:
+                s.rank = int(m["rank"][0])
+    slow_ids: dict[int, str | None] = {}
+    for k, ep in enumerate(episodes):
+        cat = "straggler_hardware" if stragglers else "slowdown_transient"
+        culprit = stragglers[0] if stragglers else None
+        ci = info(cat)
+        iid = f"s{k}"
+        slow_ids[ep.attempt if ep.attempt is not None else 0] = iid
+        inters.append(Interruption(
+            id=iid, attempt=ep.attempt, time=ep.start, kind="slowdown", category=cat, domain=ci.domain,
+            action=ci.default_action, auto_recoverable=ci.default_action in AUTO_RECOVERABLE, recurring=False,
+            culprit_host=culprit.host if culprit else None, culprit_rank=culprit.rank if culprit else None,
+            culprit_gpu=culprit.gpu if culprit else None, culprit_pci_bus_id=culprit.pci_bus_id if culprit else None,
+            confidence=0.8 if culprit else 0.5, method="rules",
+            summary=(f"Steps {ep.slowdown:.0%} slower for {ep.steps} steps"
+                     + (f"; straggler {culprit.host} GPU {culprit.gpu} ({culprit.cause}: {culprit.evidence})" if culprit else "")),
+        ))
+    if stragglers and not episodes:
+        s = stragglers[0]
+        ci = info("straggler_hardware")
+        inters.append(Interruption(
+            id="s0", attempt=None, time=s.start, kind="slowdown", category="straggler_hardware", domain=ci.domain,
+            action=ci.default_action, auto_recoverable=True, recurring=False, culprit_host=s.host,
+            culprit_rank=s.rank, culprit_gpu=s.gpu, culprit_pci_bus_id=s.pci_bus_id, confidence=0.6, method="rules",
+            summary=f"Straggler {s.host} GPU {s.gpu} ({s.cause}: {s.evidence}); no step-time series to size the slowdown",
+        ))
+    inters.sort(key=lambda x: (x.time is None, x.time or datetime.max.replace(tzinfo=UTC), x.id))
+    by_attempt = {x.attempt: x for x in inters if x.kind != "slowdown"}
+    attempts = attempts.with_columns(pl.Series("end_reason", [
+        ("completed" if i in completed else (by_attempt[i].kind if i in by_attempt else "unknown"))
+        for i in attempts["index"].to_list()], dtype=pl.Utf8))
+    gpus = int(rmap.height) if not rmap.is_empty() else None
+    down = _downtime(attempts, tables, events, by_attempt, episodes, slow_ids, gpus)
+    report = build_report(name, root, files, events, attempts, inters, stragglers, down, ing, rmap, unparsed, completed)
+    return {"report": report, "files": files, "events": events, "tables": tables, "unparsed": unparsed,
+            "rank_map": rmap, "attempts": attempts, "hits": hits, "interruptions": inters,
+            "stragglers": stragglers, "downtime": down}
+
+
+def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: pl.DataFrame,
+              by_attempt: dict, episodes: list, slow_ids: dict, gpus: int | None) -> dt.Downtime:
+    if attempts.is_empty():
+        return dt.account([], gpus)
+    epoch = attempts["start"].min()
+    ck = tables["checkpoints"].join(events.select("file_id", "line_no", "attempt", pl.col("kind").alias("ekind")),
+                                    on=["file_id", "line_no"], how="left")
+    spans = []
+    for a in attempts.iter_rows(named=True):
+        i = a["index"]
+        inter = by_attempt.get(i)
+        c = ck.filter(pl.col("attempt") == i)
+        saves, durable = _saves(c, epoch)
+        spans.append(dt.AttemptSpan(
+            index=i, start=dt.to_seconds(a["start"], epoch), end=dt.to_seconds(a["end"], epoch),
+            first_step_start=dt.to_seconds(a["first_step_start"], epoch),
+            last_progress=dt.to_seconds(a["last_progress"], epoch),
+            failed=a["end_reason"] not in ("completed",) and inter is not None,
+            fault=dt.to_seconds(inter.time, epoch) if inter is not None else None,
+            saves=saves, durable=durable,
+            slowdown_s=sum(e.excess_s for e in episodes if e.attempt == i),
+            interruption_id=inter.id if inter is not None else None,
+        ))
+    return dt.account(spans, gpus, slow_ids)
+
+
+def _saves(c: pl.DataFrame, epoch: datetime) -> tuple[list[tuple[float, float]], list[float]]:
+    """Blocking save intervals and durable (completed) save end times of one attempt."""
+    saves, durable = [], []
+    starts = {r["step"]: r["ts"] for r in c.filter(pl.col("event") == "save_start").iter_rows(named=True)
+              if r["ts"] is not None}
+    for r in c.filter(pl.col("event") == "save_end").iter_rows(named=True):
+        if r["ts"] is None:
+            continue
+        end = dt.to_seconds(r["ts"], epoch)
+        durable.append(end)
+        if r["step"] in starts:
+            saves.append((dt.to_seconds(starts[r["step"]], epoch), end))
+        elif r["duration_s"] is not None:
+            saves.append((end - r["duration_s"], end))
+    return saves, durable
+
+
+def _write_outputs(out_dir: Path, result: dict) -> None:
+    """Write into a temporary sibling directory, then swap it in: an interrupted run never
+    leaves a half report that looks complete."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        st = Store(tmp / "forensics.duckdb")
+        st.insert("files", result["files"])
+        st.insert("events", result["events"].drop("path", "attempt", strict=False))
+        for t, df in result["tables"].items():
+            st.insert(t, df)
+        st.insert("unparsed_lines", result["unparsed"])
+        st.insert("rank_map", result["rank_map"])
+        st.insert("attempts", result["attempts"])
+        st.insert("signature_hits", result["hits"].drop("weight"))
+        rep = result["report"]
+        _insert_results(st, rep)
+        st.close()
+        (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        write_markdown(rep, tmp / "report.md")
+        old = None
+        if out_dir.exists():
+            old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
+            out_dir.rename(old)
+        tmp.rename(out_dir)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _insert_results(st: Store, rep: dict) -> None:
+    def ts(v: str | None) -> datetime | None:
+        return datetime.fromisoformat(v) if v else None
+
+    rows, ev_rows = [], []
+    for x in rep["interruptions"]:
+        c = x["culprit"]
+        rows.append({"id": x["id"], "attempt": x["attempt"], "time": ts(x["time"]), "kind": x["kind"],
+                     "category": x["category"], "domain": x["domain"], "action": x["action"],
+                     "auto_recoverable": x["auto_recoverable"], "recurring": x["recurring"],
+                     "culprit_host": c["host"], "culprit_rank": c["rank"], "culprit_gpu": c["gpu"],
+                     "culprit_pci_bus_id": c["pci_bus_id"], "confidence": x["confidence"], "method": x["method"],
+                     "summary": x["summary"], "missing_evidence": "; ".join(x.get("missing_evidence", []))})
+        for e in x["evidence"]:
+            ev_rows.append({"interruption_id": x["id"], "event_id": e.get("event_id"), "path": e["path"],
+                            "line": e["line"], "time": ts(e["time"]), "signature": e["signature"],
+                            "role": e["role"], "text": e["text"]})
+    if rows:
+        st.insert("interruptions", pl.DataFrame(rows, infer_schema_length=None))
+    if ev_rows:
+        st.insert("evidence", pl.DataFrame(ev_rows, infer_schema_length=None))
+    if rep["stragglers"]:
+        st.insert("stragglers", pl.DataFrame([{**s, "start": ts(s["start"]), "end": ts(s["end"])}
+                                              for s in rep["stragglers"]], infer_schema_length=None))
+    d = rep["downtime"]
+    st.insert("downtime", pl.DataFrame([{"bucket": k[:-2], "seconds": v, "interruption_id": None}
+                                        for k, v in d.items() if k.endswith("_s") and k != "wall_s" and v is not None]))

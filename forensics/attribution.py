@@ -1,0 +1,304 @@
+"""Incidents and attribution (DESIGN §6): for each attempt that ended, the earliest credible root
+signal wins; cascades (watchdog timeouts, remote-peer errors, teardown signals) attach to it;
+the culprit is localised to host / rank / GPU; action and recurrence follow the taxonomy.
+
+Root choice: t0 is the time of the earliest root hit with an exact stamp (or of any root hit
+when none is exact). Every root hit up to TIE_WINDOW after t0 (and any hit whose stamp was only
+derived from neighbouring lines, which can read too early) competes; the highest signature
+weight wins, then the earliest, then the first in file order. This keeps a GPU's Xid 79 ahead
+of the CUDA error the application prints a second later, and a Python exception ahead of the
+network errors its peers log when it dies.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from forensics.taxonomy import AUTO_RECOVERABLE, info
+
+TIE_WINDOW = timedelta(seconds=10)
+MAX_EVIDENCE = 8
+
+
+@dataclass
+class Interruption:
+    id: str
+    attempt: int | None
+    time: datetime | None
+    kind: str
+    category: str
+    domain: str
+    action: str
+    auto_recoverable: bool
+    recurring: bool
+    culprit_host: str | None
+    culprit_rank: int | None
+    culprit_gpu: int | None
+    culprit_pci_bus_id: str | None
+    confidence: float
+    method: str
+    summary: str
+    missing_evidence: list[str] = field(default_factory=list)
+    evidence: list[dict] = field(default_factory=list)  # event rows: path, line, time, signature, role, text
+    code: str | None = None  # the root event's code (e.g. exception type), for recurrence
+
+
+def _ip_hosts(events: pl.DataFrame) -> dict[str, str]:
+    ifs = events.filter((pl.col("kind") == "nccl_iface") & pl.col("code").is_not_null() & pl.col("host").is_not_null())
+    out: dict[str, str] = {}
+    for ip, host in ifs.select("code", "host").unique().sort("code", "host").iter_rows():
+        out.setdefault(ip, host)
+    return out
+
+
+def _fill_culprit(row: dict, rmap: pl.DataFrame) -> tuple[str | None, int | None, int | None, str | None]:
+    host, rank, gpu, pci = row.get("host"), row.get("rank"), row.get("gpu"), row.get("pci_bus_id")
+    if rmap.is_empty():
+        return host, rank, gpu, pci
+    m = None
+    if rank is not None:
+        m = rmap.filter(pl.col("rank") == rank)
+    elif host is not None and pci is not None:
+        m = rmap.filter((pl.col("host") == host) & (pl.col("pci_bus_id") == pci))
+    elif host is not None and gpu is not None:
+        m = rmap.filter((pl.col("host") == host) & (pl.coalesce("gpu", "local_rank") == gpu))
+    if m is not None and m.height >= 1:
+        r = m.row(0, named=True)
+        host = host or r["host"]
+        rank = rank if rank is not None else r["rank"]
+        gpu = gpu if gpu is not None else (r["gpu"] if r["gpu"] is not None else r["local_rank"])
+        pci = pci or r["pci_bus_id"]
+    return host, rank, gpu, pci
+
+
+def _evidence_rows(ev: pl.DataFrame) -> list[dict]:
+    return [
+        {"event_id": r["event_id"], "path": r["path"], "line": r["line_no"], "time": r["ts"],
+         "signature": r["signature"], "role": r["role"], "text": r["message"]}
+        for r in ev.iter_rows(named=True)
+    ]
+
+
+def _lagging_rank(attempt_events: pl.DataFrame, timeouts: pl.DataFrame | None,
+                  rmap: pl.DataFrame) -> tuple[int | None, str]:
+    """For a hang without a root event: the rank that never reported the timeout, or the one
+    whose last completed collective lags the others."""
+    if timeouts is None or timeouts.is_empty():
+        return None, ""
+    reporters = set(timeouts["rank"].drop_nulls().to_list())
+    known = set(rmap["rank"].to_list()) if not rmap.is_empty() else set()
+    missing = sorted(known - reporters)
+    if reporters and len(missing) == 1:
+        return missing[0], f"rank {missing[0]} never reported the collective timeout that every other rank hit"
+    lc = timeouts.filter(pl.col("last_completed").is_not_null()).group_by("rank").agg(pl.col("last_completed").max())
+    if lc.height >= 2:
+        lo = lc["last_completed"].min()
+        lagging = lc.filter(pl.col("last_completed") == lo)
+        if lagging.height == 1 and lc["last_completed"].max() > lo:
+            r = int(lagging["rank"][0])
+            return r, f"rank {r} has the lowest last completed collective ({lo})"
+    return None, ""
+
+
+def _desync(timeouts: pl.DataFrame | None) -> str | None:
+    """Ranks timing out at the same sequence number on different collectives."""
+    if timeouts is None or timeouts.is_empty():
+        return None
+    t = timeouts.filter(pl.col("seq").is_not_null() & pl.col("op_type").is_not_null())
+    g = t.group_by("pg", "seq").agg(pl.col("op_type").n_unique().alias("ops"), pl.col("numel_in").n_unique().alias("sizes"),
+                                    pl.col("op_type").unique().sort().alias("names"))
+    bad = g.filter(pl.col("ops") > 1).sort("seq")
+    if bad.is_empty():
+        return None
+    r = bad.row(0, named=True)
+    return f"ranks disagree at collective #{r['seq']}: {' vs '.join(r['names'])}"
+
+
+def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, rmap: pl.DataFrame,
+              tables: dict[str, pl.DataFrame], completed_attempts: set[int]) -> list[Interruption]:
+    """One interruption per attempt that ended for a reason other than completion."""
+    joined = hits.join(events, on="event_id", how="inner")
+    ip_host = _ip_hosts(events)
+    timeouts_all = tables.get("collective_timeouts")
+    sources_present = set(events["source"].unique().to_list()) if not events.is_empty() else set()
+    out: list[Interruption] = []
+    for a in attempts.iter_rows(named=True):
+        i = a["index"]
+        if i in completed_attempts:
+            continue
+        aj = joined.filter(pl.col("attempt") == i)
+        ae = events.filter(pl.col("attempt") == i)
+        tmo = None
+        if timeouts_all is not None and not timeouts_all.is_empty():
+            fids = ae.select("file_id").unique()
+            tmo = timeouts_all.join(fids, on="file_id")
+        inter = _attribute_attempt(i, a, aj, ae, tmo, rmap, ip_host, sources_present)
+        if inter is not None:
+            out.append(inter)
+    _recurrence(out)
+    return out
+
+
+def _pick_root(roots: pl.DataFrame) -> dict | None:
+    if roots.is_empty():
+        return None
+    timed = roots.filter(pl.col("ts").is_not_null())
+    if timed.is_empty():
+        return roots.sort("weight", "event_id", descending=[True, False]).row(0, named=True)
+    exact = timed.filter(pl.col("ts_quality") == "exact")
+    t0 = (exact if not exact.is_empty() else timed)["ts"].min()
+    pool = timed.filter((pl.col("ts") <= t0 + TIE_WINDOW) | (pl.col("ts_quality") != "exact"))
+    pool = pool.sort(["weight", "ts", "event_id"], descending=[True, False, False])
+    return pool.row(0, named=True)
+
+
+def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo: pl.DataFrame | None,
+                       rmap: pl.DataFrame, ip_host: dict[str, str], sources_present: set[str]) -> Interruption | None:
+    roots = aj.filter(pl.col("role") == "root")
+    cascades = aj.filter(pl.col("role") == "cascade")
+    root = _pick_root(roots)
+    method = "rules"
+    notes: list[str] = []
+    hang_signals = cascades.filter(pl.col("signature").is_in(["pt-watchdog-timeout", "pt-heartbeat-timeout", "pt-watchdog-status"]))
+    if root is None and cascades.is_empty():
+        if ae.is_empty():
+            return None
+        category = "unknown"
+        time = a["end"]
+        host = rank = gpu = pci = None
+        summary = "The attempt ended without any recognised failure signal"
+        conf = 0.3
+        root_code = None
+    elif root is None:
+        desync = _desync(tmo)
+        if desync:
+            category = "collective_desync"
+            summary = f"Collective desync: {desync}"
+            conf = 0.7
+        elif not hang_signals.is_empty():
+            category = "comm_hang_unknown"
+            summary = "Communication hang: collectives timed out and no root event was found"
+            conf = 0.6
+        else:
+            first = cascades.sort("ts", "event_id", nulls_last=True).row(0, named=True)
+            category = first["category"] if first["category"] != "unknown" else "unknown"
+            summary = f"Only symptoms found: {first['summary']}"
+            conf = 0.35
+        lag, why = _lagging_rank(ae, tmo, rmap)
+        host = gpu = pci = None
+        rank = lag
+        if lag is not None:
+            host, rank, gpu, pci = _fill_culprit({"rank": lag}, rmap)
+            summary += f"; {why}"
+        first_c = cascades.sort("ts", "event_id", nulls_last=True)
+        time = first_c["ts"].drop_nulls().min() if not first_c.is_empty() else a["end"]
+        root_code = None
+    else:
+        category = root["category"]
+        time = root["ts"]
+        host, rank, gpu, pci = _fill_culprit(root, rmap)
+        summary = root["summary"]
+        root_code = root["code"]
+        if root["source"] == "nccl" and category == "network_fabric":
+            peer = _peer_culprit(roots.filter(pl.col("source") == "nccl"), ip_host)
+            if peer is not None:
+                host, rank, gpu, pci = peer, None, None, None
+                summary += f"; the unreachable peer is {peer} (reported by its peers)"
+            else:
+                notes.append("peer address could not be mapped to a host")
+        if category == "comm_hang_unknown":
+            desync = _desync(tmo)
+            if desync:
+                category = "collective_desync"
+                summary = f"Collective desync: {desync}"
+        conf = min(0.95, 0.55 + 0.08 * int(root["weight"]))
+        if root["ts_quality"] != "exact":
+            conf -= 0.1
+    cat = info(category)
+    kind = cat.default_kind
+    if category in ("network_fabric", "nvlink", "storage") and not hang_signals.is_empty():
+        kind = "hang"
+    action = cat.default_action
+    if root is not None and root["signature"] == "xid-94":
+        action = "restart"
+    missing = _missing(sources_present)
+    if missing:
+        conf -= 0.05 * len(missing)
+    evidence_rows = _select_evidence(root, aj)
+    return Interruption(
+        id=f"a{i}", attempt=i, time=time, kind=kind, category=category, domain=cat.domain, action=action,
+        auto_recoverable=action in AUTO_RECOVERABLE, recurring=False, culprit_host=host,
+        culprit_rank=rank, culprit_gpu=gpu, culprit_pci_bus_id=pci, confidence=round(max(conf, 0.05), 2),
+        method=method, summary=summary + ("" if not notes else " (" + "; ".join(notes) + ")"),
+        missing_evidence=missing, evidence=evidence_rows, code=root_code,
+    )
+
+
+def _peer_culprit(nccl_roots: pl.DataFrame, ip_host: dict[str, str]) -> str | None:
+    """Follow the peer addresses of IB/socket errors to the host that owns them (majority)."""
+    ips = nccl_roots["message"].str.extract(r"peer (\d{1,3}(?:\.\d{1,3}){3})<", 1).drop_nulls().to_list()
+    if not ips:
+        return None
+    hosts = Counter(ip_host[ip] for ip in ips if ip in ip_host)
+    if not hosts:
+        return None
+    reporters = set(nccl_roots["host"].drop_nulls().to_list())
+    best = sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    if best in reporters and len(hosts) > 1:
+        others = [h for h, _ in sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0])) if h not in reporters]
+        if others:
+            best = others[0]
+    return best
+
+
+def _missing(sources_present: set[str]) -> list[str]:
+    wanted = {
+        "kernel": "kernel logs (dmesg/journal)",
+        "pytorch": "rank logs with PyTorch output",
+        "nccl": "NCCL debug output",
+        "sacct": "scheduler records (sacct)",
+    }
+    return [desc for src, desc in wanted.items() if src not in sources_present]
+
+
+def _select_evidence(root: dict | None, aj: pl.DataFrame) -> list[dict]:
+    if aj.is_empty():
+        return []
+    rows = []
+    if root is not None:
+        rows.append(aj.filter(pl.col("event_id") == root["event_id"]).head(1))
+    rest = aj.filter(pl.col("role").is_in(["root", "cascade"]))
+    if root is not None:
+        rest = rest.filter(pl.col("event_id") != root["event_id"])
+    # the earliest hit of each signature, roots first
+    rest = (rest.sort("ts", "event_id", nulls_last=True).group_by("signature", maintain_order=True).first()
+            .with_columns((pl.col("role") == "root").alias("_r"))
+            .sort(["_r", "ts", "event_id"], descending=[True, False, False], nulls_last=True).drop("_r"))
+    rows.append(rest.head(MAX_EVIDENCE - len(rows)))
+    ctx = aj.filter(pl.col("role") == "context").sort("ts", "event_id", nulls_last=True).group_by(
+        "signature", maintain_order=True).first().head(2)
+    rows.append(ctx)
+    ev = pl.concat([r.select(aj.columns) for r in rows if not r.is_empty()]) if any(
+        not r.is_empty() for r in rows) else aj.head(0)
+    return _evidence_rows(ev.unique("event_id", maintain_order=True))
+
+
+def _recurrence(inters: list[Interruption]) -> None:
+    """The same host implicated again: hardware suspicion, exclude it. The same user error on
+    consecutive attempts: a restart loop, stop and fix."""
+    host_count = Counter(x.culprit_host for x in inters if x.culprit_host and x.domain in ("hardware", "network", "system_software"))
+    for x in inters:
+        if x.culprit_host and host_count.get(x.culprit_host, 0) >= 2 and x.domain in ("hardware", "network", "system_software"):
+            x.recurring = True
+            x.action = "exclude_node_and_restart"
+    for prev, cur in zip(inters, inters[1:], strict=False):
+        if (cur.attempt is not None and prev.attempt is not None and cur.attempt == prev.attempt + 1
+                and cur.domain == "user" and cur.category == prev.category and cur.code == prev.code):
+            prev.recurring = cur.recurring = True
+            cur.action = prev.action = "stop_and_fix"
+    for x in inters:
+        x.auto_recoverable = x.action in AUTO_RECOVERABLE

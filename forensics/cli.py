@@ -1,0 +1,163 @@
+"""The `forensics` command: a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from forensics import __version__
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Offline forensic analysis of the post-mortem logs of GPU training jobs.")
+err = Console(stderr=True)
+out = Console()
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    err.print(f"forensics: {escape(msg)}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"forensics {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                               help="Print the version and exit.")] = False) -> None:
+    """forensics: what happened to a training job, to which host/rank/GPU, and what to do."""
+
+
+def _check_job_path(job_dir: Path) -> None:
+    if not job_dir.exists():
+        _fail(f"no such file or directory: {job_dir}")
+    if not (job_dir.is_dir() or job_dir.is_file()):
+        _fail(f"not a directory or archive: {job_dir}")
+
+
+@app.command()
+def analyze(
+    job_dir: Annotated[Path, typer.Argument(help="Job directory (or .tar/.tar.gz of one).")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory (default ./forensics-out/<job>).")] = None,
+    json_path: Annotated[str | None, typer.Option("--json", help="Also write report.json here; '-' for stdout.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
+) -> None:
+    """Analyze a job directory: verdict, culprit, action, evidence, downtime."""
+    from forensics.analysis import OutputDirError, analyze as run
+    from forensics.discovery import JobDirError
+
+    _check_job_path(job_dir)
+    show_progress = not quiet and err.is_terminal and json_path != "-"
+    try:
+        if show_progress:
+            with Progress(TextColumn("reading logs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=err, transient=True) as prog:
+                task = prog.add_task("ingest", total=None)
+                result = run(job_dir, out_dir, progress=lambda d, t: prog.update(task, completed=d, total=t))
+        else:
+            result = run(job_dir, out_dir)
+    except (JobDirError, OutputDirError) as exc:
+        _fail(str(exc))
+        return
+    rep = result.report
+    if json_path == "-":
+        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+        return
+    if json_path:
+        Path(json_path).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
+    if not quiet:
+        _summary(rep, result.out_dir)
+
+
+def _summary(rep: dict, out_dir: Path) -> None:
+    v = rep["verdict"]
+    c = v["culprit"]
+    culprit = ", ".join(p for p in (
+        f"host {c['host']}" if c.get("host") else "", f"rank {c['rank']}" if c.get("rank") is not None else "",
+        f"GPU {c['gpu']}" if c.get("gpu") is not None else "") if p) or "not localized"
+    head = f"[bold]{v['kind']}[/bold]" + (f" · {v['category']} ({v['domain']})" if v.get("category") else "")
+    out.print(f"Verdict: {head}")
+    out.print(f"  {escape(v['summary'] or '')}")
+    out.print(f"  culprit: {escape(culprit)}   action: {v['action']}   "
+              f"auto-recoverable: {'yes' if v['auto_recoverable'] else 'no'}   confidence: {v['confidence']}")
+    for e in v.get("evidence", [])[:5]:
+        out.print(f"  [dim]{escape(e['path'])}:{e['line']}[/dim] {escape((e['text'] or '')[:160])}", highlight=False)
+    others = [x for x in rep["interruptions"] if x.get("id") != v.get("id")]
+    if others:
+        out.print(f"Other interruptions: {len(others)} (see the report)")
+    d = rep["downtime"]
+    if d.get("wall_s"):
+        out.print(f"Goodput {d['goodput']}, GPU-hours lost {d['gpu_hours_lost']}")
+    for w in rep["warnings"][:3]:
+        out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+    out.print(f"Report: {escape(str(out_dir / 'report.md'))}")
+
+
+@app.command()
+def sources(
+    job_dir: Annotated[Path, typer.Argument(help="Job directory (or .tar/.tar.gz of one).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Dry run: every file, what it was recognized as, and its line accounting."""
+    from forensics.config import load_job_config
+    from forensics.discovery import JobDirError, discover
+    from forensics.ingest import ingest
+
+    _check_job_path(job_dir)
+    try:
+        disc = discover(job_dir)
+    except JobDirError as exc:
+        _fail(str(exc))
+        return
+    try:
+        ing = ingest(disc, load_job_config(job_dir))
+    finally:
+        disc.close()
+    rows = [{"path": f.rel_path, "parser": f.parser, "lines": f.lines, "parsed": f.parsed, "ignored": f.ignored,
+             "unparsed": f.unparsed, "events": f.events.height, "warnings": f.warnings} for f in ing.files]
+    if as_json:
+        sys.stdout.write(json.dumps({"sources": rows, "warnings": ing.warnings}, indent=2) + "\n")
+        return
+    t = Table(title=f"{len(rows)} files")
+    for col in ("path", "parser", "lines", "parsed", "ignored", "unparsed", "events"):
+        t.add_column(col, justify="right" if col not in ("path", "parser") else "left")
+    for r in rows:
+        t.add_row(escape(r["path"]), r["parser"] or "[dim]unrecognized[/dim]", *(str(r[k]) for k in (
+            "lines", "parsed", "ignored", "unparsed", "events")))
+    out.print(t)
+    for w in ing.warnings:
+        out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+
+
+@app.command()
+def simulate(
+    scenario: Annotated[Path, typer.Argument(help="Scenario TOML (see docs/simulator.md).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the case (job/ and expected.toml).")] = Path("sim-out"),
+    seed: Annotated[int, typer.Option("--seed", help="Random seed; same seed, same bytes.")] = 0,
+) -> None:
+    """Write a realistic job directory for a scenario, with its truth in expected.toml."""
+    from forensics.simulate import load_scenario, simulate as run
+
+    if not scenario.is_file():
+        _fail(f"no such scenario file: {scenario}")
+    try:
+        spec = load_scenario(scenario)
+    except Exception as exc:  # noqa: BLE001 - a bad scenario is user input: one line, no traceback
+        _fail(f"invalid scenario {scenario}: {exc}")
+        return
+    case = run(spec, out_dir, seed)
+    out.print(f"Simulated {escape(str(scenario))} (seed {seed}) -> {escape(str(case))}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

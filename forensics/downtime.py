@@ -1,0 +1,126 @@
+"""Downtime accounting (DESIGN §7): split the job's wall time W exactly into
+productive + startup + checkpoint + lost_work + termination + restart + slowdown.
+
+Each instant gets one label, by precedence checkpoint > termination > startup > restart >
+lost_work > (productive). `slowdown` is then carved out of productive time (the excess of slow
+steps over the ideal step time), so the buckets always sum to W and none is negative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+BUCKETS = ("productive", "startup", "checkpoint", "lost_work", "termination", "restart", "slowdown")
+PRECEDENCE = ("checkpoint", "termination", "startup", "restart", "lost_work")
+
+
+@dataclass
+class AttemptSpan:
+    index: int
+    start: float  # seconds (any common epoch)
+    end: float
+    first_step_start: float | None  # None: it never started a step
+    last_progress: float | None  # end of its last completed (logged) step
+    failed: bool
+    fault: float | None = None  # time of the interruption, when known
+    saves: list[tuple[float, float]] = field(default_factory=list)  # blocking checkpoint saves
+    durable: list[float] = field(default_factory=list)  # end times of completed saves
+    slowdown_s: float = 0.0
+    interruption_id: str | None = None
+
+
+@dataclass
+class Downtime:
+    wall_s: float
+    buckets: dict[str, float]
+    by_interruption: dict[tuple[str, str | None], float]  # (bucket, interruption id) -> seconds
+    gpus: int | None
+
+    @property
+    def goodput(self) -> float | None:
+        return self.buckets["productive"] / self.wall_s if self.wall_s > 0 else None
+
+    def as_report(self) -> dict:
+        out: dict = {"wall_s": round(self.wall_s, 3)}
+        for b in BUCKETS:
+            out[f"{b}_s"] = round(self.buckets[b], 3)
+        out["goodput"] = round(self.goodput, 4) if self.goodput is not None else None
+        lost = self.wall_s - self.buckets["productive"]
+        out["gpu_hours_lost"] = round(lost * self.gpus / 3600.0, 3) if self.gpus else None
+        return out
+
+
+def _intervals(spans: list[AttemptSpan]) -> list[tuple[float, float, str, str | None]]:
+    """Labelled intervals (start, end, bucket, interruption id) before precedence is applied."""
+    out: list[tuple[float, float, str, str | None]] = []
+    spans = sorted(spans, key=lambda s: s.start)
+    for k, s in enumerate(spans):
+        init = "startup" if k == 0 else "restart"
+        cause_prev = spans[k - 1].interruption_id if k > 0 else None
+        if k > 0 and s.start > spans[k - 1].end:
+            out.append((spans[k - 1].end, s.start, "restart", cause_prev))
+        first = s.first_step_start
+        if first is None:
+            stop = s.fault if (s.failed and s.fault is not None) else s.end
+            stop = min(max(stop, s.start), s.end)
+            out.append((s.start, stop, init, None if k == 0 else cause_prev))
+            if s.failed:
+                out.append((stop, s.end, "termination", s.interruption_id))
+        else:
+            first = min(max(first, s.start), s.end)
+            out.append((s.start, first, init, None if k == 0 else cause_prev))
+            if s.failed:
+                lp = s.last_progress if s.last_progress is not None else (s.fault if s.fault is not None else first)
+                lp = min(max(lp, first), s.end)
+                out.append((lp, s.end, "termination", s.interruption_id))
+                durable = [d for d in s.durable if first <= d <= lp]
+                lost_from = max(durable) if durable else first
+                out.append((lost_from, lp, "lost_work", s.interruption_id))
+        for a, b in s.saves:
+            a, b = max(a, s.start), min(b, s.end)
+            if b > a:
+                out.append((a, b, "checkpoint", None))
+    return out
+
+
+def account(spans: list[AttemptSpan], gpus: int | None,
+            slowdown_ids: dict[int, str | None] | None = None) -> Downtime:
+    if not spans:
+        return Downtime(0.0, {b: 0.0 for b in BUCKETS}, {}, gpus)
+    t0 = min(s.start for s in spans)
+    t1 = max(s.end for s in spans)
+    wall = max(t1 - t0, 0.0)
+    ivs = [(max(a, t0), min(b, t1), lab, iid) for a, b, lab, iid in _intervals(spans) if b > a]
+    cuts = sorted({t0, t1, *[a for a, _, _, _ in ivs], *[b for _, b, _, _ in ivs]})
+    rank = {lab: i for i, lab in enumerate(PRECEDENCE)}
+    buckets = {b: 0.0 for b in BUCKETS}
+    by_int: dict[tuple[str, str | None], float] = {}
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        if hi <= lo:
+            continue
+        best = None
+        for a, b, lab, iid in ivs:
+            if a <= lo and b >= hi and (best is None or rank[lab] < rank[best[0]]):
+                best = (lab, iid)
+        lab, iid = best if best else ("productive", None)
+        buckets[lab] += hi - lo
+        if lab != "productive":
+            by_int[(lab, iid)] = by_int.get((lab, iid), 0.0) + hi - lo
+    slow = sum(max(s.slowdown_s, 0.0) for s in spans)
+    slow = min(slow, buckets["productive"])
+    if slow > 0:
+        buckets["slowdown"] = slow
+        buckets["productive"] -= slow
+        for s in spans:
+            if s.slowdown_s > 0:
+                iid = (slowdown_ids or {}).get(s.index)
+                by_int[("slowdown", iid)] = by_int.get(("slowdown", iid), 0.0) + min(s.slowdown_s, slow)
+    # exactness: absorb float rounding into productive
+    diff = wall - sum(buckets.values())
+    buckets["productive"] = max(buckets["productive"] + diff, 0.0)
+    return Downtime(wall, buckets, by_int, gpus)
+
+
+def to_seconds(t: datetime | None, epoch: datetime) -> float | None:
+    return None if t is None else (t - epoch).total_seconds()

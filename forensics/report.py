@@ -1,0 +1,186 @@
+"""report.json (the machine contract of DESIGN §8, schema_version 1) and report.md."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from forensics.attribution import Interruption
+from forensics.downtime import Downtime
+from forensics.stragglers import Straggler
+from forensics.taxonomy import info
+
+SCHEMA_VERSION = 1
+MAX_UNPARSED_LISTED = 200
+
+
+def iso(t: datetime | None) -> str | None:
+    if t is None:
+        return None
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def _interruption(x: Interruption) -> dict:
+    return {
+        "id": x.id, "attempt": x.attempt, "time": iso(x.time), "kind": x.kind, "category": x.category,
+        "domain": x.domain, "action": x.action, "auto_recoverable": x.auto_recoverable,
+        "recurring": x.recurring,
+        "culprit": {"host": x.culprit_host, "rank": x.culprit_rank, "gpu": x.culprit_gpu,
+                    "pci_bus_id": x.culprit_pci_bus_id},
+        "confidence": x.confidence, "method": x.method, "summary": x.summary,
+        "missing_evidence": x.missing_evidence,
+        "evidence": [{"path": e["path"], "line": e["line"], "time": iso(e["time"]), "signature": e["signature"],
+                      "role": e["role"], "text": e["text"], "event_id": e["event_id"]} for e in x.evidence],
+    }
+
+
+def _verdict(inters: list[dict], attempts: pl.DataFrame, completed: set[int], any_events: bool) -> dict:
+    crash_like = [x for x in inters if x["kind"] != "slowdown"]
+    last = int(attempts["index"].max()) if not attempts.is_empty() else None
+    ending = [x for x in crash_like if x["attempt"] == last]
+    if ending:
+        return dict(ending[-1])
+    blank_culprit = {"host": None, "rank": None, "gpu": None, "pci_bus_id": None}
+    if last is not None and last in completed:
+        return {"id": None, "attempt": last, "time": None, "kind": "completed", "category": None, "domain": None,
+                "action": "none", "auto_recoverable": False, "recurring": False, "culprit": blank_culprit,
+                "confidence": 0.9, "method": "rules",
+                "summary": "The job completed" + (f" after {len(inters)} interruption(s)" if inters else ""),
+                "missing_evidence": [], "evidence": []}
+    u = info("unknown")
+    return {"id": None, "attempt": last, "time": None, "kind": "unknown", "category": "unknown", "domain": u.domain,
+            "action": u.default_action, "auto_recoverable": False, "recurring": False, "culprit": blank_culprit,
+            "confidence": 0.0, "method": "rules",
+            "summary": "No recognizable log content found" if not any_events else "No interruption could be attributed",
+            "missing_evidence": [], "evidence": []}
+
+
+def build_report(name: str, root: Path, files: pl.DataFrame, events: pl.DataFrame, attempts: pl.DataFrame,
+                 inters: list[Interruption], stragglers: list[Straggler], down: Downtime, ing, rmap: pl.DataFrame,
+                 unparsed: pl.DataFrame, completed: set[int]) -> dict:
+    hosts = sorted(set(events["host"].drop_nulls().to_list())) if not events.is_empty() else []
+    inter_dicts = [_interruption(x) for x in inters]
+    warnings = list(ing.warnings)
+    recognized = files.filter(pl.col("parser").is_not_null())
+    if files.is_empty():
+        warnings.append("the job directory holds no files")
+    elif recognized.is_empty():
+        warnings.append("no file was recognized as a log this tool reads")
+    for f in files.iter_rows(named=True):
+        for w in f["warnings"] or []:
+            if w.startswith("no timezone"):
+                continue
+            warnings.append(f"{f['path']}: {w}")
+    rel = events.filter(pl.col("ts_quality") == "relative")
+    if not rel.is_empty():
+        warnings.append(f"{rel.height} kernel events carry only uptime stamps and no boot time is known; "
+                        "they are kept without a wall-clock time (add boot_times to job.toml)")
+    n_ranks = int(rmap.height) if not rmap.is_empty() else None
+    job = {
+        "name": name, "dir": str(root.resolve()), "hosts": hosts, "ranks": n_ranks, "gpus": down.gpus,
+        "start": iso(attempts["start"].min()) if not attempts.is_empty() else None,
+        "end": iso(attempts["end"].max()) if not attempts.is_empty() else None,
+    }
+    sources = [{"path": f["path"], "parser": f["parser"], "lines": f["lines"], "parsed": f["parsed"],
+                "ignored": f["ignored"], "events": f["events"], "unparsed": f["unparsed"],
+                "warnings": f["warnings"] or [], "sha256": f["sha256"], "size": f["size"]}
+               for f in files.iter_rows(named=True)]
+    unparsed_list = []
+    if not unparsed.is_empty():
+        paths = dict(zip(files["file_id"].to_list(), files["path"].to_list(), strict=True))
+        for r in unparsed.sort("file_id", "line_no").head(MAX_UNPARSED_LISTED).iter_rows(named=True):
+            unparsed_list.append({"path": paths[r["file_id"]], "line": r["line_no"], "text": r["text"]})
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "job": job,
+        "sources": sources,
+        "attempts": [{"index": a["index"], "start": iso(a["start"]), "end": iso(a["end"]),
+                      "first_step": a["first_step"], "last_step": a["last_step"], "end_reason": a["end_reason"],
+                      "resumed_from": a["resumed_from"]} for a in attempts.iter_rows(named=True)],
+        "verdict": _verdict(inter_dicts, attempts, completed, not events.is_empty()),
+        "interruptions": inter_dicts,
+        "stragglers": [{"host": s.host, "rank": s.rank, "gpu": s.gpu, "start": iso(s.start), "end": iso(s.end),
+                        "slowdown": s.slowdown, "cause": s.cause, "evidence": s.evidence} for s in stragglers],
+        "downtime": down.as_report(),
+        "warnings": warnings,
+        "unparsed_errors": unparsed_list,
+    }
+
+
+def md_escape(text: str) -> str:
+    """Log text inside Markdown: no raw HTML, no table breaks, no emphasis surprises."""
+    out = text.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "|`*_[]#":
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def _culprit_text(c: dict) -> str:
+    parts = []
+    if c.get("host"):
+        parts.append(f"host {c['host']}")
+    if c.get("rank") is not None:
+        parts.append(f"rank {c['rank']}")
+    if c.get("gpu") is not None:
+        parts.append(f"GPU {c['gpu']}")
+    if c.get("pci_bus_id"):
+        parts.append(f"PCI {c['pci_bus_id']}")
+    return ", ".join(parts) or "not localized"
+
+
+def write_markdown(rep: dict, path: Path) -> None:
+    v = rep["verdict"]
+    j = rep["job"]
+    lines = [f"# forensics report: {md_escape(j['name'])}", ""]
+    lines += ["## Verdict", "",
+              f"**{v['kind']}**" + (f" · {v['category']} ({v['domain']})" if v.get("category") else ""), "",
+              f"- What happened: {md_escape(v['summary'] or '')}",
+              f"- Culprit: {md_escape(_culprit_text(v['culprit']))}",
+              f"- Action: `{v['action']}` (auto-recoverable: {'yes' if v['auto_recoverable'] else 'no'})",
+              f"- Confidence: {v['confidence']} ({v['method']})", ""]
+    if v.get("missing_evidence"):
+        lines += [f"- Missing evidence: {md_escape(', '.join(v['missing_evidence']))}", ""]
+    if v.get("evidence"):
+        lines += ["Evidence:", ""]
+        for e in v["evidence"]:
+            lines.append(f"- `{e['path']}:{e['line']}` [{e['role']}, {e['signature']}] {md_escape(e['text'] or '')}")
+        lines.append("")
+    lines += ["## Job", "", f"- Directory: {md_escape(j['dir'])}", f"- Hosts: {len(j['hosts'])}; ranks: {j['ranks']}",
+              f"- Start: {j['start']}; end: {j['end']}", ""]
+    if rep["interruptions"]:
+        lines += ["## Interruptions", "", "| id | attempt | time | kind | category | culprit | action | confidence |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for x in rep["interruptions"]:
+            lines.append(f"| {x['id']} | {x['attempt']} | {x['time']} | {x['kind']} | {x['category']} | "
+                         f"{md_escape(_culprit_text(x['culprit']))} | {x['action']} | {x['confidence']} |")
+        lines.append("")
+    if rep["attempts"]:
+        lines += ["## Attempts", "", "| index | start | end | first step | last step | end reason |", "|---|---|---|---|---|---|"]
+        for a in rep["attempts"]:
+            lines.append(f"| {a['index']} | {a['start']} | {a['end']} | {a['first_step']} | {a['last_step']} | {a['end_reason']} |")
+        lines.append("")
+    d = rep["downtime"]
+    lines += ["## Downtime", "", "| bucket | seconds |", "|---|---|"]
+    for k in ("wall_s", "productive_s", "startup_s", "checkpoint_s", "lost_work_s", "termination_s", "restart_s", "slowdown_s"):
+        lines.append(f"| {k[:-2]} | {d[k]} |")
+    lines += ["", f"Goodput: {d['goodput']}; GPU-hours lost: {d['gpu_hours_lost']}", ""]
+    if rep["stragglers"]:
+        lines += ["## Stragglers", "", "| host | rank | GPU | start | end | slowdown | cause |", "|---|---|---|---|---|---|---|"]
+        for s in rep["stragglers"]:
+            lines.append(f"| {md_escape(str(s['host']))} | {s['rank']} | {s['gpu']} | {s['start']} | {s['end']} | {s['slowdown']} | {s['cause']} |")
+        lines.append("")
+    lines += ["## Coverage", "", "| file | parser | lines | parsed | ignored | unparsed | events |", "|---|---|---|---|---|---|---|"]
+    for s in rep["sources"]:
+        lines.append(f"| {md_escape(s['path'])} | {s['parser'] or 'unrecognized'} | {s['lines']} | {s['parsed']} | "
+                     f"{s['ignored']} | {s['unparsed']} | {s['events']} |")
+    lines.append("")
+    if rep.get("unparsed_errors"):
+        lines += ["Unparsed lines that look like errors:", ""]
+        for u in rep["unparsed_errors"]:
+            lines.append(f"- `{u['path']}:{u['line']}` {md_escape(u['text'] or '')}")
+        lines.append("")
+    if rep["warnings"]:
+        lines += ["## Warnings", ""] + [f"- {md_escape(w)}" for w in rep["warnings"]] + [""]
+    path.write_text("\n".join(lines), encoding="utf-8")

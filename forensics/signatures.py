@@ -1,0 +1,216 @@
+"""Signatures as data (DESIGN §6): load the TOML catalog, validate every entry (both Python `re`
+and the Rust regex engine polars uses), and match the catalog against the events frame.
+
+Xid signatures are generated from the Xid table (`parsers/data/xid.csv`, a copy of
+`reference/xid.csv`) plus the per-Xid category overrides in `signatures/xid.toml`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+
+import polars as pl
+
+ROLES = ("root", "cascade", "context")
+SEVERITIES = ("info", "warning", "error", "critical")
+CATEGORIES = (
+    "gpu_lost", "gpu_memory", "nvlink", "gpu_driver_firmware", "gpu_other_hardware", "network_fabric",
+    "host_hardware", "storage", "nccl_config", "cuda_error", "oom", "user_code", "framework_bug",
+    "numerics", "collective_desync", "comm_hang_unknown", "preemption", "time_limit", "user_cancelled",
+    "straggler_hardware", "slowdown_transient", "slowdown_workload", "unknown",
+)
+SOURCES = ("kernel", "nccl", "pytorch", "elastic", "steps", "dcgm", "sacct", "slurm")
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    source: str
+    pattern: str
+    category: str
+    role: str
+    severity: str
+    summary: str
+    kind: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()
+    unless: str | None = None
+    weight: int = 3
+    examples: tuple[str, ...] = ()
+    counter_examples: tuple[str, ...] = ()
+    origin: str = ""  # file the entry came from
+
+    def matches_text(self, message: str) -> bool:
+        """Python-side match (used by tests and the catalog checker)."""
+        if not re.search(self.pattern, message):
+            return False
+        return not (self.unless and re.search(self.unless, message))
+
+
+class CatalogError(Exception):
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("signature catalog invalid:\n" + "\n".join(f"  - {e}" for e in errors))
+        self.errors = errors
+
+
+@dataclass
+class Catalog:
+    signatures: list[Signature] = field(default_factory=list)
+
+    def by_id(self, sid: str) -> Signature:
+        for s in self.signatures:
+            if s.id == sid:
+                return s
+        raise KeyError(sid)
+
+
+def _check_regex(pattern: str) -> str | None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"not a valid Python regex ({exc})"
+    try:
+        pl.select(pl.lit("x").str.contains(pattern))
+    except Exception as exc:  # polars raises ComputeError for Rust-invalid patterns
+        return f"not valid in the Rust regex engine ({str(exc).splitlines()[0]})"
+    return None
+
+
+def _as_tuple(v: object) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, (list, tuple)):
+        return tuple(str(x) for x in v)
+    return (str(v),)
+
+
+def parse_catalog(docs: dict[str, dict]) -> Catalog:
+    """Build a catalog from {origin: parsed TOML}; raise CatalogError listing every bad entry."""
+    errors: list[str] = []
+    sigs: list[Signature] = []
+    seen: set[str] = set()
+    for origin, doc in docs.items():
+        for i, raw in enumerate(doc.get("signature", [])):
+            sid = raw.get("id", f"#{i}")
+            where = f"{origin}: {sid}"
+            missing = [k for k in ("id", "source", "pattern", "category", "role", "severity", "summary") if k not in raw]
+            if missing:
+                errors.append(f"{where}: missing {', '.join(missing)}")
+                continue
+            if sid in seen:
+                errors.append(f"{where}: duplicate id")
+            seen.add(sid)
+            if raw["source"] not in SOURCES:
+                errors.append(f"{where}: unknown source {raw['source']!r}")
+            if raw["category"] not in CATEGORIES:
+                errors.append(f"{where}: unknown category {raw['category']!r}")
+            if raw["role"] not in ROLES:
+                errors.append(f"{where}: unknown role {raw['role']!r}")
+            if raw["severity"] not in SEVERITIES:
+                errors.append(f"{where}: unknown severity {raw['severity']!r}")
+            for key in ("pattern", "unless"):
+                if raw.get(key) is not None:
+                    problem = _check_regex(str(raw[key]))
+                    if problem:
+                        errors.append(f"{where}: {key} {problem}")
+            sig = Signature(
+                id=sid, source=raw["source"], pattern=str(raw["pattern"]), category=raw["category"],
+                role=raw["role"], severity=raw["severity"], summary=raw["summary"],
+                kind=_as_tuple(raw.get("kind")), code=_as_tuple(raw.get("code")), unless=raw.get("unless"),
+                weight=int(raw.get("weight", 3 if raw["role"] == "root" else 1)),
+                examples=_as_tuple(raw.get("examples")), counter_examples=_as_tuple(raw.get("counter_examples")),
+                origin=origin,
+            )
+            sigs.append(sig)
+    if errors:
+        raise CatalogError(errors)
+    return Catalog(sigs)
+
+
+# Xid catalog columns -> signature fields
+_XID_ORIGIN_CATEGORY = {
+    "hardware": "gpu_other_hardware", "memory": "gpu_memory", "nvlink": "nvlink", "fabric": "nvlink",
+    "driver": "gpu_driver_firmware", "user_app": "cuda_error", "thermal": "gpu_other_hardware",
+    "system": "gpu_driver_firmware",
+}
+_XID_SEVERITY = {"info": "info", "low": "info", "medium": "warning", "high": "error", "critical": "critical"}
+
+
+def xid_table() -> pl.DataFrame:
+    path = resources.files("parsers").joinpath("data/xid.csv")
+    return pl.read_csv(path.read_bytes(), infer_schema_length=0)
+
+
+def xid_signatures(overrides: dict) -> dict:
+    """One signature per Xid of the catalog: category from its most likely origin (or the
+    override), role root unless the Xid is informational, severity from the table."""
+    table = xid_table()
+    out = []
+    over = {str(k): v for k, v in overrides.get("xid", {}).items()}
+    for row in table.iter_rows(named=True):
+        xid = str(row["xid"]).strip()
+        origin = (row["likely_origin"] or "").split(";")[0].strip()
+        sev = _XID_SEVERITY.get((row["severity"] or "").strip(), "warning")
+        o = over.get(xid, {})
+        role = o.get("role", "context" if sev == "info" else "root")
+        category = o.get("category", _XID_ORIGIN_CATEGORY.get(origin, "gpu_other_hardware"))
+        out.append({
+            "id": f"xid-{xid}", "source": "kernel", "kind": ["xid"], "code": [xid],
+            "pattern": o.get("pattern", r"Xid"), "category": category, "role": role, "severity": sev,
+            "weight": o.get("weight", 4 if sev in ("error", "critical") and role == "root" else 2 if role == "root" else 1),
+            "summary": f"Xid {xid}: {row['short_meaning']} (recommended: {row['recommended_action']})",
+            "examples": o.get("examples", [f"NVRM: Xid (PCI:0000:3b:00): {xid}, pid=1234, name=python3, ..."]),
+        })
+    return {"signature": out}
+
+
+def load_catalog() -> Catalog:
+    base = resources.files("forensics").joinpath("signatures")
+    docs: dict[str, dict] = {}
+    overrides: dict = {}
+    for entry in sorted(base.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".toml"):
+            continue
+        doc = tomllib.loads(entry.read_text(encoding="utf-8"))
+        if entry.name == "xid.toml":
+            overrides = doc
+            docs["xid.toml (generated from xid.csv)"] = xid_signatures(overrides)
+        else:
+            docs[entry.name] = doc
+    return parse_catalog(docs)
+
+
+HIT_SCHEMA = {
+    "event_id": pl.Int64, "signature": pl.Utf8, "category": pl.Utf8, "role": pl.Utf8,
+    "severity": pl.Utf8, "summary": pl.Utf8, "weight": pl.Int64,
+}
+
+
+def match(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
+    """Every (event, signature) hit, vectorized per signature over the events of its source."""
+    parts = []
+    by_source = {s: events.filter(pl.col("source") == s) for s in SOURCES}
+    for sig in catalog.signatures:
+        ev = by_source.get(sig.source)
+        if ev is None or ev.is_empty():
+            continue
+        cond = pl.col("message").str.contains(sig.pattern)
+        if sig.kind:
+            cond = cond & pl.col("kind").is_in(list(sig.kind))
+        if sig.code:
+            cond = cond & pl.col("code").is_in(list(sig.code))
+        if sig.unless:
+            cond = cond & ~pl.col("message").str.contains(sig.unless)
+        hit = ev.filter(cond.fill_null(False)).select("event_id")
+        if hit.is_empty():
+            continue
+        parts.append(hit.with_columns(
+            pl.lit(sig.id).alias("signature"), pl.lit(sig.category).alias("category"),
+            pl.lit(sig.role).alias("role"), pl.lit(sig.severity).alias("severity"),
+            pl.lit(sig.summary).alias("summary"), pl.lit(sig.weight, dtype=pl.Int64).alias("weight"),
+        ))
+    if not parts:
+        return pl.DataFrame(schema=HIT_SCHEMA)
+    return pl.concat(parts).sort("event_id", "signature")

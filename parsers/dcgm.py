@@ -1,0 +1,407 @@
+"""DCGM telemetry: dcgm-exporter Prometheus text, long CSV time series, `dcgmi dmon` tables and
+Prometheus `query_range`/`query` JSON.
+
+Every sample becomes one `dcgm_samples` row; field names (classic, old, DCGM 4.6 names, dmon short
+names, exporter 1.x lowercase names) are normalised to the classic `DCGM_FI_*` name from
+`parsers/data/dcgm_fields.csv`. DCGM blank sentinels and `N/A` become null. Events: `dcgm_xid`
+(DCGM_FI_DEV_XID_ERRORS, or DCGM_EXP_XID_ERRORS_COUNT > 0, non-zero; one per change of the value
+per host and GPU) and `dcgm_health` (DCGM_EXP_GPU_HEALTH_STATUS non-zero, one per change).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from parsers.kernel import xid_severity
+from parsers.records import (
+    Extraction,
+    ParseContext,
+    empty_events,
+    empty_table,
+    events_frame,
+    normalize_pci,
+    table_frame,
+)
+from parsers.timestamps import epoch_seconds, iso
+
+NAME = "dcgm"
+EXCLUSIVE = True
+DESCRIPTION = "DCGM telemetry: dcgm-exporter metrics, CSV time series, dcgmi dmon tables, Prometheus JSON"
+FORMATS = (
+    "dcgm-exporter Prometheus text (optional ms timestamps)",
+    "long CSV timestamp,metric,<labels>,value",
+    "dcgmi dmon table",
+    "Prometheus query_range / query JSON",
+)
+EXTRACTS = ("dcgm_xid", "dcgm_health", "dcgm_samples")
+
+_DATA = Path(__file__).with_name("data")
+XID_FIELD = "DCGM_FI_DEV_XID_ERRORS"
+XID_COUNT_FIELD = "DCGM_EXP_XID_ERRORS_COUNT"
+HEALTH_FIELD = "DCGM_EXP_GPU_HEALTH_STATUS"
+
+
+def _load_fields() -> tuple[dict[str, str], dict[str, str]]:
+    df = pl.read_csv(_DATA / "dcgm_fields.csv", columns=["name", "other_names", "dmon_short"],
+                     infer_schema=False)
+    names: dict[str, str] = {}
+    dmon: dict[str, str] = {}
+    for name, others, short in df.iter_rows():
+        names[name] = name
+        for o in re.split(r"[;|,\s]+", others or ""):
+            if o:
+                names.setdefault(o, name)
+        if short:
+            dmon.setdefault(short.strip(), name)
+    return names, dmon
+
+
+FIELD_NAMES, DMON_FIELDS = _load_fields()
+
+
+def canonical_field(name: str) -> str:
+    """Classic DCGM name for any accepted spelling; unknown names are returned unchanged."""
+    if name in FIELD_NAMES:
+        return FIELD_NAMES[name]
+    if name.lower().startswith("dcgm_") and not name.startswith("DCGM_"):
+        rest = name[5:].upper()
+        for pre in ("DCGM_FI_DEV_", "DCGM_FI_", "DCGM_FI_PROF_"):
+            if pre + rest in FIELD_NAMES:
+                return FIELD_NAMES[pre + rest]
+    return name
+
+
+def _canon_expr(expr: pl.Expr, uniques: list[str]) -> pl.Expr:
+    mapping = {u: canonical_field(u) for u in uniques if u is not None and canonical_field(u) != u}
+    return expr.replace(mapping) if mapping else expr
+
+
+# --------------------------------------------------------------------------------------------
+# value cleaning
+
+_STRING_BLANKS = ["<<<NULL>>>", "<<<NOT_FOUND>>>", "<<<NOT_SUPPORTED>>>", "<<<NOT_PERM>>>", "N/A", ""]
+
+
+def clean_value(expr: pl.Expr) -> pl.Expr:
+    """Text value -> Float64 with DCGM blank sentinels (int64 >= 0x7ffffffffffffff0, int32
+    0x7ffffff0..3, double >= 1.40737488355328e14) and `N/A`/`<<<...>>>` strings as null."""
+    s = expr.cast(pl.Utf8).str.strip_chars()
+    is_int = s.str.contains(r"^-?\d+$")
+    v = s.cast(pl.Float64, strict=False)
+    blank = (
+        s.is_in(_STRING_BLANKS)
+        | (is_int & (v >= 9.2233720368547758e18))
+        | (is_int & (v >= 2147483632) & (v <= 2147483635))
+        | (~is_int & (v >= 1.40737488355328e14) & v.is_finite())
+    )
+    return pl.when(blank.fill_null(False)).then(pl.lit(None, dtype=pl.Float64)).otherwise(v)
+
+
+def _label(labels: pl.Expr, *names: str) -> pl.Expr:
+    alt = "|".join(re.escape(n) for n in names)
+    return labels.str.extract(r'(?:^|[,\s{])(?:' + alt + r')\s*=\s*"((?:[^"\\]|\\.)*)"', 1)
+
+
+# --------------------------------------------------------------------------------------------
+# events from samples
+
+
+def _events(samples: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
+    """samples has line_no, ts, ts_quality, host, gpu, pci_bus_id, field, value, message plus (in
+    `extra`, same row order) err_code, xid_label, health_code."""
+    df = pl.concat([samples, extra], how="horizontal").with_row_index("_ord")
+    xid = (
+        pl.when(pl.col("field") == XID_FIELD)
+        .then(pl.coalesce(pl.col("value").cast(pl.Int64, strict=False),
+                          pl.col("err_code").cast(pl.Int64, strict=False)))
+        .when((pl.col("field") == XID_COUNT_FIELD) & (pl.col("value") > 0))
+        .then(pl.col("xid_label").cast(pl.Int64, strict=False))
+    )
+    x = df.with_columns(xid.alias("_xid")).filter(pl.col("field").is_in([XID_FIELD, XID_COUNT_FIELD]))
+    x = x.sort("ts", "_ord", nulls_last=False).with_columns(
+        pl.col("_xid").shift(1).over(["host", "gpu", "field"]).alias("_prev")
+    ).filter(
+        pl.col("_xid").is_not_null() & (pl.col("_xid") != 0)
+        & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("_xid")))
+    ).with_columns(
+        pl.lit("dcgm_xid").alias("kind"),
+        pl.col("_xid").cast(pl.Utf8).alias("code"),
+        xid_severity(pl.col("_xid")).alias("severity"),
+    )
+    h = df.filter(pl.col("field") == HEALTH_FIELD).sort("ts", "_ord").with_columns(
+        pl.col("value").shift(1).over(["host", "gpu", "health_watch"]).alias("_prev")
+    ).filter(
+        (pl.col("value") > 0) & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("value")))
+    ).with_columns(
+        pl.lit("dcgm_health").alias("kind"),
+        pl.coalesce(pl.col("health_code"), pl.col("value").cast(pl.Int64).cast(pl.Utf8)).alias("code"),
+        pl.when(pl.col("value") >= 20).then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
+    )
+    ev = pl.concat([x.drop("_xid", "_prev"), h.drop("_prev")], how="diagonal_relaxed").sort("line_no", "_ord")
+    return events_frame(ev.with_columns(pl.lit(NAME).alias("source")))
+
+
+_EXTRA_COLS = ["err_code", "xid_label", "health_code", "health_watch"]
+
+
+def _finish(samples: pl.DataFrame, claimed: pl.Series, ignored: pl.Series,
+            warnings: list[str]) -> Extraction:
+    extra = samples.with_columns([pl.lit(None, dtype=pl.Utf8).alias(c) for c in _EXTRA_COLS
+                                  if c not in samples.columns]).select(_EXTRA_COLS)
+    base = samples.select([c for c in samples.columns if c not in _EXTRA_COLS])
+    events = _events(base, extra)
+    return Extraction(
+        events=events,
+        tables={"dcgm_samples": table_frame("dcgm_samples", base)},
+        claimed=claimed.unique().sort().alias("line_no"),
+        ignored=ignored.unique().sort().alias("line_no"),
+        warnings=warnings,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# formats
+
+PROM_RE = (
+    r"^\s*(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(?P<labels>.*)\})?"
+    r"(?:\s+(?P<value>[^\s]+))?(?:\s+(?P<tsms>-?\d+))?\s*$"
+)
+
+
+def _prometheus(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    t = pl.col("text")
+    df = lines.select("line_no", "text")
+    comment = t.str.strip_chars().str.starts_with("#") | (t.str.strip_chars() == "")
+    g = t.str.extract_groups(PROM_RE)
+    df = df.with_columns(comment.alias("_c"), g.alias("_g")).unnest("_g")
+    samples = df.filter(~pl.col("_c") & pl.col("name").is_not_null()
+                        & (pl.col("labels").is_not_null() | pl.col("value").is_not_null()))
+    warnings: list[str] = []
+    n_noval = samples.filter(pl.col("value").is_null()).height
+    if n_noval:
+        warnings.append(f"{n_noval} sample line(s) without a value (label set only): value null")
+    lab = pl.col("labels").fill_null("")
+    uniques = samples["name"].unique().to_list()
+    ts = epoch_seconds(pl.col("tsms").cast(pl.Float64, strict=False) / 1000.0)
+    out = samples.select(
+        "line_no",
+        ts.alias("ts"),
+        pl.when(pl.col("tsms").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.col("tsms").alias("ts_raw"),
+        pl.coalesce(_label(lab, "Hostname", "hostname"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
+        _label(lab, "gpu").cast(pl.Int64, strict=False).alias("gpu"),
+        _label(lab, "UUID", "uuid", "gpu_uuid").alias("uuid"),
+        normalize_pci(_label(lab, "pci_bus_id")).alias("pci_bus_id"),
+        _canon_expr(pl.col("name"), uniques).alias("field"),
+        clean_value(pl.col("value")).alias("value"),
+        pl.col("text").alias("message"),
+        _label(lab, "err_code").alias("err_code"),
+        _label(lab, "xid").alias("xid_label"),
+        _label(lab, "health_error_code").alias("health_code"),
+        _label(lab, "health_watch").alias("health_watch"),
+    )
+    ignored = df.filter(pl.col("_c"))["line_no"]
+    return _finish(out, samples["line_no"], ignored, warnings)
+
+
+def _csv_header(lines: pl.DataFrame) -> tuple[int, str] | None:
+    for line_no, text in lines.select("line_no", "text").head(50).iter_rows():
+        s = (text or "").strip()
+        if not s or s.startswith("#"):
+            continue
+        cols = [c.strip().strip('"').lower() for c in s.split(",")]
+        if "value" in cols and ("metric" in cols or "__name__" in cols or "field" in cols):
+            return int(line_no), s
+        return None
+    return None
+
+
+def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction:
+    body = lines.filter((pl.col("line_no") >= header_line) & (pl.col("text").str.strip_chars() != ""))
+    data_lines = body["line_no"][1:]
+    raw = "\n".join(body["text"].to_list()).encode()
+    warnings: list[str] = []
+    try:
+        df = pl.read_csv(io.BytesIO(raw), infer_schema=False, truncate_ragged_lines=True)
+    except Exception as e:  # malformed CSV: report, parse nothing
+        return Extraction(events=empty_events(),
+                          tables={"dcgm_samples": empty_table("dcgm_samples")},
+                          warnings=[f"CSV could not be read: {e}"])
+    if df.height != len(data_lines):
+        warnings.append(f"CSV rows ({df.height}) do not match data lines ({len(data_lines)}); line numbers approximate")
+        data_lines = pl.Series("line_no", list(range(header_line + 1, header_line + 1 + df.height)), dtype=pl.Int64)
+    cols = {c.strip().lower(): c for c in df.columns}
+
+    def col(*names: str) -> pl.Expr:
+        for n in names:
+            if n.lower() in cols:
+                return pl.col(cols[n.lower()]).str.strip_chars()
+        return pl.lit(None, dtype=pl.Utf8)
+
+    tsraw = col("timestamp", "time", "ts", "datetime")
+    num = tsraw.cast(pl.Float64, strict=False)
+    ts = (pl.when(num.is_not_null() & (num > 1e11)).then(epoch_seconds(num / 1000.0))
+          .when(num.is_not_null()).then(epoch_seconds(num))
+          .otherwise(iso(tsraw, ctx.tz)))
+    metric = col("metric", "__name__", "field")
+    uniques = df.select(metric.alias("m"))["m"].unique().to_list()
+    out = df.with_columns(pl.Series("line_no", data_lines, dtype=pl.Int64)).select(
+        "line_no",
+        ts.alias("ts"),
+        pl.when(ts.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        tsraw.alias("ts_raw"),
+        pl.coalesce(col("Hostname", "hostname", "host", "instance"), pl.lit(ctx.host_hint, dtype=pl.Utf8))
+        .alias("host"),
+        col("gpu").cast(pl.Int64, strict=False).alias("gpu"),
+        col("UUID", "uuid", "gpu_uuid").alias("uuid"),
+        normalize_pci(col("pci_bus_id")).alias("pci_bus_id"),
+        _canon_expr(metric, uniques).alias("field"),
+        clean_value(col("value")).alias("value"),
+        col("err_code").alias("err_code"),
+        col("xid").alias("xid_label"),
+        col("health_error_code").alias("health_code"),
+        col("health_watch").alias("health_watch"),
+    )
+    msg = lines.select("line_no", pl.col("text").alias("message"))
+    out = out.join(msg, on="line_no", how="left")
+    ignored = lines.filter(~pl.col("line_no").is_in(data_lines.implode()))["line_no"]
+    return _finish(out, data_lines, ignored, warnings)
+
+
+def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    t = pl.col("text")
+    df = lines.select("line_no", "text").with_columns(
+        pl.when(t.str.starts_with("#Entity")).then(t).forward_fill().alias("_hdr"),
+    )
+    is_row = t.str.contains(r"^(?:GPU|GPU-I|GPU-CI|Switch|SW|vGPU|CPU|CPU Core|Link)\s+\d") & pl.col("_hdr").is_not_null()
+    rows = df.filter(is_row)
+    ignored = df.filter(~is_row)["line_no"]
+    parts: list[pl.DataFrame] = []
+    for hdr in rows["_hdr"].unique(maintain_order=True).to_list():
+        toks = [(m.start(), m.group()) for m in re.finditer(r"\S+", hdr)]
+        sub = rows.filter(pl.col("_hdr") == hdr)
+        cols = []
+        for i, (start, name) in enumerate(toks[1:], start=1):
+            end = toks[i + 1][0] if i + 1 < len(toks) else None
+            width = (end - start) if end is not None else None
+            cols.append(t.str.slice(start, width).str.strip_chars().alias(name))
+        first = toks[1][0] if len(toks) > 1 else None
+        ent = t.str.slice(0, first).str.strip_chars() if first is not None else t.str.strip_chars()
+        wide = sub.select("line_no", ent.alias("_ent"), *cols)
+        long = wide.unpivot(index=["line_no", "_ent"], variable_name="_short", value_name="_raw")
+        parts.append(long)
+    if parts:
+        long = pl.concat(parts)
+    else:
+        long = pl.DataFrame(schema={"line_no": pl.Int64, "_ent": pl.Utf8, "_short": pl.Utf8, "_raw": pl.Utf8})
+    warnings: list[str] = []
+    shorts = long["_short"].unique().to_list()
+    unknown = [s for s in shorts if s not in DMON_FIELDS]
+    if unknown:
+        warnings.append(f"dmon columns not in the field table: {', '.join(sorted(unknown))}")
+    out = long.with_columns(
+        pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("ts"),
+        pl.lit("missing").alias("ts_quality"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
+        pl.col("_ent").str.extract(r"^GPU\s+(\d+)$", 1).cast(pl.Int64, strict=False).alias("gpu"),
+        pl.col("_short").replace({s: DMON_FIELDS[s] for s in shorts if s in DMON_FIELDS}).alias("field"),
+        clean_value(pl.col("_raw")).alias("value"),
+    ).join(lines.select("line_no", pl.col("text").alias("message")), on="line_no", how="left")
+    out = out.select("line_no", "ts", "ts_quality", "host", "gpu",
+                     pl.lit(None, dtype=pl.Utf8).alias("uuid"), pl.lit(None, dtype=pl.Utf8).alias("pci_bus_id"),
+                     "field", "value", "message")
+    if rows.height:
+        warnings.append("dcgmi dmon has no timestamps: sample ts left null")
+    return _finish(out, rows["line_no"], ignored, warnings)
+
+
+def _json(lines: pl.DataFrame, ctx: ParseContext, text: str) -> Extraction:
+    try:
+        doc: Any = json.loads(text)
+    except ValueError as e:
+        return Extraction(events=empty_events(),
+                          tables={"dcgm_samples": empty_table("dcgm_samples")},
+                          warnings=[f"JSON could not be read: {e}"])
+    result = (doc.get("data") or {}).get("result") or [] if isinstance(doc, dict) else []
+    line_no = int(lines["line_no"][0]) if lines.height == 1 else 0
+    recs: dict[str, list[Any]] = {k: [] for k in
+                                  ("name", "host", "gpu", "uuid", "pci", "err_code", "xid", "hcode", "hwatch",
+                                   "ts", "value")}
+    for series in result:
+        metric = series.get("metric") or {}
+        values = series.get("values") or ([series["value"]] if "value" in series else [])
+        n = len(values)
+        lab = {
+            "name": metric.get("__name__"), "host": metric.get("Hostname") or metric.get("hostname"),
+            "gpu": metric.get("gpu"), "uuid": metric.get("UUID") or metric.get("uuid") or metric.get("gpu_uuid"),
+            "pci": metric.get("pci_bus_id"), "err_code": metric.get("err_code"), "xid": metric.get("xid"),
+            "hcode": metric.get("health_error_code"), "hwatch": metric.get("health_watch"),
+        }
+        for k, v in lab.items():
+            recs[k].extend([v] * n)
+        recs["ts"].extend(str(v[0]) for v in values)
+        recs["value"].extend(str(v[1]) for v in values)
+    df = pl.DataFrame(recs, schema={k: pl.Utf8 for k in recs})
+    uniques = df["name"].unique().to_list()
+    out = df.select(
+        pl.lit(line_no, dtype=pl.Int64).alias("line_no"),
+        epoch_seconds(pl.col("ts")).alias("ts"),
+        pl.lit("exact").alias("ts_quality"),
+        pl.col("ts").alias("ts_raw"),
+        pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
+        pl.col("gpu").cast(pl.Int64, strict=False).alias("gpu"),
+        pl.col("uuid"),
+        normalize_pci(pl.col("pci")).alias("pci_bus_id"),
+        _canon_expr(pl.col("name"), uniques).alias("field"),
+        clean_value(pl.col("value")).alias("value"),
+        pl.lit(None, dtype=pl.Utf8).alias("message"),
+        pl.col("err_code"), pl.col("xid").alias("xid_label"), pl.col("hcode").alias("health_code"),
+        pl.col("hwatch").alias("health_watch"),
+    )
+    return _finish(out, lines["line_no"], pl.Series("line_no", [], dtype=pl.Int64), [])
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def sniff(head: str) -> float:
+    s = head.lstrip()
+    if not s:
+        return 0.0
+    if s.startswith("{") and '"resultType"' in head and re.search(r"DCGM_|dcgm_", head):
+        return 0.95
+    if re.search(r"(?m)^#Entity\s+\S", head):
+        return 0.95
+    first = next((ln for ln in s.splitlines() if ln.strip() and not ln.startswith("#")), "")
+    cols = [c.strip().strip('"').lower() for c in first.split(",")]
+    if "value" in cols and ("metric" in cols or "__name__" in cols) and re.search(r"DCGM_|dcgm_", head):
+        return 0.95
+    n = len(re.findall(r"(?m)^\s*(?:DCGM_[A-Z0-9_]+|dcgm_[a-z0-9_]+)(?:\{[^\n]*\})?(?:[ \t]+\S+){0,2}[ \t]*$", head))
+    if n >= 2 or "# TYPE DCGM_" in head or "# HELP DCGM_" in head:
+        return 0.95
+    if n == 1:
+        return 0.8
+    return 0.0
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    if lines.is_empty():
+        return Extraction(events=empty_events(),
+                          tables={"dcgm_samples": empty_table("dcgm_samples")})
+    first = lines.filter(pl.col("text").str.strip_chars() != "").head(1)["text"]
+    if first.len() and first[0].lstrip().startswith(("{", "[")):
+        text = "\n".join(lines["text"].to_list())
+        if '"result' in text:
+            return _json(lines, ctx, text)
+    if lines["text"].str.starts_with("#Entity").any():
+        return _dmon(lines, ctx)
+    hdr = _csv_header(lines)
+    if hdr is not None:
+        return _csv(lines, ctx, hdr[0])
+    return _prometheus(lines, ctx)

@@ -1,0 +1,465 @@
+"""Kernel logs: dmesg (uptime, -T, -H), journalctl (short, short-iso, short-precise), syslog /
+kern.log (with or without an uptime stamp), rsyslog RFC3339, bare `kernel:` pastes and
+prefix-less NVRM lines.
+
+Events: `xid`, `gpu_identity`, `gpu_fell_off_bus`, `gsp_error`, `nvrm_error`, `pcie_aer`,
+`nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `kernel_panic`, `boot`; table `xid_events`.
+
+Every line that carries a kernel stamp/prefix (or starts with `NVRM:`) is understood: it becomes
+an event, is claimed as the continuation of a multi-line record (RPC history tables, the 3-line
+fallen-off-the-bus form, AER detail lines, OOM report headers, MCE detail), or is `ignored` as
+kernel chatter. `claimed` and `ignored` are disjoint. Lines of a journal/syslog dump that come
+from another process (`slurmd[12]:`) are left to other parsers.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC
+from pathlib import Path
+
+import polars as pl
+
+from parsers.records import (
+    UTC_DT,
+    Extraction,
+    ParseContext,
+    empty_events,
+    empty_table,
+    events_frame,
+    normalize_pci,
+    table_frame,
+)
+from parsers.timestamps import ctime, iso, month_day_time
+
+NAME = "kernel"
+EXCLUSIVE = False
+DESCRIPTION = "Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer"
+FORMATS = (
+    "dmesg (uptime stamps, optional caller id)",
+    "dmesg -T",
+    "dmesg -H",
+    "journalctl short / short-iso / short-precise",
+    "syslog kern.log (wall clock + uptime)",
+    "rsyslog RFC3339",
+    "bare kernel: / prefix-less NVRM lines",
+)
+EXTRACTS = (
+    "xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer",
+    "nvswitch_sxid", "ib_port", "mce", "host_oom_kill", "kernel_panic", "boot", "xid_events",
+)
+
+# --------------------------------------------------------------------------------------------
+# Xid severity table (parsers/data/xid.csv, a copy of reference/xid.csv)
+
+_DATA = Path(__file__).with_name("data")
+_SEV_MAP = {"info": "info", "low": "info", "medium": "warning", "high": "error", "critical": "critical"}
+
+
+def _load_xid_severity() -> dict[int, str]:
+    df = pl.read_csv(_DATA / "xid.csv", columns=["xid", "severity"])
+    return {int(x): _SEV_MAP.get(str(s).strip().lower(), "error")
+            for x, s in zip(df["xid"], df["severity"], strict=True)}
+
+
+XID_SEVERITY: dict[int, str] = _load_xid_severity()
+
+
+def xid_severity(expr: pl.Expr) -> pl.Expr:
+    """Xid number (Int64) -> severity; unknown codes are `error`."""
+    return expr.replace_strict(XID_SEVERITY, default="error", return_dtype=pl.Utf8)
+
+
+# --------------------------------------------------------------------------------------------
+# Regexes (Rust regex syntax: no look-around, no backreferences)
+
+_HEX = "[0-9a-fA-F]"
+_PCI_FN = rf"{_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}"  # 0000:3b:00.0
+
+PREFIX_RE = (
+    r"^(?:"
+    r"\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4})\]"
+    r"|\[(?P<hmon>[A-Z][a-z]{2})(?P<hday>\d{1,2}) (?P<hhm>\d\d:\d\d(?::\d\d)?)\]"
+    r"|\[\s*\+(?P<rel>\d+\.\d+)\]"
+    r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
+    r"(?:(?P<ihost>[^\s\[:]+)\s+)?(?P<iproc>[^\s:\[]+)(?:\[\d+\])?:"
+    r"|(?P<mon>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec))\s+(?P<day>\d{1,2})\s+"
+    r"(?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)\s+"
+    r"(?:(?P<shost>[^\s\[:]+)\s+)?(?P<sproc>[^\s:\[]+)(?:\[\d+\])?:"
+    r"|(?P<bare>kernel):"
+    r")?"
+    r"\s*(?:\[\s*(?P<up>\d+\.\d+)\])?"
+    r"\s*(?:\[\s*(?P<caller>[TC]\d+)\])?"
+    r"\s*(?P<msg>.*)$"
+)
+
+XID_RE = (
+    r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-9a-fA-F])?"
+    r"|[^)\s]*)(?: GPU-I:(?P<gi>\d+))?(?: GPU-CI:(?P<ci>\d+))?\):\s*(?P<xid>\d+),?\s*"
+    r"(?:pid=(?P<pid>'?<unknown>'?|\d+),?\s*)?(?:name=(?P<name>[^,]*),?\s*)?(?P<body>.*)$"
+)
+IDENT_RE = (
+    r"NVRM: GPU at (?:PCI:)?(?P<pci>[0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-9a-fA-F])?):"
+    r"\s*(?P<uuid>GPU-[0-9a-fA-F-]+)"
+)
+SXID_RE = (
+    r"nvidia-nvswitch(?P<sw>\d+): SXid \((?:PCI:)?(?P<pci>[0-9a-fA-F:.]+)\):\s*(?P<sxid>\d+),\s*"
+    r"(?P<sev>Non-fatal|Fatal)?"
+)
+PCI_ANY_RE = rf"(?:PCI:)?({_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}(?:\.{_HEX})?)"
+PCI_FN_RE = rf"({_PCI_FN})"
+
+AER_RECV_RE = r"AER: (?:Multiple )?(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\)|Uncorrected) errors? received"
+AER_BUS_RE = r"PCIe Bus Error: severity=(?P<sev>[^,]+), type=(?P<type>[^,]+)"
+AER_BIT_RE = rf"^\S+ {_PCI_FN}:\s+\[\s*(?P<bit>\d+)\]\s+(?P<name>.*?)\s*(?:\(First\))?\s*$"
+AER_CONT_RE = (
+    r"error status/mask=|TLP Header|broadcast \w+ message|no AER-aware driver|Error of this Agent"
+    r"|[Dd]evice recovery successful|AER: Multiple Corrected error received|device \[[0-9a-f]{4}:[0-9a-f]{4}\]"
+)
+
+IB_DEV_RE = r"(?:^|\s)(?:mlx\d_\w+|ib\d+|ibp\w+|ibs\w+|infiniband|ipoib|IPoIB|ib_core)[\s:]"
+OOM_RE = r"(?:Out of memory|Memory cgroup out of memory): Kill(?:ed)? process (?P<pid>\d+) \((?P<name>[^)]*)\)"
+
+# literal pre-filter: a line needs one of these to be worth a regex
+KEYWORDS = [
+    "NVRM", "SXid", "AER", "PCIe Bus Error", "pcieport", "error status/mask", "mlx", "ib", "IB",
+    "carrier", "Hardware Error", "EDAC", "Machine check", "Machine Check", "Out of memory",
+    "out of memory", "oom", "Kernel panic", "Oops", "BUG: unable", "general protection",
+    "Linux version", "-- Boot", "-- Reboot", "Killed process", "fallen off the bus", "Timeout",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def _boot_expr(host: pl.Expr, ctx: ParseContext) -> pl.Expr:
+    if not ctx.boot_times:
+        return pl.lit(None, dtype=UTC_DT)
+    keys = list(ctx.boot_times)
+    vals = [v if v.tzinfo else v.replace(tzinfo=UTC) for v in ctx.boot_times.values()]
+    return host.replace_strict(keys, pl.Series(vals, dtype=UTC_DT), default=None, return_dtype=UTC_DT)
+
+
+def _seconds(expr: pl.Expr) -> pl.Expr:
+    return pl.duration(microseconds=(expr.cast(pl.Float64, strict=False) * 1e6).round(0).cast(pl.Int64))
+
+
+def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Every line with its prefix split off: msg, host, proc, ts, ts_raw, ts_quality, kernel flag."""
+    g = pl.col("body").str.extract_groups(PREFIX_RE)
+    df = lines.select("line_no", "body").with_columns(g.alias("_g")).unnest("_g")
+    tz = ctx.tz
+    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), pl.lit(ctx.host_hint, dtype=pl.Utf8))
+    proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"))
+    syslog_raw = pl.concat_str([pl.col("mon"), pl.col("day"), pl.col("hms")], separator=" ")
+    ts_exact = pl.coalesce(
+        ctime(pl.col("ctime"), tz),
+        iso(pl.col("iso"), tz),
+        month_day_time(pl.col("mon"), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
+    )
+    hhm = pl.when(pl.col("hhm").str.len_chars() == 5).then(pl.col("hhm") + ":00").otherwise(pl.col("hhm"))
+    df = df.with_columns(
+        host.alias("host"),
+        proc.alias("proc"),
+        ts_exact.alias("_ts_exact"),
+        month_day_time(pl.col("hmon"), pl.col("hday"), hhm, ctx.ref_year, tz).alias("_h_anchor"),
+        pl.col("hmon").is_not_null().cum_sum().alias("_hgrp"),
+        pl.col("rel").cast(pl.Float64, strict=False).fill_null(0.0).alias("_rel"),
+    )
+    df = df.with_columns(
+        pl.col("_h_anchor").first().over("_hgrp").alias("_h_anchor"),
+        pl.col("_rel").cum_sum().over("_hgrp").alias("_rel_cum"),
+    )
+    h_ts = pl.when(pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()).then(
+        pl.col("_h_anchor") + _seconds(pl.col("_rel_cum")))
+    up_ts = _boot_expr(pl.col("host"), ctx) + _seconds(pl.col("up"))
+    df = df.with_columns(
+        pl.coalesce(pl.col("_ts_exact"), h_ts, up_ts).alias("ts"),
+        pl.when(pl.col("_ts_exact").is_not_null()).then(pl.lit("exact"))
+        .when(pl.col("hmon").is_not_null() & h_ts.is_not_null()).then(pl.lit("exact"))
+        .when(h_ts.is_not_null() | up_ts.is_not_null()).then(pl.lit("derived"))
+        .when(pl.col("up").is_not_null() | pl.col("rel").is_not_null()).then(pl.lit("relative"))
+        .otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.when(pl.col("_ts_exact").is_not_null())
+        .then(pl.coalesce(pl.col("ctime"), pl.col("iso"), syslog_raw))
+        .otherwise(pl.coalesce(
+            pl.col("up"), ("+" + pl.col("rel")),
+            pl.concat_str([pl.col("hmon") + pl.col("hday"), pl.col("hhm")], separator=" "),
+            pl.col("ctime"), pl.col("iso"), syslog_raw,
+        )).alias("ts_raw"),
+    )
+    stamped = (pl.col("ctime").is_not_null() | pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()
+               | pl.col("up").is_not_null() | pl.col("bare").is_not_null())
+    journal_kernel = pl.col("proc") == "kernel"
+    marker = pl.col("msg").str.contains(r"^-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)")
+    df = df.with_columns(
+        # a line from another process of a journal dump is not ours
+        (pl.col("proc").is_null() | journal_kernel).alias("kernel_src"),
+        ((stamped & pl.col("proc").is_null()) | journal_kernel | marker
+         | pl.col("msg").str.starts_with("NVRM:")).fill_null(False).alias("kernel_line"),
+    )
+    return df.select("line_no", "body", "msg", "host", "proc", "ts", "ts_raw", "ts_quality",
+                     "kernel_src", "kernel_line")
+
+
+def _when_chain(conds: list[tuple[pl.Expr, pl.Expr]], default: pl.Expr | None = None) -> pl.Expr:
+    expr = pl.when(conds[0][0]).then(conds[0][1])
+    for c, v in conds[1:]:
+        expr = expr.when(c).then(v)
+    return expr.otherwise(default if default is not None else pl.lit(None))
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def sniff(head: str) -> float:
+    lines = [ln for ln in head.splitlines()[:4000] if ln.strip()]
+    if not lines:
+        return 0.0
+    stamp = re.compile(
+        r"^\s*(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}\]"
+        r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: )")
+    k = sum(1 for ln in lines if stamp.match(ln))
+    if k == 0:
+        return 0.0
+    score = 0.4 + 0.55 * (k / len(lines))
+    if "NVRM: " in head or "SXid" in head:
+        score = max(score, 0.85)
+    return round(min(score, 0.95), 3)
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    if lines.is_empty():
+        return Extraction(events=empty_events(), tables={"xid_events": empty_table("xid_events")})
+    df = _stamp_frame(lines, ctx)
+    m = pl.col("msg")
+    # neighbour flags for the multi-line forms (cheap literal checks over the whole file)
+    df = df.with_columns(
+        m.str.starts_with("NVRM: The NVIDIA GPU").alias("_thegpu"),
+        m.str.contains("fallen off the bus", literal=True).alias("_fell"),
+        m.str.contains("not supported", literal=True).alias("_unsup"),
+        m.str.contains("error status/mask=", literal=True).alias("_aer_mask"),
+        m.str.contains(AER_BIT_RE).alias("_aer_bit_like"),
+    ).with_columns(
+        (pl.col("_fell").shift(-1) | pl.col("_fell").shift(-2)).fill_null(False).alias("_fell_next"),
+        (pl.col("_unsup").shift(-1) | pl.col("_unsup").shift(-2)).fill_null(False).alias("_unsup_next"),
+        (pl.col("_thegpu").shift(1) | pl.col("_thegpu").shift(2)).fill_null(False).alias("_thegpu_prev"),
+        (pl.col("_aer_mask").shift(1) | pl.col("_aer_bit_like").shift(1)).fill_null(False).alias("_after_mask"),
+    )
+    cand = df.filter(pl.col("kernel_src") & m.str.contains_any(KEYWORDS))
+    warnings: list[str] = []
+
+    xid = m.str.extract_groups(XID_RE)
+    ident = m.str.extract_groups(IDENT_RE)
+    sx = m.str.extract_groups(SXID_RE)
+    aer_recv = m.str.extract_groups(AER_RECV_RE)
+    aer_bus = m.str.extract_groups(AER_BUS_RE)
+    aer_bit = m.str.extract_groups(AER_BIT_RE)
+    oom = m.str.extract_groups(OOM_RE)
+    cand = cand.with_columns(
+        xid.alias("_x"), ident.alias("_id"), sx.alias("_sx"), aer_recv.alias("_ar"), aer_bus.alias("_ab"),
+        aer_bit.alias("_abit"), oom.alias("_oom"),
+    )
+    F = pl.col  # noqa: N806 (short alias)
+    is_xid = F("_x").struct.field("xid").is_not_null()
+    is_sxid = F("_sx").struct.field("sxid").is_not_null()
+    is_ident = F("_id").struct.field("uuid").is_not_null()
+    is_fell_multi = F("_thegpu") & F("_fell_next")
+    is_fell = (is_fell_multi | (F("_fell") & m.str.contains("NVRM:", literal=True)
+                                & ~m.str.contains(r"NVRM: (?:\(PCI ID|fallen off the bus and)")))
+    gsp_code = _when_chain([
+        (m.str.contains("_kgspRpcGspEventPmuHalted", literal=True), pl.lit("PMU_HALTED")),
+        (m.str.contains("GSP-CrashCat", literal=True), pl.lit("GSP_CRASHCAT")),
+        (m.str.contains("NV_ERR_GPU_IS_LOST", literal=True), pl.lit("NV_ERR_GPU_IS_LOST")),
+        (m.str.contains("NV_ERR_RESET_REQUIRED", literal=True), pl.lit("NV_ERR_RESET_REQUIRED")),
+        (m.str.contains("rpcSendMessage failed", literal=True), pl.lit("RPC_SEND_FAILED")),
+        (m.str.contains(r"Timeout after \d+s of waiting for RPC response|Timeout waiting for RPC from GSP"),
+         pl.lit("RPC_TIMEOUT")),
+        (m.str.contains("GspRmFree failed", literal=True), pl.lit("GSP_RM_FREE_FAILED")),
+    ])
+    gsp_sev = _when_chain([
+        (gsp_code.is_in(["PMU_HALTED", "GSP_CRASHCAT", "NV_ERR_GPU_IS_LOST"]), pl.lit("critical")),
+    ], pl.lit("error"))
+    nvrm_code = _when_chain([
+        (m.str.contains("_threadNodeCheckTimeout", literal=True), pl.lit("THREAD_NODE_CHECK_TIMEOUT")),
+        (m.str.contains("API mismatch", literal=True), pl.lit("API_MISMATCH")),
+        (m.str.contains("uvm encountered global fatal error", literal=True), pl.lit("UVM_FATAL")),
+        (m.str.contains(r"RmInitAdapter failed|rm_init_adapter failed"), pl.lit("INIT_ADAPTER_FAILED")),
+        (F("_thegpu") & F("_unsup_next"), pl.lit("GPU_NOT_SUPPORTED")),
+    ])
+    nvrm_sev = pl.when(nvrm_code == "UVM_FATAL").then(pl.lit("critical")).when(
+        nvrm_code == "GPU_NOT_SUPPORTED").then(pl.lit("warning")).otherwise(pl.lit("error"))
+    # PCIe AER
+    aer_sev_word = pl.coalesce(F("_ar").struct.field("sev"), F("_ab").struct.field("sev"))
+    is_aer_bit = F("_abit").struct.field("bit").is_not_null() & F("_after_mask")
+    is_aer = aer_sev_word.is_not_null() | is_aer_bit | m.str.contains("AER: Device recovery failed", literal=True)
+    aer_sev_of = (pl.when(aer_sev_word.str.contains("Fatal") & ~aer_sev_word.str.contains("Non-Fatal"))
+                  .then(pl.lit("critical"))
+                  .when(aer_sev_word.str.starts_with("Uncorrected")).then(pl.lit("error"))
+                  .when(aer_sev_word.is_not_null()).then(pl.lit("warning")))
+    is_aer_cont = m.str.contains(AER_CONT_RE) & m.str.contains(PCI_FN_RE)
+    # IB / mlx
+    ib_dev = m.str.contains(IB_DEV_RE)
+    ib_state = m.str.extract(r"state changed to ([A-Z_]+)", 1)
+    ib_code = _when_chain([
+        (m.str.contains(r"(?i)link (?:is )?down"), pl.lit("LINK_DOWN")),
+        (m.str.contains(r"(?i)link (?:is )?up"), pl.lit("LINK_UP")),
+        (ib_state.is_not_null(), ib_state),
+        (m.str.contains(r"(?i)carrier lost|lost carrier|carrier off"), pl.lit("CARRIER_LOST")),
+        (m.str.contains(r"(?i)cable unplugged"), pl.lit("CABLE_UNPLUGGED")),
+        (m.str.contains(r"(?i)health compromised|fw_fatal|firmware fatal|fatal error|syndrome"),
+         pl.lit("FW_ERROR")),
+    ])
+    ib_sev = (pl.when(ib_code.is_in(["LINK_UP", "ACTIVE"])).then(pl.lit("info"))
+              .when(ib_code.is_in(["LINK_DOWN", "DOWN", "FW_ERROR", "CABLE_UNPLUGGED"])).then(pl.lit("error"))
+              .otherwise(pl.lit("warning")))
+    # MCE / EDAC
+    edac = m.str.extract(r"EDAC\b.*?\b\d+ (UE|CE)\b", 1)
+    hw_err = m.str.contains("[Hardware Error]", literal=True)
+    mce_code = _when_chain([
+        (edac.is_not_null(), edac),
+        (m.str.contains(r"[Uu]ncorrected hardware memory error"), pl.lit("UE")),
+        (hw_err & m.str.contains("Machine check events logged", literal=True), pl.lit("LOGGED")),
+        (hw_err & m.str.contains(r"Machine [Cc]heck"), pl.lit("MCE")),
+        (hw_err & m.str.contains("Hardware error from APEI", literal=True), pl.lit("APEI")),
+        (hw_err & m.str.contains(r"event severity: (?:fatal|recoverable)"), pl.lit("APEI")),
+    ])
+    mce_sev = (pl.when(mce_code == "UE").then(pl.lit("critical"))
+               .when(mce_code.is_in(["CE", "LOGGED"])).then(pl.lit("warning")).otherwise(pl.lit("error")))
+    # OOM, panic, boot
+    is_oom = F("_oom").struct.field("pid").is_not_null()
+    is_oom_cont = m.str.contains(r"invoked oom-killer|oom-kill:|oom_reaper: reaped process|Killed process \d+ \(")
+    panic_code = _when_chain([
+        (m.str.starts_with("Kernel panic - not syncing"), pl.lit("panic")),
+        (m.str.contains(r"^(?:Oops:|BUG: unable to handle|general protection fault)"), pl.lit("oops")),
+    ])
+    boot_code = _when_chain([
+        (m.str.starts_with("Linux version "), m.str.extract(r"^Linux version (\S+)", 1)),
+        (m.str.contains(r"^-- Boot [0-9a-f]+ --"), m.str.extract(r"^-- Boot ([0-9a-f]+) --", 1)),
+        (m.str.starts_with("-- Reboot --"), pl.lit("reboot")),
+    ])
+    is_nvrm_cont = (
+        m.str.contains(r"NVRM: (?:GPU\d+ )?(?:RPC (?:event )?history|GSP RPC buffer contains)")
+        | m.str.contains(r"^NVRM:\s{2,}\S")
+        | (m.str.contains(r"NVRM: GPU\d+ kgspHealthCheck", literal=False)
+           & ~m.str.contains("GSP-CrashCat", literal=True))
+        | m.str.contains("NVRM: GPU Board Serial Number", literal=True)
+        | (F("_thegpu_prev") & m.str.contains(r"^NVRM: (?:\(PCI ID:|fallen off the bus)"))
+    )
+    mce_cont = hw_err
+    oops_cont = pl.lit(False)
+
+    kind = _when_chain([
+        (is_xid, pl.lit("xid")),
+        (is_sxid, pl.lit("nvswitch_sxid")),
+        (is_ident, pl.lit("gpu_identity")),
+        (is_fell, pl.lit("gpu_fell_off_bus")),
+        (gsp_code.is_not_null(), pl.lit("gsp_error")),
+        (nvrm_code.is_not_null(), pl.lit("nvrm_error")),
+        (is_aer, pl.lit("pcie_aer")),
+        (ib_dev & ib_code.is_not_null(), pl.lit("ib_port")),
+        (mce_code.is_not_null(), pl.lit("mce")),
+        (is_oom, pl.lit("host_oom_kill")),
+        (panic_code.is_not_null(), pl.lit("kernel_panic")),
+        (boot_code.is_not_null(), pl.lit("boot")),
+    ])
+    cont = is_nvrm_cont | is_aer_cont | is_oom_cont | mce_cont | oops_cont
+    xid_num = F("_x").struct.field("xid").cast(pl.Int64, strict=False)
+    pci_raw = _when_chain([
+        (is_xid, F("_x").struct.field("pci")),
+        (is_sxid, F("_sx").struct.field("pci")),
+        (is_ident, F("_id").struct.field("pci")),
+    ], m.str.extract(PCI_ANY_RE, 1))
+    sxid_sev = (pl.when(F("_sx").struct.field("sev") == "Fatal").then(pl.lit("critical"))
+                .when(F("_sx").struct.field("sev") == "Non-fatal").then(pl.lit("warning"))
+                .otherwise(pl.lit("error")))
+    cand = cand.with_columns(
+        kind.alias("kind"),
+        cont.fill_null(False).alias("_cont"),
+        _when_chain([
+            (is_xid, xid_num.cast(pl.Utf8)),
+            (is_sxid, F("_sx").struct.field("sxid")),
+            (is_ident, F("_id").struct.field("uuid")),
+            (is_fell, pl.lit("79")),
+            (gsp_code.is_not_null(), gsp_code),
+            (nvrm_code.is_not_null(), nvrm_code),
+            (aer_sev_word.is_not_null() & F("_ab").struct.field("type").is_not_null(),
+             F("_ab").struct.field("type").str.strip_chars()),
+            (aer_sev_word.is_not_null(), aer_sev_word),
+            (is_aer_bit, F("_abit").struct.field("name")),
+            (is_aer, pl.lit("RECOVERY_FAILED")),
+            (ib_dev & ib_code.is_not_null(), ib_code),
+            (mce_code.is_not_null(), mce_code),
+            (is_oom, F("_oom").struct.field("name")),
+            (panic_code.is_not_null(), panic_code),
+            (boot_code.is_not_null(), boot_code),
+        ]).alias("code"),
+        _when_chain([
+            (is_xid, xid_severity(xid_num)),
+            (is_sxid, sxid_sev),
+            (is_ident, pl.lit("info")),
+            (is_fell, pl.lit("critical")),
+            (gsp_code.is_not_null(), gsp_sev),
+            (nvrm_code.is_not_null(), nvrm_sev),
+            (aer_sev_word.is_not_null(), aer_sev_of),
+            (is_aer_bit, pl.lit(None, dtype=pl.Utf8)),  # inherits the record's severity below
+            (is_aer, pl.lit("error")),
+            (ib_dev & ib_code.is_not_null(), ib_sev),
+            (mce_code.is_not_null(), mce_sev),
+            (is_oom, pl.lit("error")),
+            (panic_code == "panic", pl.lit("critical")),
+            (panic_code.is_not_null(), pl.lit("error")),
+            (boot_code.is_not_null(), pl.lit("info")),
+        ]).alias("severity"),
+        normalize_pci(pci_raw).alias("pci_bus_id"),
+        _when_chain([
+            (is_xid, F("_x").struct.field("pid").cast(pl.Int64, strict=False)),
+            (is_oom, F("_oom").struct.field("pid").cast(pl.Int64, strict=False)),
+        ]).alias("pid"),
+    )
+    # AER bit lines take the severity of the record header above them (same device)
+    cand = cand.with_columns(
+        pl.when(pl.col("kind") == "pcie_aer").then(
+            pl.col("severity").forward_fill().over(pl.col("pci_bus_id"))).otherwise(pl.col("severity"))
+        .fill_null("warning").alias("severity")
+    )
+    ev = cand.filter(pl.col("kind").is_not_null())
+    events = events_frame(ev.with_columns(
+        pl.lit(NAME).alias("source"), pl.col("body").alias("message"),
+    ))
+    # xid_events table
+    xr = ev.filter(pl.col("kind") == "xid")
+    xid_tbl = table_frame("xid_events", xr.select(
+        "line_no", "ts", "host", "pci_bus_id",
+        F("_x").struct.field("xid").cast(pl.Int64, strict=False).alias("xid"),
+        "pid",
+        pl.when(F("_x").struct.field("name").str.strip_chars().is_in(["<unknown>", "'<unknown>'", ""]))
+        .then(pl.lit(None, dtype=pl.Utf8)).otherwise(F("_x").struct.field("name").str.strip_chars())
+        .alias("proc_name"),
+        F("_x").struct.field("gi").cast(pl.Int64, strict=False).alias("gpu_instance"),
+        F("_x").struct.field("body").str.extract(r"caused by previous Xid (\d+)", 1)
+        .cast(pl.Int64, strict=False).alias("caused_by_xid"),
+        F("_x").struct.field("body").alias("body"),
+    ))
+    n_redacted = xr.filter(pl.col("pci_bus_id").is_null()).height
+    if n_redacted:
+        warnings.append(f"{n_redacted} Xid line(s) without a usable PCI address (redacted or malformed)")
+    claimed = pl.concat([
+        ev["line_no"], cand.filter(pl.col("kind").is_null() & pl.col("_cont"))["line_no"]
+    ]).unique().sort()
+    ignored = df.filter(pl.col("kernel_line") & ~pl.col("line_no").is_in(claimed.implode()))["line_no"]
+    n_rel = ev.filter(pl.col("ts_quality") == "relative").height
+    if n_rel:
+        warnings.append(f"{n_rel} event(s) with uptime/relative stamps and no boot time: ts left null")
+    n_noyear = ev.filter(pl.col("ts").is_null() & (pl.col("ts_quality") == "missing")
+                         & pl.col("ts_raw").is_not_null()).height
+    if n_noyear:
+        warnings.append(f"{n_noyear} event(s) with a syslog stamp but no reference year: ts left null")
+    return Extraction(
+        events=events,
+        tables={"xid_events": xid_tbl},
+        claimed=claimed.alias("line_no"),
+        ignored=ignored.sort().alias("line_no"),
+        warnings=warnings,
+    )

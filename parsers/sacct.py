@@ -1,0 +1,161 @@
+"""Slurm accounting: `sacct -P` (`|`-separated), `sacct -p` (trailing `|`) and the default
+fixed-width output (header + `----------` rule line, columns cut on the rule's dash runs).
+
+Rows -> `sched_records`; one `sched_state` event per record (code = state, ts = End else Start).
+Columns are found by name in the header, in any order; missing columns stay null.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers.records import Extraction, ParseContext, empty_events, empty_table, events_frame, table_frame
+from parsers.timestamps import iso
+
+NAME = "sacct"
+EXCLUSIVE = True
+DESCRIPTION = "Slurm sacct output (-P, -p, fixed-width): job/step states, exit codes, nodes"
+FORMATS = ("sacct -P / --parsable2", "sacct -p / --parsable", "sacct fixed-width (default)")
+EXTRACTS = ("sched_state", "sched_records")
+
+STATE_SEVERITY = {
+    "COMPLETED": "info", "RUNNING": "info", "PENDING": "info", "COMPLETING": "info",
+    "CONFIGURING": "info", "RESIZING": "info",
+    "PREEMPTED": "warning", "REQUEUED": "warning", "TIMEOUT": "warning", "CANCELLED": "warning",
+    "DEADLINE": "warning", "SUSPENDED": "warning", "REVOKED": "warning", "REQUEUE_HOLD": "warning",
+    "REQUEUE_FED": "warning", "SPECIAL_EXIT": "warning", "STOPPED": "warning",
+    "FAILED": "error", "NODE_FAIL": "error", "OUT_OF_MEMORY": "error", "BOOT_FAIL": "error",
+}
+
+_HEADER_RE = re.compile(r"^\s*JobID(?:Raw)?\b", re.IGNORECASE)
+_RULE_RE = re.compile(r"^\s*-{3,}(?:\s+-{3,})*\s*$")
+_NULL_WORDS = ["", "Unknown", "None", "N/A", "(null)", "None assigned"]
+
+
+def sniff(head: str) -> float:
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    for i, ln in enumerate(lines[:20]):
+        if _HEADER_RE.match(ln):
+            if "|" in ln:
+                return 0.95
+            if i + 1 < len(lines) and _RULE_RE.match(lines[i + 1]):
+                return 0.95
+            if re.search(r"\bState\b", ln):
+                return 0.6
+    return 0.0
+
+
+def _fields(df: pl.DataFrame) -> dict[str, str]:
+    return {c.strip().lower(): c for c in df.columns}
+
+
+def _split_pipe(rows: pl.DataFrame, header: str) -> pl.DataFrame:
+    names = [h.strip() for h in header.rstrip().rstrip("|").split("|")]
+    parts = pl.col("text").str.split("|")
+    return rows.select("line_no", "text", *[parts.list.get(i, null_on_oob=True).alias(n) for i, n in enumerate(names)])
+
+
+def _split_fixed(rows: pl.DataFrame, header: str, rule: str) -> pl.DataFrame:
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
+    names = [header[a:b].strip() or f"col{i}" for i, (a, b) in enumerate(spans)]
+    cols = []
+    for i, (a, _b) in enumerate(spans):
+        end = spans[i + 1][0] if i + 1 < len(spans) else None
+        cols.append(pl.col("text").str.slice(a, None if end is None else end - a).alias(names[i]))
+    return rows.select("line_no", "text", *cols)
+
+
+def _empty() -> Extraction:
+    return Extraction(events=empty_events(),
+                      tables={"sched_records": empty_table("sched_records")})
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    if lines.is_empty():
+        return _empty()
+    t = pl.col("text")
+    df = lines.select("line_no", "text").with_columns(t.str.strip_chars_end().alias("text"))
+    is_hdr = t.str.contains(r"(?i)^\s*JobID(?:Raw)?(?:\s|\||$)")
+    is_rule = t.str.contains(r"^\s*-{3,}(?:\s+-{3,})*\s*$")
+    df = df.with_columns(
+        pl.when(is_hdr).then(t).forward_fill().alias("_hdr"),
+        pl.when(is_hdr).then(pl.col("line_no")).forward_fill().alias("_hdr_no"),
+        is_hdr.alias("_is_hdr"), is_rule.alias("_is_rule"),
+    )
+    rules = df.filter(pl.col("_is_rule")).select(pl.col("line_no").alias("_rule_no"), pl.col("text").alias("_rule"))
+    rows_all = df.filter(pl.col("_hdr").is_not_null() & ~pl.col("_is_hdr") & ~pl.col("_is_rule")
+                         & (t.str.strip_chars() != ""))
+    warnings: list[str] = []
+    parts: list[pl.DataFrame] = []
+    for hdr, hdr_no in rows_all.select("_hdr", "_hdr_no").unique(maintain_order=True).iter_rows():
+        sub = rows_all.filter(pl.col("_hdr_no") == hdr_no)
+        if "|" in hdr:
+            parts.append(_split_pipe(sub, hdr))
+        else:
+            rule = rules.filter(pl.col("_rule_no") == hdr_no + 1)
+            if rule.is_empty():
+                warnings.append(f"sacct header on line {hdr_no} has no rule line: block skipped")
+                continue
+            parts.append(_split_fixed(sub, hdr, rule["_rule"][0]))
+    if not parts:
+        return _empty()
+    wide = pl.concat(parts, how="diagonal_relaxed")
+    f = _fields(wide)
+
+    def col(*names: str) -> pl.Expr:
+        for n in names:
+            if n.lower() in f:
+                c = pl.col(f[n.lower()]).str.strip_chars()
+                return pl.when(c.is_in(_NULL_WORDS)).then(pl.lit(None, dtype=pl.Utf8)).otherwise(c)
+        return pl.lit(None, dtype=pl.Utf8)
+
+    jobid = col("JobID", "JobIDRaw")
+    state_full = col("State").str.strip_chars_end("+")  # fixed-width truncation marks
+    state = state_full.str.extract(r"^([A-Z_]+)", 1)
+    state_rest = state_full.str.extract(r"^[A-Z_]+\s+(.+)$", 1)
+    reason_col = col("Reason")
+    exitc = col("ExitCode").str.extract_groups(r"^(\d+):(\d+)$")
+    start = iso(col("Start").str.extract(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$", 1), ctx.tz)
+    end = iso(col("End").str.extract(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$", 1), ctx.tz)
+    rec = wide.select(
+        "line_no", pl.col("text").alias("message"),
+        jobid.str.extract(r"^([^.]+)", 1).alias("job_id"),
+        jobid.str.extract(r"^[^.]+\.(.+)$", 1).alias("step_id"),
+        col("JobName", "Name").alias("name"),
+        state.alias("state"),
+        exitc.struct.field("1").cast(pl.Int64, strict=False).alias("exit_code"),
+        exitc.struct.field("2").cast(pl.Int64, strict=False).alias("signal"),
+        start.alias("start"), end.alias("end"),
+        col("NodeList").alias("node_list"),
+        col("FailedNode").alias("failed_node"),
+        col("Restarts").cast(pl.Int64, strict=False).alias("restarts"),
+        pl.when(state_rest.is_not_null() & reason_col.is_not_null())
+        .then(pl.concat_str([state_rest, reason_col], separator="; "))
+        .otherwise(pl.coalesce(state_rest, reason_col)).alias("reason"),
+        pl.coalesce(col("End"), col("Start")).alias("ts_raw"),
+    )
+    ts = pl.coalesce(pl.col("end"), pl.col("start"))
+    events = events_frame(rec.filter(pl.col("state").is_not_null()).with_columns(
+        pl.lit(NAME).alias("source"), pl.lit("sched_state").alias("kind"),
+        ts.alias("ts"),
+        pl.when(ts.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.coalesce(pl.col("failed_node"),
+                    pl.when(~pl.col("node_list").str.contains(r"[\[,]")).then(pl.col("node_list")),
+                    pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
+        pl.col("state").replace_strict(STATE_SEVERITY, default="warning", return_dtype=pl.Utf8).alias("severity"),
+        pl.col("state").alias("code"),
+    ))
+    no_state = rec.filter(pl.col("state").is_null()).height
+    if no_state:
+        warnings.append(f"{no_state} sacct row(s) without a State column value")
+    claimed = rec["line_no"]
+    ignored = df.filter(pl.col("_is_hdr") | pl.col("_is_rule") | (t.str.strip_chars() == ""))["line_no"]
+    return Extraction(
+        events=events,
+        tables={"sched_records": table_frame("sched_records", rec)},
+        claimed=claimed.sort().alias("line_no"),
+        ignored=ignored.sort().alias("line_no"),
+        warnings=warnings,
+    )

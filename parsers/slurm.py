@@ -1,0 +1,144 @@
+"""slurmstepd / srun messages found anywhere in a text file (job stderr, per-rank logs).
+
+Kinds: `slurm_cancel` (`*** JOB|STEP n ON host CANCELLED AT t [DUE TO ...] ***`, `srun: Job step
+aborted`, `srun: Force Terminated`), `slurm_task_exit` (`srun: error: host: task(s) N: ...`,
+`*** STEP n ON host FAILED ... ***`), `slurm_oom` (`Detected N oom_kill event(s)`, `task N: Out Of
+Memory`) and `slurm_node_fail` (`Node failure on host`, `STEPD TERMINATED ... JOB NOT ENDING WITH
+SIGNALS`). `*** REASON: ... ***` detail lines are claimed with the record above; other `srun:`
+informational lines are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers.records import Extraction, ParseContext, events_frame
+from parsers.timestamps import iso
+
+NAME = "slurm"
+EXCLUSIVE = False
+DESCRIPTION = "slurmstepd/srun messages: cancellations (time limit, preemption, node failure), task exits, OOM"
+FORMATS = ("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices")
+EXTRACTS = ("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail")
+
+CANCEL_RE = (
+    r"\*\*\* (?P<what>JOB|STEP) (?P<id>\S+) ON (?P<host>\S+) CANCELLED AT (?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
+    r"(?: DUE (?:TO|to) (?P<due>.*?))?(?: \*\*\*|\s*$)"
+)
+STEP_FAIL_RE = r"\*\*\* STEP (?P<id>\S+) ON (?P<host>\S+) FAILED"
+NOT_ENDING_RE = r"\*\*\* (?:JOB|STEP|STEPD) .*?TERMINATED ON (?P<host>\S+) AT (?P<t>\S+) DUE TO JOB NOT ENDING WITH SIGNALS"
+TASK_RE = r"srun: error: (?P<host>[^\s:]+): tasks? (?P<tasks>[\d,\-\s]+?): (?P<what>.+?)\s*$"
+OOM_RE = r"Detected (?P<n>\d+) oom[-_]kill events?"
+NODE_FAIL_RE = r"srun: error: Node failure on (?P<host>\S+)"
+
+SIGNAL_NAMES = {
+    "Killed": "SIGKILL", "Terminated": "SIGTERM", "Aborted": "SIGABRT", "Segmentation fault": "SIGSEGV",
+    "Bus error": "SIGBUS", "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL",
+    "Hangup": "SIGHUP", "Interrupt": "SIGINT", "Quit": "SIGQUIT", "User defined signal 1": "SIGUSR1",
+    "User defined signal 2": "SIGUSR2", "Broken pipe": "SIGPIPE", "Trace/breakpoint trap": "SIGTRAP",
+}
+
+
+def _due_code(due: pl.Expr) -> pl.Expr:
+    return (
+        pl.when(due.is_null()).then(pl.lit("CANCELLED"))
+        .when(due.str.starts_with("TIME LIMIT")).then(pl.lit("TIME_LIMIT"))
+        .when(due.str.starts_with("PREEMPTION")).then(pl.lit("PREEMPTION"))
+        .when(due.str.starts_with("NODE FAILURE")).then(pl.lit("NODE_FAILURE"))
+        .when(due.str.starts_with("JOB REQUEUE")).then(pl.lit("JOB_REQUEUE"))
+        .when(due.str.starts_with("TASK FAILURE")).then(pl.lit("TASK_FAILURE"))
+        .when(due.str.to_uppercase().str.starts_with("SIGNAL")).then(pl.lit("SIGNAL"))
+        .otherwise(due.str.to_uppercase().str.replace_all(r"[^A-Z0-9]+", "_"))
+    )
+
+
+def sniff(head: str) -> float:
+    n = len(re.findall(r"slurmstepd(?:-\S+)?: error: \*\*\*|srun: error: |Detected \d+ oom[-_]kill event|"
+                       r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED|FAILED)", head))
+    if n == 0:
+        return 0.3 if ("slurmstepd" in head or "srun:" in head) else 0.0
+    return min(0.5 + 0.1 * n, 0.7)
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    b = pl.col("body")
+    cand = lines.filter(b.str.contains_any(["***", "srun:", "oom", "slurmstepd", "Force Terminated"]))
+    cand = cand.with_columns(
+        b.str.extract_groups(CANCEL_RE).alias("_c"),
+        b.str.extract_groups(STEP_FAIL_RE).alias("_sf"),
+        b.str.extract_groups(NOT_ENDING_RE).alias("_ne"),
+        b.str.extract_groups(TASK_RE).alias("_t"),
+        b.str.extract_groups(OOM_RE).alias("_o"),
+        b.str.extract_groups(NODE_FAIL_RE).alias("_nf"),
+    )
+    F = pl.col  # noqa: N806
+    is_cancel = F("_c").struct.field("id").is_not_null()
+    is_stepfail = F("_sf").struct.field("id").is_not_null()
+    is_notend = F("_ne").struct.field("host").is_not_null()
+    is_task = F("_t").struct.field("host").is_not_null()
+    is_oom = F("_o").struct.field("n").is_not_null()
+    is_nodefail = F("_nf").struct.field("host").is_not_null()
+    is_aborted = b.str.contains(r"srun: Job step aborted", literal=False)
+    is_force = b.str.contains(r"Force Terminated", literal=True)
+    is_reason = b.str.contains(r"\*\*\* REASON: ")
+    what = F("_t").struct.field("what")
+    what_core = what.str.replace(r"\s*\(core dumped\)$", "")
+    exit_code = what.str.extract(r"^Exited with exit code (\d+)", 1)
+    task_oom = what.str.contains(r"(?i)^out of memory")
+    tasks = F("_t").struct.field("tasks").str.strip_chars()
+    single_task = tasks.str.contains(r"^\d+$")
+    task_code = pl.coalesce(exit_code, what_core.replace_strict(SIGNAL_NAMES, default=None, return_dtype=pl.Utf8),
+                            what_core.str.to_uppercase().str.replace_all(r"[^A-Z0-9]+", "_"))
+    kind = (
+        pl.when(is_cancel).then(pl.lit("slurm_cancel"))
+        .when(is_notend | is_nodefail).then(pl.lit("slurm_node_fail"))
+        .when(is_stepfail).then(pl.lit("slurm_task_exit"))
+        .when(is_oom | (is_task & task_oom)).then(pl.lit("slurm_oom"))
+        .when(is_task).then(pl.lit("slurm_task_exit"))
+        .when(is_force | is_aborted).then(pl.lit("slurm_cancel"))
+    )
+    cancel_code = _due_code(F("_c").struct.field("due").str.strip_chars())
+    code = (
+        pl.when(is_cancel).then(cancel_code)
+        .when(is_notend).then(pl.lit("NOT_ENDING_WITH_SIGNALS"))
+        .when(is_nodefail).then(pl.lit("NODE_FAILURE"))
+        .when(is_stepfail).then(pl.lit("STEP_FAILED"))
+        .when(is_oom).then(F("_o").struct.field("n"))
+        .when(is_task & task_oom).then(pl.lit("OUT_OF_MEMORY"))
+        .when(is_task).then(task_code)
+        .when(is_force).then(pl.lit("FORCE_TERMINATED"))
+        .when(is_aborted).then(pl.lit("STEP_ABORTED"))
+    )
+    severity = (
+        pl.when(is_cancel & cancel_code.is_in(["TIME_LIMIT", "PREEMPTION", "JOB_REQUEUE", "SIGNAL", "CANCELLED"]))
+        .then(pl.lit("warning"))
+        .when(is_cancel).then(pl.lit("error"))
+        .when(is_notend | is_nodefail).then(pl.lit("critical"))
+        .when(is_aborted).then(pl.lit("warning"))
+        .when(is_task & (exit_code == "0")).then(pl.lit("info"))
+        .otherwise(pl.lit("error"))
+    )
+    host = pl.coalesce(F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
+                       F("_t").struct.field("host"), F("_nf").struct.field("host"),
+                       pl.lit(ctx.host_hint, dtype=pl.Utf8))
+    t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"))
+    ts = iso(t_raw.str.replace("T", " "), ctx.tz)
+    cand = cand.with_columns(kind.alias("kind"), code.alias("code"), severity.alias("severity"),
+                             host.alias("host"), ts.alias("ts"), t_raw.alias("ts_raw"),
+                             pl.when(is_task & single_task).then(tasks.cast(pl.Int64, strict=False))
+                             .otherwise(pl.lit(None, dtype=pl.Int64)).alias("rank"),
+                             is_reason.alias("_reason"),
+                             (b.str.contains(r"^\s*srun: ") & ~b.str.contains(r"srun: error: ")).alias("_srun_info"))
+    ev = cand.filter(pl.col("kind").is_not_null())
+    events = events_frame(ev.with_columns(
+        pl.lit(NAME).alias("source"),
+        pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.coalesce(pl.col("rank"), pl.col("prefix_rank")).alias("rank"),
+        pl.col("body").alias("message"),
+    ))
+    claimed = pl.concat([ev["line_no"], cand.filter(pl.col("kind").is_null() & pl.col("_reason"))["line_no"]])
+    ignored = cand.filter(pl.col("kind").is_null() & ~pl.col("_reason") & pl.col("_srun_info"))["line_no"]
+    return Extraction(events=events, claimed=claimed.unique().sort().alias("line_no"),
+                      ignored=ignored.unique().sort().alias("line_no"))

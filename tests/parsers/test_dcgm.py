@@ -1,0 +1,181 @@
+"""Tests for parsers.dcgm: exporter text, long CSV, dmon tables, Prometheus JSON."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parsers import dcgm, kernel, sacct, slurm
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "fixtures" / "dcgm"
+REAL = ROOT.parent / "shared" / "real-samples"
+
+
+def run(text: str, **ctx: object) -> Extraction:
+    return dcgm.parse(with_body(decode_lines(text.encode()).lines), ParseContext(path="dcgm.txt", **ctx))  # type: ignore[arg-type]
+
+
+def fixture(name: str, **ctx: object) -> Extraction:
+    return run((FIX / name).read_text(), **ctx)
+
+
+def samples(ex: Extraction) -> list[dict]:
+    return ex.tables["dcgm_samples"].to_dicts()
+
+
+def check_contract(ex: Extraction, n_lines: int) -> None:
+    assert dict(ex.events.schema) == EVENT_SCHEMA
+    assert dict(ex.tables["dcgm_samples"].schema) == TABLE_SCHEMAS["dcgm_samples"]
+    claimed, ignored = set(ex.claimed.to_list()), set(ex.ignored.to_list())
+    assert not claimed & ignored
+    assert all(1 <= n <= n_lines for n in claimed | ignored)
+
+
+def test_dcgm_prometheus_exporter_text() -> None:
+    ex = fixture("exporter_prometheus.prom")
+    s = samples(ex)
+    assert [(r["line_no"], r["field"], r["gpu"]) for r in s] == [
+        (3, "DCGM_FI_DEV_SM_CLOCK", 0), (6, "DCGM_FI_DEV_MEMORY_TEMP", 0), (9, "DCGM_FI_DEV_XID_ERRORS", 0),
+        (10, "DCGM_FI_DEV_XID_ERRORS", 3)]
+    assert s[0]["value"] == 1980.0 and s[0]["host"] == "node-17" and s[0]["pci_bus_id"] == "0000:3b:00"
+    assert s[0]["uuid"] == "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52" and s[0]["ts"] is None
+    assert ex.ignored.to_list() == [1, 2, 4, 5, 7, 8]
+    check_contract(ex, 10)
+
+
+def test_dcgm_blank_sentinel_is_null() -> None:
+    assert samples(fixture("exporter_prometheus.prom"))[1]["value"] is None
+    assert samples(fixture("long_reordered_epoch.csv"))[1]["value"] is None
+
+
+def test_dcgm_prometheus_xid_event() -> None:
+    (e,) = fixture("exporter_prometheus.prom").events.to_dicts()
+    assert (e["kind"], e["code"], e["gpu"], e["line_no"], e["host"], e["pci_bus_id"]) == (
+        "dcgm_xid", "79", 3, 10, "node-17", "0000:5d:00")
+    assert e["severity"] == "critical" and e["ts_quality"] == "missing"
+
+
+def test_dcgm_prometheus_hostname_lowercase_label() -> None:
+    s = samples(fixture("exporter_hostname_lowercase.prom"))
+    assert {r["host"] for r in s} == {"node-42"}
+    assert s[1]["field"] == "DCGM_FI_DEV_POWER_USAGE" and s[1]["value"] == 698.123
+
+
+def test_dcgm_prometheus_ms_timestamps_and_xid_changes() -> None:
+    ex = fixture("exporter_timestamps.prom")
+    assert samples(ex)[0]["ts"] == datetime(2024, 6, 10, 6, 13, 20, tzinfo=UTC)
+    e = ex.events.to_dicts()
+    assert [(r["line_no"], r["code"]) for r in e] == [(2, "48"), (4, "63")]
+    assert e[0]["ts_quality"] == "exact"
+
+
+def test_dcgm_new_and_old_field_names() -> None:
+    s = samples(fixture("exporter_new_names.prom"))
+    assert [r["field"] for r in s] == ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE",
+                                       "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"]
+
+
+def test_dcgm_exporter_1x_lowercase_names() -> None:
+    s = samples(fixture("exporter_1x_lowercase.prom"))
+    assert [r["field"] for r in s] == ["DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_TEMP",
+                                       "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"]
+    assert s[0]["uuid"].startswith("GPU-604ac76c")
+
+
+def test_dcgm_health_and_xid_count() -> None:
+    e = fixture("exporter_health.prom").events.to_dicts()
+    assert [(r["kind"], r["line_no"], r["code"], r["gpu"]) for r in e] == [
+        ("dcgm_health", 1, "DCGM_FR_VOLATILE_DBE_DETECTED", 4), ("dcgm_xid", 3, "48", 4)]
+    assert e[0]["severity"] == "error"
+
+
+def test_dcgm_long_csv_timeseries() -> None:
+    ex = fixture("long_timeseries.csv")
+    s = samples(ex)
+    assert [r["line_no"] for r in s] == [2, 3, 4]
+    assert s[0]["ts"] == datetime(2024, 6, 10, 6, 13, 20, tzinfo=UTC) and s[1]["value"] is None
+    (e,) = ex.events.to_dicts()
+    assert (e["code"], e["line_no"]) == ("79", 4)
+    assert ex.ignored.to_list() == [1]
+
+
+def test_dcgm_long_csv_any_column_order_epoch() -> None:
+    s = samples(fixture("long_reordered_epoch.csv"))
+    assert s[0]["field"] == "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" and s[0]["host"] == "node-2"
+    assert s[1]["ts"] == datetime(2024, 6, 10, 6, 13, 35, 500000, tzinfo=UTC)
+    assert s[0]["pci_bus_id"] == "0000:1b:00"
+
+
+def test_dmon_table() -> None:
+    ex = fixture("dmon.txt", host_hint="node-5")
+    s = pl.DataFrame(samples(ex))
+    assert s.filter((pl.col("gpu") == 1) & (pl.col("field") == "DCGM_FI_DEV_POWER_USAGE"))["value"].to_list() == [701.441]
+    assert set(s["host"].to_list()) == {"node-5"}
+    assert ex.claimed.to_list() == [3, 4, 5] and ex.ignored.to_list() == [1, 2, 6]
+
+
+def test_dmon_na_values() -> None:
+    ex = fixture("dmon.txt")
+    s = pl.DataFrame(samples(ex)).filter(pl.col("gpu") == 7)
+    assert s.filter(pl.col("field") == "DCGM_FI_DEV_SM_CLOCK")["value"].to_list() == [None]
+    assert s.filter(pl.col("field") == "DCGM_FI_DEV_XID_ERRORS")["value"].to_list() == [79.0]
+    assert [(e["gpu"], e["code"]) for e in ex.events.to_dicts()] == [(7, "79")]
+
+
+def test_dcgm_prometheus_query_range_json() -> None:
+    ex = fixture("prometheus_query_range.json")
+    s = samples(ex)
+    assert len(s) == 4 and s[1]["ts"] == datetime(2024, 6, 10, 6, 13, 35, tzinfo=UTC) and s[1]["value"] == 46.0
+    assert [e["code"] for e in ex.events.to_dicts()] == ["119"]
+
+
+def test_real_029_label_only_sample() -> None:
+    if not REAL.exists():
+        pytest.skip("../shared/real-samples is missing")
+    f = next(REAL.glob("029*/dcgm.prom"))
+    ex = run(f.read_text())
+    (s,) = samples(ex)
+    assert s["field"] == "DCGM_FI_DEV_XID_ERRORS" and s["value"] is None and s["line_no"] == 1
+    assert any("without a value" in w for w in ex.warnings)
+    assert [(e["line_no"], e["code"]) for e in ex.events.to_dicts()] == [(1, "45")]
+
+
+def test_large_csv_is_vectorized() -> None:
+    n = 200_000
+    body = "\n".join(f"{1718000000 + i},DCGM_FI_DEV_GPU_TEMP,{i % 8},GPU-x,0000:3b:00.0,n1,{40 + i % 30}"
+                     for i in range(n))
+    ex = run("timestamp,metric,gpu,UUID,pci_bus_id,Hostname,value\n" + body)
+    assert ex.tables["dcgm_samples"].height == n
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(max_size=100), max_size=12))
+def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
+    text = "\n".join(ln.replace("\n", " ").replace("\r", " ") for ln in lines)
+    check_contract(run(text), decode_lines(text.encode()).lines.height)
+
+
+REAL_LINES = [ln for f in sorted(FIX.iterdir()) if f.name != "README.md" for ln in f.read_text().splitlines()]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(REAL_LINES), st.integers(0, 150), st.text(max_size=4)), max_size=10))
+def test_property_mutated_real_lines(muts: list[tuple[str, int, str]]) -> None:
+    text = "\n".join((ln[:i] + s + ln[i + len(s):]) for ln, i, s in muts)
+    check_contract(run(text), decode_lines(text.encode()).lines.height)
+
+
+def test_sniff_ranks_dcgm_fixtures_first() -> None:
+    for f in sorted(FIX.iterdir()):
+        if f.name == "README.md":
+            continue
+        head = f.read_text()
+        assert dcgm.sniff(head) > max(m.sniff(head) for m in (kernel, sacct, slurm)), f.name

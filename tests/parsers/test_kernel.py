@@ -1,0 +1,340 @@
+"""Tests for parsers.kernel: one test per wrapper/body variant of reference/xid_formats.md."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parsers import dcgm, kernel, sacct, slurm
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "fixtures" / "kernel"
+REAL = ROOT.parent / "shared" / "real-samples"
+
+
+def frame(text: str) -> pl.DataFrame:
+    return with_body(decode_lines(text.encode()).lines)
+
+
+def run(text: str, **ctx: object) -> Extraction:
+    return kernel.parse(frame(text), ParseContext(path="dmesg.log", **ctx))  # type: ignore[arg-type]
+
+
+def fixture(name: str, **ctx: object) -> Extraction:
+    return run((FIX / name).read_text(), **ctx)
+
+
+def real(case: str, name: str = "dmesg.log") -> str:
+    if not REAL.exists():
+        pytest.skip("../shared/real-samples is missing")
+    hits = sorted(REAL.glob(f"{case}*/{name}"))
+    if not hits:
+        pytest.skip(f"real sample {case} missing")
+    return hits[0].read_text()
+
+
+def ev(ex: Extraction, kind: str | None = None) -> list[dict]:
+    df = ex.events if kind is None else ex.events.filter(pl.col("kind") == kind)
+    return df.to_dicts()
+
+
+def check_contract(ex: Extraction, n_lines: int) -> None:
+    assert dict(ex.events.schema) == EVENT_SCHEMA
+    for name, t in ex.tables.items():
+        assert dict(t.schema) == TABLE_SCHEMAS[name]
+    claimed, ignored = set(ex.claimed.to_list()), set(ex.ignored.to_list())
+    assert not claimed & ignored
+    assert all(1 <= n <= n_lines for n in claimed | ignored)
+    assert set(ex.events["line_no"].to_list()) <= claimed
+
+
+# ---- wrappers ------------------------------------------------------------------------------
+
+def test_dmesg_uptime_stamps_relative_without_boot_time() -> None:
+    ex = fixture("dmesg_uptime.log", host_hint="node-1")
+    x = ev(ex, "xid")
+    assert [(e["line_no"], e["code"], e["pci_bus_id"]) for e in x] == [(5, "119", "0000:9b:00"), (12, "79", "0000:06:00")]
+    assert x[0]["ts"] is None and x[0]["ts_quality"] == "relative" and x[0]["ts_raw"] == "155040.100020"
+    assert x[0]["host"] == "node-1" and x[0]["pid"] == 2024380
+    assert x[1]["severity"] == "critical"
+    # RPC history table and serial number are claimed with their records; chatter ignored
+    assert {4, 6, 7, 8, 9, 10} <= set(ex.claimed.to_list())
+    assert set(ex.ignored.to_list()) == {2, 11}
+    check_contract(ex, 12)
+
+
+def test_dmesg_uptime_with_boot_time_is_derived() -> None:
+    boot = datetime(2025, 2, 21, 0, 0, 0, tzinfo=UTC)
+    ex = fixture("dmesg_uptime.log", host_hint="node-1", boot_times={"node-1": boot})
+    x = ev(ex, "xid")[1]
+    assert x["ts_quality"] == "derived"
+    assert x["ts"] == datetime(2025, 2, 22, 19, 4, 4, 78590, tzinfo=UTC)
+
+
+def test_dmesg_caller_id_prefix() -> None:
+    ex = fixture("dmesg_caller_id.log")
+    (x,) = ev(ex, "xid")
+    assert (x["code"], x["pid"], x["pci_bus_id"], x["ts_raw"]) == ("31", 1942, "0000:2b:00", "130.456250")
+    assert ex.tables["xid_events"]["proc_name"].to_list() == ["llama-bench"]
+    assert ex.ignored.to_list() == [2]
+
+
+def test_dmesg_T_human_stamps_in_job_tz() -> None:
+    ex = fixture("dmesg_T.log", tz=ZoneInfo("Europe/Berlin"))
+    x = ev(ex, "xid")
+    assert x[0]["ts"] == datetime(2025, 2, 23, 15, 24, 18, tzinfo=UTC)
+    assert x[0]["ts_quality"] == "exact"
+    assert x[1]["code"] == "154" and x[1]["pid"] is None
+    assert ex.ignored.to_list() == [3]
+
+
+def test_dmesg_H_relative_stamps() -> None:
+    ex = fixture("dmesg_H.log", ref_year=2025)
+    x = ev(ex, "xid")
+    assert [e["code"] for e in x] == ["48", "63", "94"]
+    assert x[0]["ts"] == datetime(2025, 2, 23, 16, 24, tzinfo=UTC)
+    assert x[2]["ts"] == datetime(2025, 2, 23, 16, 24, 1, 750000, tzinfo=UTC)
+    assert x[2]["ts_quality"] == "derived"
+
+
+def test_dmesg_H_relative_without_anchor() -> None:
+    ex = run(real("053"))
+    assert all(e["ts"] is None and e["ts_quality"] == "relative" for e in ev(ex))
+    assert ev(ex)[0]["ts_raw"] == "+0.000316"
+
+
+def test_journal_short_uses_ref_year_and_hostname() -> None:
+    ex = fixture("journal_short.log", ref_year=2025, host_hint="path-host")
+    (x,) = ev(ex, "xid")
+    assert x["host"] == "archbox" and x["ts"] == datetime(2025, 2, 1, 14, 25, 31, tzinfo=UTC)
+    assert ex.tables["xid_events"]["host"].to_list() == ["archbox"]
+    # the systemd line belongs to another process: neither claimed nor ignored
+    assert 2 not in set(ex.claimed.to_list()) | set(ex.ignored.to_list())
+    assert ex.ignored.to_list() == [3]
+
+
+def test_journal_short_without_year_keeps_raw() -> None:
+    ex = fixture("journal_short.log")
+    (x,) = ev(ex, "xid")
+    assert x["ts"] is None and x["ts_raw"] == "Feb 01 14:25:31" and x["ts_quality"] == "missing"
+
+
+def test_journal_short_iso() -> None:
+    (x,) = ev(fixture("journal_short_iso.log"), "xid")
+    assert x["host"] == "gpu-node-17" and x["ts"] == datetime(2025, 2, 23, 16, 24, 18, tzinfo=UTC)
+
+
+def test_journal_short_precise() -> None:
+    x = ev(fixture("journal_short_precise.log", ref_year=2025), "xid")
+    assert x[0]["ts"] == datetime(2025, 2, 23, 16, 24, 18, 123456, tzinfo=UTC)
+    assert [e["code"] for e in x] == ["13", "43"]
+
+
+def test_syslog_with_both_stamps() -> None:
+    ex = fixture("syslog_both_stamps.log", ref_year=2024)
+    (x,) = ev(ex, "xid")
+    assert x["ts"] == datetime(2024, 11, 22, 18, 29, 55, tzinfo=UTC) and x["host"] == "hostname"
+    assert x["pci_bus_id"] == "0000:01:00" and x["pid"] is None
+    no_year = ev(fixture("syslog_both_stamps.log"), "xid")[0]
+    assert no_year["ts_quality"] == "relative" and no_year["ts_raw"] == "966.503025"
+
+
+def test_rsyslog_rfc3339_and_fell_off_single_line() -> None:
+    ex = fixture("rsyslog_rfc3339.log")
+    x, f = ev(ex)
+    assert x["kind"] == "xid" and x["ts"] == datetime(2025, 3, 4, 4, 6, 7, 123456, tzinfo=UTC)
+    assert x["pci_bus_id"] == "0004:01:00" and x["pid"] is None
+    assert ex.tables["xid_events"]["proc_name"].to_list() == [None]
+    assert f["kind"] == "gpu_fell_off_bus" and f["pci_bus_id"] == "0004:01:00" and f["host"] == "node-3"
+
+
+def test_bare_kernel_prefix_and_sxid() -> None:
+    ex = fixture("bare_kernel.log")
+    x, s = ev(ex)
+    assert (x["code"], x["pci_bus_id"], x["pid"]) == ("74", "0000:c1:00", None)
+    assert (s["kind"], s["code"], s["pci_bus_id"], s["severity"]) == ("nvswitch_sxid", "12028", "0000:05:00", "warning")
+
+
+def test_no_prefix_nvrm_line() -> None:
+    (x,) = ev(fixture("no_prefix.log"), "xid")
+    assert (x["code"], x["pid"], x["line_no"], x["severity"]) == ("109", 4124, 1, "error")
+
+
+# ---- Xid bodies ----------------------------------------------------------------------------
+
+def test_xid_mig_gpu_i_form() -> None:
+    t = fixture("xid_mig.log").tables["xid_events"]
+    assert t["gpu_instance"].to_list() == [2, 2]
+    assert t["pci_bus_id"].to_list() == ["0000:3b:00", "0000:3b:00"]
+
+
+def test_xid_mig_gpu_ci_form() -> None:
+    row = fixture("xid_mig.log").tables["xid_events"].row(1, named=True)
+    assert (row["xid"], row["gpu_instance"], row["pid"], row["proc_name"]) == (43, 2, 5555, "python3")
+    assert row["body"] == "Ch 00000008"
+
+
+def test_xid_old_formats() -> None:
+    t = fixture("xid_old_formats.log").tables["xid_events"]
+    assert t["xid"].to_list() == [13, 63, 79, 43]
+    assert t["pid"].to_list() == [None, 1896, None, 35521]
+    assert t["body"][0].startswith("0005 00000000")
+    assert t["body"][3] == ""  # truncated paste after pid=
+
+
+def test_xid_nvlink5_bodies_and_redacted_pci() -> None:
+    ex = fixture("xid_nvlink5.log")
+    t = ex.tables["xid_events"]
+    assert t["xid"].to_list() == [145, 149, 154, 145]
+    assert t["pci_bus_id"].to_list() == ["0008:01:00"] * 3 + [None]
+    assert t["body"][1].startswith("NETIR_LINK_EVT Fatal XC0 i0 Link 08")
+    assert any("without a usable PCI" in w for w in ex.warnings)
+
+
+def test_xid_caused_by_previous() -> None:
+    t = run(real("024")).tables["xid_events"]
+    assert t["caused_by_xid"].to_list() == [149, 145, 145, 145, 149, 145, 145]
+    assert t["proc_name"].unique().to_list() == ["python3"]
+
+
+def test_xid_pid_unknown() -> None:
+    x = ev(fixture("dmesg_H.log"), "xid")[0]
+    assert x["pid"] is None and x["severity"] == "critical"
+
+
+# ---- companion lines -----------------------------------------------------------------------
+
+def test_gpu_identity_line() -> None:
+    (g,) = ev(fixture("dmesg_uptime.log"), "gpu_identity")
+    assert g["code"] == "GPU-509665ad-b600-ac93-3616-d754b23d636d" and g["pci_bus_id"] == "0000:9b:00"
+
+
+def test_fallen_off_bus_multiline() -> None:
+    ex = fixture("fell_off_bus.log")
+    f = ev(ex, "gpu_fell_off_bus")
+    assert [(e["line_no"], e["pci_bus_id"]) for e in f] == [(2, "0000:01:00"), (3, "0000:18:00")]
+    assert ex.claimed.to_list() == [1, 2, 3, 4, 5]
+    assert ev(ex, "nvrm_error")[0]["code"] == "THREAD_NODE_CHECK_TIMEOUT"
+
+
+def test_gsp_and_nvrm_errors() -> None:
+    ex = fixture("gsp_errors.log")
+    codes = [(e["line_no"], e["kind"], e["code"]) for e in ev(ex)]
+    assert codes == [
+        (1, "gsp_error", "PMU_HALTED"), (2, "gsp_error", "GSP_CRASHCAT"), (4, "gsp_error", "RPC_SEND_FAILED"),
+        (5, "gsp_error", "NV_ERR_GPU_IS_LOST"), (6, "gsp_error", "NV_ERR_RESET_REQUIRED"),
+        (7, "nvrm_error", "UVM_FATAL"), (8, "nvrm_error", "API_MISMATCH"),
+    ]
+    assert 3 in ex.claimed.to_list()  # CrashCat detail line
+
+
+def test_pcie_aer_record() -> None:
+    ex = fixture("pcie_aer.log")
+    a = ev(ex, "pcie_aer")
+    assert [e["line_no"] for e in a] == [1, 2, 4, 5, 6, 8]
+    assert a[5]["code"] == "Surprise Down Error" and a[5]["severity"] == "critical"
+    assert a[2]["code"] == "Replay Timer Timeout" and a[2]["severity"] == "warning"
+    assert {e["pci_bus_id"] for e in a} == {"0000:00:02"}
+    assert ex.claimed.to_list() == list(range(1, 11))
+
+
+def test_ib_port_events() -> None:
+    i = ev(fixture("ib_port.log"), "ib_port")
+    assert [(e["line_no"], e["code"], e["severity"]) for e in i] == [
+        (1, "LINK_DOWN", "error"), (2, "DOWN", "error"), (3, "CARRIER_LOST", "warning"),
+        (4, "LINK_UP", "info"), (5, "ACTIVE", "info")]
+    assert i[0]["pci_bus_id"] == "0000:0c:00"
+
+
+def test_mce_edac() -> None:
+    ex = fixture("mce_edac.log")
+    assert [(e["line_no"], e["code"]) for e in ev(ex, "mce")] == [(1, "LOGGED"), (2, "MCE"), (4, "CE"), (5, "UE")]
+    assert 3 in ex.claimed.to_list()
+
+
+def test_host_oom_killer() -> None:
+    ex = fixture("host_oom.log")
+    (o,) = ev(ex, "host_oom_kill")
+    assert (o["line_no"], o["pid"], o["code"]) == (4, 1234, "python")
+    assert ex.claimed.to_list() == [1, 3, 4, 5] and ex.ignored.to_list() == [2]
+
+
+def test_kernel_panic_and_boot_markers() -> None:
+    ex = fixture("panic_boot.log", ref_year=2026)
+    assert [(e["line_no"], e["kind"]) for e in ev(ex)] == [
+        (1, "boot"), (2, "boot"), (3, "kernel_panic"), (5, "boot"), (6, "boot")]
+    assert ev(ex, "boot")[1]["code"] == "6.8.0-45-generic"
+    assert ex.ignored.to_list() == [4]
+
+
+# ---- real samples --------------------------------------------------------------------------
+
+def test_real_021_dmesg_T_xid43_xid31() -> None:
+    ex = run(real("021"))
+    assert [e["line_no"] for e in ev(ex, "xid")] == [2, 3, 4, 5, 8, 9, 10]
+    assert ev(ex, "xid")[4]["ts"] == datetime(2021, 1, 29, 23, 42, 34, tzinfo=UTC)
+    assert ev(ex, "gpu_identity")[0]["line_no"] == 6
+    check_contract(ex, 10)
+
+
+def test_real_040_single_xid109() -> None:
+    assert [e["line_no"] for e in ev(run(real("040")), "xid")] == [1]
+
+
+def test_real_047_redacted_pci() -> None:
+    ex = run(real("047"))
+    assert [(e["line_no"], e["code"]) for e in ev(ex, "xid")] == [(2, "145"), (3, "137")]
+    assert ex.ignored.to_list() == [1]
+
+
+def test_real_053_aer_dmesg_H() -> None:
+    ex = run(real("053"))
+    assert [e["line_no"] for e in ev(ex, "pcie_aer")] == [1, 2, 4, 5, 6, 8, 9, 10, 12]
+    assert ex.claimed.to_list() == list(range(1, 13))
+
+
+def test_real_057_aer_then_xid79() -> None:
+    ex = run(real("057"))
+    assert [e["line_no"] for e in ev(ex, "pcie_aer")] == [1, 2, 4, 5, 6, 8]
+    assert [e["line_no"] for e in ev(ex, "xid")] == [13]
+    assert ev(ex, "xid")[0]["pci_bus_id"] == "0000:02:00"
+
+
+# ---- properties and sniff ------------------------------------------------------------------
+
+REAL_LINES = [ln for f in sorted(FIX.glob("*.log")) for ln in f.read_text().splitlines()]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(max_size=120), max_size=15))
+def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
+    text = "\n".join(ln.replace("\n", " ").replace("\r", " ") for ln in lines)
+    n = decode_lines(text.encode()).lines.height
+    check_contract(run(text, ref_year=2025), n)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(REAL_LINES), st.integers(0, 200), st.text(max_size=5)), max_size=12))
+def test_property_mutated_real_lines(muts: list[tuple[str, int, str]]) -> None:
+    text = "\n".join((ln[:i] + s + ln[i + len(s):]) for ln, i, s in muts)
+    n = decode_lines(text.encode()).lines.height
+    check_contract(run(text, ref_year=2025, host_hint="h"), n)
+
+
+def test_sniff_ranks_kernel_fixtures_first() -> None:
+    others = [dcgm, sacct, slurm]
+    for f in sorted(FIX.glob("*.log")):
+        head = f.read_text()
+        assert kernel.sniff(head) > max(m.sniff(head) for m in others), f.name
+    for folder in ("dcgm", "sacct", "slurm"):
+        for f in sorted((ROOT / "fixtures" / folder).iterdir()):
+            if f.name != "README.md":
+                assert kernel.sniff(f.read_text()) < 0.5, f.name

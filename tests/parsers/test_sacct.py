@@ -1,0 +1,99 @@
+"""Tests for parsers.sacct: -P, -p and fixed-width output."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parsers import dcgm, kernel, sacct, slurm
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "fixtures" / "sacct"
+
+
+def run(text: str, **ctx: object) -> Extraction:
+    return sacct.parse(with_body(decode_lines(text.encode()).lines), ParseContext(path="sacct.txt", **ctx))  # type: ignore[arg-type]
+
+
+def fixture(name: str, **ctx: object) -> Extraction:
+    return run((FIX / name).read_text(), **ctx)
+
+
+def check_contract(ex: Extraction, n_lines: int) -> None:
+    assert dict(ex.events.schema) == EVENT_SCHEMA
+    assert dict(ex.tables["sched_records"].schema) == TABLE_SCHEMAS["sched_records"]
+    claimed, ignored = set(ex.claimed.to_list()), set(ex.ignored.to_list())
+    assert not claimed & ignored
+    assert all(1 <= n <= n_lines for n in claimed | ignored)
+
+
+def test_sacct_parsable2() -> None:
+    ex = fixture("sacct_P.txt")
+    r = ex.tables["sched_records"].to_dicts()
+    assert [(x["line_no"], x["job_id"], x["step_id"], x["state"]) for x in r] == [
+        (2, "1234", None, "NODE_FAIL"), (3, "1234", "batch", "CANCELLED"), (4, "1234", "extern", "COMPLETED"),
+        (5, "1234", "0", "FAILED")]
+    assert r[0]["failed_node"] == "node03" and r[0]["node_list"] == "node[01-04]" and r[0]["restarts"] == 0
+    assert (r[1]["exit_code"], r[1]["signal"]) == (0, 15)
+    assert r[3]["end"] is None and r[3]["start"] == datetime(2026, 5, 1, 10, 0, 5, tzinfo=UTC)
+    assert r[0]["reason"] is None
+    e = ex.events.to_dicts()
+    assert [(x["code"], x["severity"]) for x in e] == [
+        ("NODE_FAIL", "error"), ("CANCELLED", "warning"), ("COMPLETED", "info"), ("FAILED", "error")]
+    assert e[0]["ts"] == datetime(2026, 5, 1, 12, 0, tzinfo=UTC) and e[0]["host"] == "node03"
+    assert e[3]["ts"] == datetime(2026, 5, 1, 10, 0, 5, tzinfo=UTC)  # End Unknown -> Start
+    assert ex.ignored.to_list() == [1]
+    check_contract(ex, 5)
+
+
+def test_sacct_parsable_trailing_pipe_and_cancelled_by() -> None:
+    r = fixture("sacct_p_trailing.txt").tables["sched_records"].to_dicts()
+    assert (r[0]["state"], r[0]["reason"]) == ("CANCELLED", "by 1234")
+    assert (r[1]["state"], r[1]["exit_code"], r[1]["signal"]) == ("OUT_OF_MEMORY", 0, 125)
+    assert r[1]["node_list"] == "gpu-001"
+
+
+def test_sacct_local_time_zone() -> None:
+    r = fixture("sacct_P.txt", tz=ZoneInfo("America/New_York")).tables["sched_records"].to_dicts()
+    assert r[0]["end"] == datetime(2026, 5, 1, 16, 0, tzinfo=UTC)
+
+
+def test_sacct_fixed_width() -> None:
+    ex = fixture("sacct_fixed_width.txt")
+    r = ex.tables["sched_records"].to_dicts()
+    assert [(x["line_no"], x["job_id"], x["step_id"], x["name"], x["state"]) for x in r] == [
+        (3, "9012", None, "llm-70b", "TIMEOUT"), (4, "9012", "batch", "batch", "CANCELLED"),
+        (5, "9012", "0", "python", "CANCELLED"), (6, "9013", None, "llm-70b", "PENDING")]
+    assert r[0]["end"] == datetime(2026, 5, 4, 0, 0, 5, tzinfo=UTC)
+    assert r[3]["start"] is None and r[3]["node_list"] is None
+    assert ex.events["code"].to_list() == ["TIMEOUT", "CANCELLED", "CANCELLED", "PENDING"]
+    assert ex.ignored.to_list() == [1, 2]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(max_size=100), max_size=12))
+def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
+    text = "\n".join(ln.replace("\n", " ").replace("\r", " ") for ln in lines)
+    check_contract(run(text), decode_lines(text.encode()).lines.height)
+
+
+REAL_LINES = [ln for f in sorted(FIX.glob("*.txt")) for ln in f.read_text().splitlines()]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(REAL_LINES), st.integers(0, 120), st.text(max_size=4)), max_size=10))
+def test_property_mutated_real_lines(muts: list[tuple[str, int, str]]) -> None:
+    text = "\n".join((ln[:i] + s + ln[i + len(s):]) for ln, i, s in muts)
+    check_contract(run(text), decode_lines(text.encode()).lines.height)
+
+
+def test_sniff_ranks_sacct_fixtures_first() -> None:
+    for f in sorted(FIX.glob("*.txt")):
+        head = f.read_text()
+        assert sacct.sniff(head) > max(m.sniff(head) for m in (kernel, dcgm, slurm)), f.name

@@ -1,0 +1,109 @@
+"""Tests for parsers.slurm: slurmstepd / srun messages."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parsers import dcgm, kernel, sacct, slurm
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, Extraction, ParseContext
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "fixtures" / "slurm"
+
+
+def run(text: str, **ctx: object) -> Extraction:
+    return slurm.parse(with_body(decode_lines(text.encode()).lines), ParseContext(path="job.err", **ctx))  # type: ignore[arg-type]
+
+
+def fixture(name: str, **ctx: object) -> Extraction:
+    return run((FIX / name).read_text(), **ctx)
+
+
+def check_contract(ex: Extraction, n_lines: int) -> None:
+    assert dict(ex.events.schema) == EVENT_SCHEMA
+    claimed, ignored = set(ex.claimed.to_list()), set(ex.ignored.to_list())
+    assert not claimed & ignored
+    assert all(1 <= n <= n_lines for n in claimed | ignored)
+
+
+def test_cancel_due_to_time_limit() -> None:
+    ex = fixture("time_limit.log", tz=ZoneInfo("Europe/Paris"))
+    e = ex.events.to_dicts()
+    assert [(x["line_no"], x["kind"], x["code"]) for x in e] == [
+        (2, "slurm_cancel", "TIME_LIMIT"), (3, "slurm_cancel", "TIME_LIMIT"), (4, "slurm_cancel", "STEP_ABORTED")]
+    assert e[0]["ts"] == datetime(2026, 5, 1, 10, 0, tzinfo=UTC) and e[0]["host"] == "node01"
+    assert e[0]["ts_quality"] == "exact" and e[0]["ts_raw"] == "2026-05-01T12:00:00"
+    assert 1 not in ex.claimed.to_list() and 1 not in ex.ignored.to_list()
+
+
+def test_cancel_reasons() -> None:
+    e = fixture("cancel_reasons.log").events.to_dicts()
+    assert [x["code"] for x in e] == ["PREEMPTION", "NODE_FAILURE", "JOB_REQUEUE", "TASK_FAILURE", "SIGNAL",
+                                      "CANCELLED"]
+    assert [x["host"] for x in e] == ["gpu-7", "gpu-8", "gpu-9", "gpu-10", "gpu-11", "gpu-12"]
+    assert e[5]["ts"] == datetime(2026, 5, 2, 3, 4, 10, tzinfo=UTC)
+
+
+def test_cancel_due_to_signal_lowercase_to() -> None:
+    (e,) = run("slurmstepd: error: *** JOB 7 ON n1 CANCELLED AT 2026-01-02T03:04:05 DUE to SIGNAL Killed ***").events.to_dicts()
+    assert e["code"] == "SIGNAL"
+
+
+def test_step_failed_and_reason_line() -> None:
+    ex = fixture("step_failed.log")
+    (e,) = ex.events.to_dicts()
+    assert (e["kind"], e["code"], e["host"]) == ("slurm_task_exit", "STEP_FAILED", "node05")
+    assert ex.claimed.to_list() == [1, 2]
+
+
+def test_srun_task_exits() -> None:
+    ex = fixture("task_exits.log")
+    e = ex.events.to_dicts()
+    assert [(x["line_no"], x["kind"], x["code"], x["host"], x["rank"]) for x in e] == [
+        (1, "slurm_task_exit", "1", "node01", 3), (2, "slurm_task_exit", "143", "node02", None),
+        (3, "slurm_task_exit", "SIGKILL", "node03", 0), (4, "slurm_task_exit", "SIGSEGV", "node03", 1),
+        (5, "slurm_task_exit", "SIGABRT", "node04", 2), (6, "slurm_oom", "OUT_OF_MEMORY", "node04", 5)]
+    assert ex.ignored.to_list() == [7]
+
+
+def test_oom_force_terminated_unkillable_node_failure() -> None:
+    e = fixture("oom_and_unkillable.log").events.to_dicts()
+    assert [(x["kind"], x["code"]) for x in e] == [
+        ("slurm_oom", "1"), ("slurm_oom", "3"), ("slurm_cancel", "FORCE_TERMINATED"),
+        ("slurm_node_fail", "NOT_ENDING_WITH_SIGNALS"), ("slurm_node_fail", "NODE_FAILURE")]
+    assert e[3]["ts"] == datetime(2026, 5, 5, 6, 7, 8, tzinfo=UTC) and e[4]["host"] == "node09"
+
+
+def test_srun_label_prefix_and_rank_prefix() -> None:
+    ex = run("[rank3]:srun: error: node07: task 3: Exited with exit code 2\n")
+    (e,) = ex.events.to_dicts()
+    assert (e["rank"], e["code"], e["message"]) == (3, "2", "srun: error: node07: task 3: Exited with exit code 2")
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(max_size=100), max_size=12))
+def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
+    text = "\n".join(ln.replace("\n", " ").replace("\r", " ") for ln in lines)
+    check_contract(run(text), decode_lines(text.encode()).lines.height)
+
+
+REAL_LINES = [ln for f in sorted(FIX.glob("*.log")) for ln in f.read_text().splitlines()]
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(REAL_LINES), st.integers(0, 120), st.text(max_size=4)), max_size=10))
+def test_property_mutated_real_lines(muts: list[tuple[str, int, str]]) -> None:
+    text = "\n".join((ln[:i] + s + ln[i + len(s):]) for ln, i, s in muts)
+    check_contract(run(text), decode_lines(text.encode()).lines.height)
+
+
+def test_sniff_ranks_slurm_fixtures_first() -> None:
+    for f in sorted(FIX.glob("*.log")):
+        head = f.read_text()
+        assert slurm.sniff(head) > max(m.sniff(head) for m in (kernel, dcgm, sacct)), f.name

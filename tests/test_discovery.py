@@ -1,0 +1,121 @@
+"""Discovery: path hints, compressed files, archives (safely), symlinks, binary detection."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from forensics.discovery import JobDirError, Limits, discover, iter_chunks, looks_binary, path_hints
+
+
+@pytest.mark.parametrize(("path", "host", "rank", "attempt"), [
+    ("logs/attempt-1/node-003/rank-25.log", "node-003", 25, 1),
+    ("nodes/gpu-a17/dmesg.log", "gpu-a17", None, None),
+    ("nccl.node-17.123456.log", "node-17", None, None),
+    ("logs/rank12.log", None, 12, None),
+    ("slurm/sacct.txt", None, None, None),
+    ("bundle.tar.gz!job/nodes/cn234/dmesg.txt", "cn234", None, None),
+])
+def test_path_hints(path: str, host: str | None, rank: int | None, attempt: int | None) -> None:
+    assert path_hints(path) == (host, rank, attempt)
+
+
+def test_missing_path_raises() -> None:
+    with pytest.raises(JobDirError, match="no such file or directory"):
+        discover(Path("/nonexistent/job"))
+
+
+def test_gzip_zstd_and_plain_are_read(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_text("one\ntwo\n")
+    (tmp_path / "b.log.gz").write_bytes(gzip.compress(b"x\ny\nz\n"))
+    (tmp_path / "c.log.zst").write_bytes(zstandard.ZstdCompressor().compress(b"p\nq\n"))
+    d = discover(tmp_path)
+    got = {f.rel_path: b"".join(c for c, _ in iter_chunks(f)) for f in d.files}
+    assert got == {"a.log": b"one\ntwo\n", "b.log.gz": b"x\ny\nz\n", "c.log.zst": b"p\nq\n"}
+
+
+def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
+    data = gzip.compress(b"".join(f"line {i}\n".encode() for i in range(20000)))
+    (tmp_path / "t.log.gz").write_bytes(data[: len(data) // 2])
+    f = discover(tmp_path).files[0]
+    text = b"".join(c for c, _ in iter_chunks(f))
+    assert text.startswith(b"line 0\n") and 0 < text.count(b"\n") < 20000
+    assert any("truncated" in w for w in f.warnings)
+
+
+def test_chunks_cut_at_newlines_and_number_lines(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_bytes(b"".join(f"{i}\n".encode() for i in range(1, 1001)) + b"tail")
+    f = discover(tmp_path).files[0]
+    chunks = list(iter_chunks(f, chunk_bytes=100))
+    assert all(c.endswith(b"\n") for c, _ in chunks[:-1])
+    first_nos = [n for _, n in chunks]
+    for (c, n), nxt in zip(chunks, first_nos[1:], strict=False):
+        assert n + c.count(b"\n") == nxt
+    assert chunks[-1][0].endswith(b"tail")
+
+
+def _tar_with(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for info, data in members:
+            tf.addfile(info, io.BytesIO(data) if data is not None else None)
+    return buf.getvalue()
+
+
+def test_tar_members_unpacked_privately_and_unsafe_ones_refused(tmp_path: Path) -> None:
+    def reg(name: str, data: bytes) -> tuple[tarfile.TarInfo, bytes]:
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data)
+        return ti, data
+
+    link = tarfile.TarInfo("logs/evil-link")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    dev = tarfile.TarInfo("logs/dev")
+    dev.type = tarfile.CHRTYPE
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "bundle.tar.gz").write_bytes(_tar_with([
+        reg("logs/node-1/rank-0.log", b"hello\n"), reg("../escape.log", b"no\n"), reg("/abs.log", b"no\n"),
+        (link, None), (dev, None)]))
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    d = discover(job)
+    assert [f.rel_path for f in d.files] == ["bundle.tar.gz!logs/node-1/rank-0.log"]
+    assert d.files[0].host_hint == "node-1" and d.files[0].rank_hint == 0
+    assert not str(d.files[0].real_path).startswith(str(job))
+    w = " ".join(d.warnings)
+    assert "unsafe member path" in w and "link inside archive" in w and "special file" in w
+    d.close()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written next to the evidence
+
+
+def test_tar_expanded_size_limit(tmp_path: Path) -> None:
+    ti = tarfile.TarInfo("big.log")
+    data = b"x\n" * 5000
+    ti.size = len(data)
+    (tmp_path / "b.tar.gz").write_bytes(_tar_with([(ti, data), (ti, data)]))
+    d = discover(tmp_path, Limits(max_expanded_bytes=len(data) + 10))
+    assert len(d.files) == 1 and any("expanded size limit" in w for w in d.warnings)
+    d.close()
+
+
+def test_symlink_out_of_job_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret\n")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "ok.log").write_text("x\n")
+    os.symlink(outside, job / "link.log")
+    d = discover(job)
+    assert [f.rel_path for f in d.files] == ["ok.log"]
+    assert any("symlink pointing outside" in w for w in d.warnings)
+
+
+def test_binary_detection() -> None:
+    assert looks_binary(bytes(range(256)) * 10)
+    assert not looks_binary("NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus. ünïcode\n".encode() * 10)

@@ -17,7 +17,7 @@ import polars as pl
 from forensics import downtime as dt
 from forensics.attribution import Interruption, attribute
 from forensics.config import load_job_config
-from forensics.discovery import JobDirError, Limits, discover
+from forensics.discovery import JobDirError, Limits, discover, is_archive
 from forensics.ingest import Ingested, ingest
 from forensics.report import build_report, write_markdown
 from forensics.signatures import load_catalog, match
@@ -122,7 +122,7 @@ def analyze(path: Path | str, out: Path | str | None = None,
     root = Path(path)
     if not root.exists():
         raise JobDirError(f"no such file or directory: {root}")
-    if not (root.is_dir() or root.is_file()):
+    if not (root.is_dir() or (root.is_file() and is_archive(root))):
         raise JobDirError(f"not a directory or archive: {root}")
     cfg = load_job_config(root)
     name = _job_name(root, cfg.name)

@@ -22,7 +22,7 @@ out = Console()
 
 
 def _fail(msg: str, code: int = 2) -> None:
-    err.print(f"forensics: {escape(msg)}", highlight=False)
+    sys.stderr.write(f"forensics: {msg}\n")
     raise typer.Exit(code)
 
 
@@ -41,7 +41,9 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version, i
 def _check_job_path(job_dir: Path) -> None:
     if not job_dir.exists():
         _fail(f"no such file or directory: {job_dir}")
-    if not (job_dir.is_dir() or job_dir.is_file()):
+    from forensics.discovery import is_archive
+
+    if not (job_dir.is_dir() or (job_dir.is_file() and is_archive(job_dir))):
         _fail(f"not a directory or archive: {job_dir}")
 
 

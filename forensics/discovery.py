@@ -118,6 +118,14 @@ def _is_tar(path: Path, magic: bytes) -> bool:
         return False
 
 
+def is_archive(path: Path) -> bool:
+    """A .tar / .tar.gz / .tar.zst job bundle (what `analyze` accepts besides a directory)."""
+    try:
+        return _is_tar(path, _magic(path)) and tarfile.is_tarfile(path)
+    except OSError:
+        return False
+
+
 def discover(root: Path, limits: Limits | None = None) -> Discovery:
     """List every readable file below `root` (or inside `root` when it is an archive)."""
     limits = limits or Limits()
@@ -159,6 +167,9 @@ def discover(root: Path, limits: Limits | None = None) -> Discovery:
                         target.relative_to(root_real)
                     except (ValueError, OSError, RuntimeError):
                         warnings.append(f"{rel}: symlink pointing outside the job directory, not followed")
+                        continue
+                    if not target.exists():
+                        warnings.append(f"{rel}: dangling symlink, skipped")
                         continue
                     if not target.is_file():
                         continue

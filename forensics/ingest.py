@@ -161,8 +161,8 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             if ext is not None:
                 exts.append((p.name, ext))
         for name, ext in exts:
-            valid = ext.claimed.filter(ext.claimed.is_in(lines["line_no"]))
-            new = valid.filter(~valid.is_in(claimed))
+            valid = ext.claimed.filter(ext.claimed.is_in(lines["line_no"].implode()))
+            new = valid.unique().filter(~valid.unique().is_in(claimed.implode()))
             claimed_counts[name] += new.len()
             claimed = pl.concat([claimed, new])
             ignored = pl.concat([ignored, ext.ignored])
@@ -174,10 +174,10 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             res.warnings.extend(ext.warnings)
         blank = lines.filter(pl.col("text").str.strip_chars() == "")["line_no"]
         ignored = pl.concat([ignored, blank]).unique()
-        ignored = ignored.filter(~ignored.is_in(claimed) & ignored.is_in(lines["line_no"]))
+        ignored = ignored.filter(~ignored.is_in(claimed.implode()) & ignored.is_in(lines["line_no"].implode()))
         res.parsed += claimed.len()
         res.ignored += ignored.len()
-        rest = lines.filter(~pl.col("line_no").is_in(claimed) & ~pl.col("line_no").is_in(ignored))
+        rest = lines.filter(~pl.col("line_no").is_in(claimed.implode()) & ~pl.col("line_no").is_in(ignored.implode()))
         res.unparsed += rest.height
         errs = rest.filter(pl.col("text").str.contains(ERRORISH)).select("line_no", pl.col("text").str.slice(0, 2000))
         if not errs.is_empty():
@@ -214,6 +214,13 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     return res
 
 
+def _safe_head(sf: SourceFile, limits: Limits) -> bytes:
+    try:
+        return read_head(sf, limits)
+    except OSError:
+        return b""
+
+
 def _sha256(sf: SourceFile) -> str | None:
     h = hashlib.sha256()
     try:
@@ -229,7 +236,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
            progress: Callable[[int, int], None] | None = None, workers: int | None = None) -> Ingested:
     limits = limits or Limits()
     parsers = registry()
-    heads = [read_head(sf, limits) for sf in disc.files]
+    heads = [_safe_head(sf, limits) for sf in disc.files]
     ref_year = _ref_year(heads, cfg)
     boot_times = dict(cfg.boot_times)
     for sf, head in zip(disc.files, heads, strict=True):

@@ -14,6 +14,8 @@ import polars as pl
 from parsers.records import UTC_DT
 
 PROCESS_SOURCES = ("nccl", "pytorch", "elastic", "steps", "slurm")
+POST_SLACK = timedelta(minutes=5)
+PRE_SLACK = timedelta(minutes=35)
 
 RANK_MAP_SCHEMA = {"rank": pl.Int64, "host": pl.Utf8, "local_rank": pl.Int64, "gpu": pl.Int64,
                    "pci_bus_id": pl.Utf8, "source": pl.Utf8}
@@ -114,15 +116,23 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
     spans = spans.sort("start").with_row_index("index").with_columns(pl.col("index").cast(pl.Int32))
     remap = dict(zip(spans["attempt"].to_list(), spans["index"].to_list(), strict=True))
     ev = ev.with_columns(pl.col("attempt").replace_strict(remap, default=None, return_dtype=pl.Int32))
-    # events without an attempt: the attempt whose span holds them (5 min of slack), else none
+    # Events without an attempt (node-level logs): the attempt whose span holds them; else the
+    # attempt that ended at most POST_SLACK before; else the next one to start within PRE_SLACK
+    # (a root cause can precede the first rank-log line of a short excerpt by a whole collective
+    # timeout).
     starts, ends = spans["start"].to_list(), spans["end"].to_list()
-    slack = timedelta(minutes=5)
 
     def place(t):  # noqa: ANN001, ANN202
         if t is None:
             return None
         for i in range(len(starts) - 1, -1, -1):
-            if starts[i] - slack <= t <= ends[i] + slack:
+            if starts[i] <= t <= ends[i]:
+                return i
+        for i in range(len(starts) - 1, -1, -1):
+            if ends[i] < t <= ends[i] + POST_SLACK:
+                return i
+        for i in range(len(starts)):
+            if starts[i] - PRE_SLACK <= t < starts[i]:
                 return i
         return None
 

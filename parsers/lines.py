@@ -27,7 +27,7 @@ LAUNCHER_PREFIX = (
     r"(?:\([A-Za-z_][\w]* pid=\d+(?:, ip=[\d.]+)?\) )?"
     r"(?:\[\d+\] )?"
     r"(?:\[default(?P<tr_local>\d+)\]:)?"
-    r"(?:\[rank(?P<pt_rank>\d+)\]:)?"
+    r"(?:\s*\[rank(?P<pt_rank>\d+)\]: ?)?"
 )
 
 

@@ -1,0 +1,345 @@
+"""torchelastic (torchrun) agent output, ChildFailedError summary tables, DeepSpeed launcher exits,
+and torchelastic error files (`error.json`).
+
+Reference: `../shared/reference/pytorch_dist.md` §6. Agent lines are read in all three prefix eras
+(`ERROR:torch.distributed...:`, `[2024-05-08 08:47:31,877] ... [ERROR]`, glog `E0325 20:57:27.620000 ...]`).
+
+Events: worker_failed, teardown_signal (code = signal name), restart (code = attempts left),
+elastic_failure (one per complete table entry; code = exitcode), launcher_exit (DeepSpeed; code =
+return code). Table: exits (one row per table entry / launcher exit).
+
+Error files: `parse_error_json(text, ctx)` reads the JSON written by `@record`. It is not routed
+through `parse`: discovery calls it when `sniff_error_json(head)` is true (the module stays
+EXCLUSIVE=False because the agent log is interleaved with other output). It yields one `exception`
+event (code = exception type, ts from extraInfo.timestamp).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+
+import polars as pl
+
+from parsers.records import (
+    Extraction,
+    ParseContext,
+    empty_events,
+    empty_table,
+    events_frame,
+    table_frame,
+)
+from parsers.timestamps import iso, mmdd_time
+
+NAME = "elastic"
+EXCLUSIVE = False
+DESCRIPTION = "torchelastic agent lines, ChildFailedError tables, DeepSpeed launcher exits, error.json files"
+FORMATS = ("torchelastic_log", "childfailederror_table", "deepspeed_launcher", "torchelastic_error_json")
+EXTRACTS = ("worker_failed", "elastic_failure", "teardown_signal", "launcher_exit", "restart", "exception",
+            "exits")
+
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
+           9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM",
+           15: "SIGTERM"}
+
+ANCHORS = (r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
+           r"|sigkill_handler|ChildFailedError|^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:"
+           r"|Root Cause \(first observed failure\)|^\s*Failures:\s*$|<NO_OTHER_FAILURES>| FAILED\s*$|^[=-]{10,}\s*$")
+FAILED_RE = r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)"
+PYLOG_TS = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d+)?)\]"
+GLOG_TS = r"^[IWEF](\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?) \d+ "
+FIELD_RE = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
+ENTRY_RE = re.compile(r"^\s*\[(\d+)\]:\s*$")
+RULE_RE = re.compile(r"^\s*[=-]{10,}\s*$")
+
+
+def sniff(head: str) -> float:
+    if "ChildFailedError" in head or re.search(r"failed \(exitcode: -?\d+\) local_rank", head):
+        return 0.9
+    if re.search(r"Root Cause \(first observed failure\)|sigkill_handler|torch\.distributed\.elastic", head):
+        return 0.7
+    return 0.0
+
+
+def sniff_error_json(head: str) -> bool:
+    """True for a torchelastic error file (`{"message": ...}` as written by `@record`)."""
+    h = head.lstrip()
+    if not h.startswith("{") or '"message"' not in h:
+        return False
+    try:
+        obj = json.loads(h)
+    except ValueError:
+        return "extraInfo" in h or "py_callstack" in h
+    return isinstance(obj, dict) and "message" in obj
+
+
+def _int(s: str | None) -> int | None:
+    """int of a digit string, None when absent or outside Int64."""
+    if s is None:
+        return None
+    v = int(s)
+    return v if -(2**63) <= v < 2**63 else None
+
+
+def _signal_name(exitcode: int | None, text: str | None = None) -> str | None:
+    if text:
+        m = re.search(r"Signal \d+ \((SIG\w+)\)", text)
+        if m:
+            return m.group(1)
+    if exitcode is not None and exitcode < 0:
+        return SIGNALS.get(-exitcode, f"signal {-exitcode}")
+    return None
+
+
+def _line_ts(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    b = pl.col("body")
+    py = b.str.extract(PYLOG_TS, 1)
+    g = b.str.extract_groups(GLOG_TS)
+    ts = pl.coalesce(iso(py, ctx.tz), mmdd_time(g.struct.field("1"), g.struct.field("2"), ctx.ref_year, ctx.tz),
+                     iso(pl.col("prefix_ts"), ctx.tz))
+    raw = pl.coalesce(py, pl.concat_str([g.struct.field("1"), g.struct.field("2")], separator=" "),
+                      pl.col("prefix_ts"))
+    return df.with_columns(ts.alias("ts"), raw.alias("ts_raw")).with_columns(
+        pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.col("body").alias("message"),
+        pl.coalesce(pl.col("prefix_rank"), pl.lit(ctx.rank_hint, dtype=pl.Int64)).alias("rank"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
+    )
+
+
+def _tables(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
+            ) -> tuple[list[dict], list[int], list[int]]:
+    """Parse ChildFailedError tables around the anchor lines (a loop over table lines only)."""
+    entries: list[dict] = []
+    claimed: list[int] = []
+    ignored: list[int] = []
+    # group anchors into blocks (a traceback inside an entry may leave gaps between anchors)
+    blocks: list[tuple[int, int]] = []
+    for a in sorted(anchors):
+        if blocks and a - blocks[-1][1] <= 200:
+            blocks[-1] = (blocks[-1][0], a)
+        else:
+            blocks.append((a, a))
+    for lo, hi in blocks:
+        seg = lines.filter(pl.col("line_no").is_between(lo, hi)).sort("line_no")
+        cur: dict | None = None
+        partial: dict | None = {"lines": [], "fields": {}}  # fields seen before any `[i]:`
+        root_next = False
+        in_tb = False
+
+        def flush_partial(partial: dict | None) -> None:
+            # an entry cut at the top of an excerpt: kept when it still names an exit code
+            if partial is None:
+                return
+            if "exitcode" in partial["fields"]:
+                entries.append({"index": None, "header": partial["lines"][0], "lines": partial["lines"],
+                                "fields": partial["fields"], "first_observed": False,
+                                "tb_lines": partial.get("tb_lines", [])})
+                claimed.extend(partial["lines"])
+            else:
+                ignored.extend(partial["lines"])
+
+        def close() -> None:
+            nonlocal cur
+            if cur is not None:
+                entries.append(cur)
+                claimed.extend(cur["lines"])
+            cur = None
+
+        for ln, body in seg.select("line_no", "body").iter_rows():
+            if RULE_RE.match(body):
+                close()
+                flush_partial(partial)
+                partial = None
+                in_tb = False
+                claimed.append(ln)
+                continue
+            em = ENTRY_RE.match(body)
+            if em:
+                close()
+                flush_partial(partial)
+                partial = None
+                cur = {"index": int(em.group(1)), "header": ln, "lines": [ln], "fields": {},
+                       "first_observed": root_next, "tb_lines": []}
+                root_next = False
+                in_tb = False
+                continue
+            s = body.strip()
+            if s.startswith("Root Cause (first observed failure)"):
+                close()
+                root_next = True
+                claimed.append(ln)
+                continue
+            if s in ("Failures:", "<NO_OTHER_FAILURES>") or s.endswith("ChildFailedError:") or \
+                    (s.endswith(" FAILED") and cur is None):
+                close()
+                claimed.append(ln)
+                continue
+            fm = FIELD_RE.match(body)
+            target = cur if cur is not None else partial
+            if fm and target is not None and fm.group(1) not in target["fields"]:
+                target["fields"][fm.group(1)] = (ln, fm.group(2).strip())
+                target["lines"].append(ln)
+                in_tb = fm.group(1) == "traceback"
+                continue
+            if in_tb and target is not None and s:
+                target["lines"].append(ln)
+                target.setdefault("tb_lines", []).append(s)
+                continue
+            # anything else ends the table region
+            close()
+            in_tb = False
+        close()
+        flush_partial(partial)
+    return entries, claimed, ignored
+
+
+def _entry_rows(entries: list[dict]) -> list[dict]:
+    rows = []
+    for e in entries:
+        f = e["fields"]
+        time_s = f.get("time", (None, None))[1]
+        rank_m = re.match(r"(-?\d+)(?: \(local_rank: (-?\d+)\))?", f.get("rank", (None, ""))[1] or "")
+        ex_m = re.match(r"(-?\d+)(?: \(pid: (\d+)\))?", f.get("exitcode", (None, ""))[1] or "")
+        exitcode = _int(ex_m.group(1)) if ex_m else None
+        tb = f.get("traceback", (None, None))[1]
+        tb_lines = e.get("tb_lines", [])
+        efile = f.get("error_file", (None, None))[1]
+        msg = tb_lines[-1] if tb_lines else tb
+        rows.append({
+            "line_no": f["exitcode"][0] if "exitcode" in f else e["header"],
+            "ts_raw": time_s,
+            "_time": time_s.replace("_", " ") if time_s else None,
+            "host": f.get("host", (None, None))[1],
+            "rank": _int(rank_m.group(1)) if rank_m else None,
+            "local_rank": _int(rank_m.group(2)) if rank_m else None,
+            "pid": _int(ex_m.group(2)) if ex_m else None,
+            "exitcode": exitcode,
+            "signal": _signal_name(exitcode, tb),
+            "first_observed": e["first_observed"],
+            "error_file": None if not efile or efile.startswith("<N/A") else efile,
+            "tb_message": msg,
+        })
+    return rows
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    cand = lines.filter(pl.col("body").str.contains(ANCHORS))
+    if cand.is_empty():
+        return Extraction(empty_events(), tables={"exits": empty_table("exits")})
+    b = pl.col("body")
+    parts: list[pl.DataFrame] = []
+    exits_parts: list[pl.DataFrame] = []
+    claimed: list[int] = []
+
+    agent = _line_ts(cand.filter(b.str.contains(
+        r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler")), ctx)
+    wf = agent.filter(b.str.contains(FAILED_RE)).with_columns(
+        b.str.extract(FAILED_RE, 1).alias("code"),
+        b.str.extract(FAILED_RE, 2).cast(pl.Int64, strict=False).alias("local_rank"),
+        b.str.extract(FAILED_RE, 3).cast(pl.Int64, strict=False).alias("pid"),
+        pl.lit("worker_failed").alias("kind"), pl.lit("error").alias("severity"))
+    parts.append(wf)
+    sig_num = b.str.extract(r"got signal: (\d+)", 1).cast(pl.Int64, strict=False)
+    td = agent.filter(b.str.contains(r"closing signal|death signal|SignalException: Process \d+ got signal")
+                      | b.str.contains(r"Killing subprocess \d+")).with_columns(
+        pl.coalesce(b.str.extract(r"closing signal (SIG\w+)", 1),
+                    b.str.extract(r"(?:Signals\.)?(SIG\w+) death signal", 1),
+                    sig_num.replace_strict({k: v for k, v in SIGNALS.items()}, default=None, return_dtype=pl.Utf8),
+                    pl.when(b.str.contains("Killing subprocess", literal=True)).then(pl.lit("SIGKILL")))
+        .alias("code"),
+        pl.coalesce(b.str.extract(r"Sending process (\d+)", 1), b.str.extract(r"Process (\d+) got signal", 1),
+                    b.str.extract(r"Killing subprocess (\d+)", 1)).cast(pl.Int64, strict=False).alias("pid"),
+        pl.lit("teardown_signal").alias("kind"), pl.lit("warning").alias("severity"))
+    parts.append(td)
+    rs = agent.filter(b.str.contains(r"Worker group FAILED")).with_columns(
+        b.str.extract(r"(\d+)/\d+ attempts left", 1).alias("code"),
+        pl.lit("restart").alias("kind"), pl.lit("warning").alias("severity"))
+    parts.append(rs)
+    ds_re = r"exits with return code = (-?\d+)"
+    ds = agent.filter(b.str.contains(ds_re)).with_columns(
+        b.str.extract(ds_re, 1).alias("code"),
+        b.str.extract(r"--local_rank=(\d+)", 1).cast(pl.Int64, strict=False).alias("local_rank"),
+        pl.lit("launcher_exit").alias("kind"), pl.lit("error").alias("severity"))
+    parts.append(ds)
+    if not ds.is_empty():
+        exits_parts.append(ds.with_columns(
+            pl.col("code").cast(pl.Int64, strict=False).alias("exitcode"), pl.lit("deepspeed").alias("origin"),
+            pl.col("code").cast(pl.Int64, strict=False).map_elements(lambda c: _signal_name(c), return_dtype=pl.Utf8)
+            .alias("signal")))
+
+    # ChildFailedError tables
+    table_anchor = cand.filter(~b.str.contains(
+        r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler"))
+    ignored: list[int] = []
+    if not table_anchor.is_empty():
+        entries, t_claimed, t_ignored = _tables(lines, table_anchor["line_no"].to_list(), ctx)
+        claimed.extend(t_claimed)
+        ignored.extend(t_ignored)
+        rows = _entry_rows(entries)
+        if rows:
+            ent = pl.DataFrame(rows, schema={
+                "line_no": pl.Int64, "ts_raw": pl.Utf8, "_time": pl.Utf8, "host": pl.Utf8, "rank": pl.Int64,
+                "local_rank": pl.Int64, "pid": pl.Int64, "exitcode": pl.Int64, "signal": pl.Utf8,
+                "first_observed": pl.Boolean, "error_file": pl.Utf8, "tb_message": pl.Utf8})
+            ent = ent.with_columns(iso(pl.col("_time"), ctx.tz).alias("ts")).join(
+                lines.select("line_no", pl.col("body").alias("message")), on="line_no", how="left")
+            parts.append(ent.with_columns(
+                pl.col("exitcode").cast(pl.Utf8).alias("code"), pl.lit("elastic_failure").alias("kind"),
+                pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
+                .alias("ts_quality"),
+                pl.lit("error").alias("severity"),
+                pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host")))
+            exits_parts.append(ent.with_columns(pl.lit("elastic").alias("origin"),
+                                                pl.col("tb_message").alias("message")))
+
+    parts = [p for p in parts if not p.is_empty()]
+    events = events_frame(pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(NAME).alias("source"))) \
+        if parts else empty_events()
+    events = events.sort("line_no", maintain_order=True)
+    exits = table_frame("exits", pl.concat(exits_parts, how="diagonal_relaxed").sort("line_no")) \
+        if exits_parts else empty_table("exits")
+    claimed_s = pl.concat([pl.Series("line_no", claimed, dtype=pl.Int64), events["line_no"]]).unique().sort()
+    ignored_s = pl.Series("line_no", sorted(set(ignored) - set(claimed_s.to_list())), dtype=pl.Int64)
+    return Extraction(events=events, tables={"exits": exits}, claimed=claimed_s, ignored=ignored_s)
+
+
+def parse_error_json(text: str, ctx: ParseContext) -> Extraction:
+    """A torchelastic error file: one `exception` event (line 1), all lines claimed."""
+    n_lines = max(1, text.count("\n") + (0 if text.endswith("\n") else 1))
+    claimed = pl.Series("line_no", list(range(1, n_lines + 1)), dtype=pl.Int64)
+    warnings: list[str] = []
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        return Extraction(empty_events(), claimed=pl.Series("line_no", [], dtype=pl.Int64),
+                          warnings=[f"error file is not valid JSON: {e}"])
+    msg_obj = obj.get("message") if isinstance(obj, dict) else None
+    message: str | None
+    ts = None
+    if isinstance(msg_obj, dict):
+        message = msg_obj.get("message")
+        extra = msg_obj.get("extraInfo") or {}
+        stamp = extra.get("timestamp") if isinstance(extra, dict) else None
+        try:
+            ts = datetime.fromtimestamp(int(float(stamp)), tz=UTC) if stamp is not None else None
+        except (TypeError, ValueError):
+            warnings.append(f"unreadable timestamp {stamp!r}")
+    else:
+        message = msg_obj if isinstance(msg_obj, str) else None
+        stamp = None
+    if message is None:
+        return Extraction(empty_events(), claimed=claimed, warnings=warnings + ["no message in error file"])
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    em = re.match(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*): ", first)
+    local = re.search(r"attempt_\d+/(\d+)/error\.json$", ctx.path)
+    ev = pl.DataFrame({
+        "line_no": [1], "source": [NAME], "kind": ["exception"], "ts": [ts],
+        "ts_raw": [None if stamp is None else str(stamp)],
+        "ts_quality": ["exact" if ts is not None else "missing"],
+        "host": [ctx.host_hint], "rank": [ctx.rank_hint],
+        "local_rank": [_int(local.group(1)) if local else None],
+        "severity": ["error"], "code": [em.group(1) if em else None], "message": [message],
+    })
+    return Extraction(events_frame(ev), claimed=claimed, warnings=warnings)

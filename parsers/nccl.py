@@ -1,0 +1,402 @@
+"""NCCL debug log (`NCCL_DEBUG=INFO/WARN/TRACE`), NCCL 2.10 - 2.30 and master.
+
+Reference: `../shared/reference/nccl_log.md`. Hot path: a file of millions of INFO lines is read
+with one literal pre-filter, one `extract_groups` for the prefix and cheap literal `contains`
+classification; only WARN lines, init/abort lines, interface lines, error-propagation lines and
+RAS reports go any further. Every other NCCL INFO/TRACE/CALL line is `ignored`.
+
+Events: nccl_version, nccl_init, nccl_abort, nccl_warn, nccl_ib_error, nccl_socket_error,
+nccl_cuda_error, nccl_ras, nccl_iface (Bootstrap / NET/IB OOB / NET/Socket interface; `code` = IP).
+Tables: nccl_comms (Init START/COMPLETE, Abort, Destroy), nccl_errors (one row per WARN-level error,
+`result` folded in from the `-> N` propagation lines that follow it on the same host:pid).
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers.records import (
+    Extraction,
+    ParseContext,
+    empty_events,
+    events_frame,
+    nccl_busid_to_pci,
+    table_frame,
+)
+from parsers.timestamps import iso
+
+NAME = "nccl"
+EXCLUSIVE = False
+DESCRIPTION = "NCCL debug log: version, communicator init/abort, IB/socket/CUDA WARNs, RAS reports"
+FORMATS = ("nccl_log", "nccl_ras")
+EXTRACTS = ("nccl_version", "nccl_init", "nccl_abort", "nccl_warn", "nccl_ib_error",
+            "nccl_socket_error", "nccl_cuda_error", "nccl_ras", "nccl_iface",
+            "nccl_comms", "nccl_errors")
+
+# Lines that can matter at all (a literal alternation: the regex engine runs it as a fast
+# multi-literal search). Bare error texts (no NCCL prefix) appear after PyTorch's `Last error:`.
+HOT = r"NCCL|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"
+
+PREFIX_RE = (
+    r"(?:\[(?P<nts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] )?"
+    r"(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+) "
+    r"(?:\[(?P<dev>\d+)\] )?"
+    r"(?:(?P<ms>\d+\.\d+) (?P<tfunc>\S+):(?P<tline>\d+) )?"
+    r"(?:(?P<file>\S+):(?P<fline>\d+) (?:\((?P<func>[^)]+)\) )?)?"
+    r"NCCL (?P<level>INFO|WARN|TRACE|CALL)(?: (?P<msg>.*))?$"
+)
+VERSION_RE = r"^\s*NCCL version (\d+\.\d+\.\d+)"
+INIT_RE = (
+    r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<crank>-?\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
+    r"(?: nvmlDev (?P<nvml>-?\d+))? busId (?P<bus>[0-9a-fA-F]+)(?P<rest>.*?)"
+    r" - (?P<ev>Init START|Init COMPLETE|Abort START|Abort COMPLETE|Destroy COMPLETE)"
+)
+PREFIX_CHECK = (r"[^\s:\[\]()<>]+:\d+:\d+ (?:\[\d+\] )?(?:\d+\.\d+ \S+:\d+ )?"
+                r"NCCL (?:INFO|TRACE|CALL) ")
+# INFO lines that may become events; every other INFO line is chatter.
+INFO_INTERESTING = r" - (?:Init|Abort|Destroy)|\w:\d+(?: \(\w+\))? -> -?\d|Using|NCCL version|Connection closed by localRank"
+ERRTRACE_RE = r"^[\w./+-]+:\d+(?: \([^)]*\))? -> (\d+)"
+IFACE_RE = r"(?:Bootstrap ?: Using|OOB|NET/Socket ?: Using \[\d+\]) ?(?:\[\d+\])?([^\s:\[\]]+):([0-9A-Fa-f.:%\w]+?)<\d+>"
+
+# Bare (prefix-less) error texts worth recognising, e.g. the line after PyTorch's `Last error:`.
+BARE_RE = (
+    r"Got completion from peer|NET/OFI Request .* completed with error|Got async event|async fatal event"
+    r"|socketProgress\w*: Connection closed by remote peer|Call to ibv_\w+"
+)
+
+IB_TEST = r"Got completion from peer|NET/IB|NET/OFI|IB/GIN|ibv_|async event|async fatal|NET/IBext"
+SOCKET_TEST = (
+    r"(?i)socket|Connection closed|Connection reset|Connection refused|Connection timed out|Broken pipe"
+    r"|message truncated|Service thread|Proxy Call|no interface found|Bootstrap|Call to (?:bind|connect|recv|send|accept|listen)"
+)
+CUDA_TEST = r"Cuda failure|Failed to CUDA|CUDA error|cuda failure|cudaMalloc"
+ABORT_TEST = r"is in abort state|commReclaim|ncclCommSetAsyncError"
+
+
+def sniff(head: str) -> float:
+    if re.search(r"\S+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (?:INFO|WARN|TRACE)", head):
+        return 0.9
+    if re.search(r"^\s*NCCL version \d+\.\d+\.\d+ compiled with CUDA", head, re.M):
+        return 0.8
+    if re.search(r"^\s*NCCL version \d+\.\d+\.\d+", head, re.M) or "NCCL WARN" in head:
+        return 0.5
+    return 0.0
+
+
+def _empty_series() -> pl.Series:
+    return pl.Series("line_no", [], dtype=pl.Int64)
+
+
+def _ts(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    raw = pl.coalesce(pl.col("nts"), pl.col("prefix_ts"))
+    return df.with_columns(
+        pl.coalesce(iso(pl.col("nts"), ctx.tz), iso(pl.col("prefix_ts"), ctx.tz)).alias("ts"),
+        raw.alias("ts_raw"),
+    ).with_columns(
+        pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
+        .alias("ts_quality")
+    )
+
+
+def _ras_block(bodies: list[str], start: int) -> int:
+    """Number of lines from `start` that belong to one ncclras text report."""
+    titles = re.compile(
+        r"^\s*(?:NCCL version \S+ compiled with CUDA.*|CUDA runtime version.*|Job summary|"
+        r"Communicators\.\.\..*|Errors|Warnings|=+|-+|\(total\).*|Group\s+Comms.*|[A-Z][A-Z_,]*|#\d+-\d+.*)\s*$")
+    n = 0
+    for b in bodies[start:start + 5000]:
+        if b.strip() == "" or titles.match(b) or (b[:1] in (" ", "\t") and "NCCL" not in b):
+            n += 1
+            continue
+        break
+    # trailing blank lines are not part of it
+    while n > 0 and bodies[start + n - 1].strip() == "":
+        n -= 1
+    return n
+
+
+def _parse_ras(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
+               ) -> tuple[list[dict], list[int]]:
+    """Parse ncclras reports starting at the anchor line numbers (small Python loop)."""
+    events: list[dict] = []
+    claimed: list[int] = []
+    row_re = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([A-Z]+)\s+([A-Z,]+)\s*$")
+    head_re = re.compile(r"^([A-Z][A-Z_,]*)\s*$")
+    done_until = 0
+    for a in sorted(anchors):
+        if a <= done_until:
+            continue
+        seg = lines.filter(pl.col("line_no").is_between(a, a + 5000)).sort("line_no")
+        nos = seg["line_no"].to_list()
+        bodies = seg["body"].to_list()
+        n = _ras_block(bodies, 0)
+        if n == 0:
+            continue
+        done_until = nos[n - 1]
+        claimed.extend(nos[:n])
+        section = ""
+        bad = False
+        first_row: int | None = None
+        for ln, b in zip(nos[:n], bodies[:n], strict=True):
+            s = b.strip()
+            if s in ("Errors", "Warnings") or s.startswith("Communicators") or s == "Job summary":
+                section = s.split(".")[0]
+                continue
+            m = row_re.match(b)
+            if m and section == "Communicators":
+                first_row = first_row or ln
+                status, errs = m.group(7), m.group(8)
+                if status != "RUNNING" or errs != "OK":
+                    bad = True
+                    events.append({"line_no": ln, "severity": "error", "code": f"{status}/{errs}",
+                                   "message": b})
+                continue
+            h = head_re.match(b)
+            if h and section in ("Errors", "Warnings") and not set(s) <= {"="}:
+                if section == "Errors":
+                    bad = True
+                events.append({"line_no": ln, "severity": "error" if section == "Errors" else "warning",
+                               "code": h.group(1), "message": b})
+        if not bad:
+            ln = first_row or a
+            events.append({"line_no": ln, "severity": "info", "code": "OK",
+                           "message": bodies[nos.index(ln)]})
+    return events, claimed
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    warnings: list[str] = []
+    cand = lines.filter(pl.col("body").str.contains(HOT))
+    if cand.is_empty():
+        return Extraction(empty_events())
+    # Plain INFO/TRACE/CALL chatter: a cheap prefix check, no capture groups (the hot path).
+    b = pl.col("body")
+    boring = (
+        (b.str.contains(" NCCL INFO ", literal=True) & ~b.str.contains(INFO_INTERESTING))
+        | b.str.contains(" NCCL TRACE ", literal=True) | b.str.contains(" NCCL CALL ", literal=True)
+    )
+    cand = cand.with_columns((boring & b.str.contains(PREFIX_CHECK)).alias("_boring"))
+    ignored_nos = cand.filter(pl.col("_boring"))["line_no"]
+    cand = cand.filter(~pl.col("_boring"))
+    g = pl.col("body").str.extract_groups(PREFIX_RE)
+    cand = cand.with_columns(g.alias("_g")).unnest("_g").with_columns(
+        pl.col("pid").cast(pl.Int64, strict=False), pl.col("dev").cast(pl.Int64, strict=False).alias("gpu"),
+        pl.col("msg").fill_null(""),
+    )
+    pref = cand.filter(pl.col("level").is_not_null())
+    bare = cand.filter(pl.col("level").is_null())
+
+    level = pl.col("level")
+    msg = pl.col("msg")
+    is_info = level == "INFO"
+    c_version = msg.str.contains(VERSION_RE)
+    c_comm = is_info & msg.str.contains(" - ", literal=True) & msg.str.contains(
+        r" - (?:Init START|Init COMPLETE|Abort START|Abort COMPLETE|Destroy COMPLETE)")
+    c_iface = is_info & msg.str.contains("Using", literal=True) & msg.str.contains("<", literal=True) & \
+        msg.str.contains(r"Bootstrap ?: Using|OOB|NET/Socket ?: Using")
+    c_trace = is_info & msg.str.contains(" -> ", literal=True) & msg.str.contains(ERRTRACE_RE)
+    c_svc = is_info & msg.str.contains("Connection closed by localRank", literal=True)
+    pref = pref.with_columns(
+        pl.when(level == "WARN").then(pl.lit("warn"))
+        .when(c_version).then(pl.lit("version"))
+        .when(c_comm).then(pl.lit("comm"))
+        .when(c_iface).then(pl.lit("iface"))
+        .when(c_trace).then(pl.lit("trace"))
+        .when(c_svc).then(pl.lit("svc"))
+        .otherwise(pl.lit("ignored")).alias("_cls")
+    )
+    ignored_nos = pl.concat([ignored_nos, pref.filter(pl.col("_cls") == "ignored")["line_no"]])
+    interesting = pref.filter(pl.col("_cls") != "ignored")
+
+    bodyc = pl.col("body")
+    bare = bare.with_columns(
+        pl.when(bodyc.str.contains(VERSION_RE)).then(pl.lit("version"))
+        .when(bodyc.str.contains(BARE_RE)).then(pl.lit("bare"))
+        .when(bodyc.str.contains(r"^\s*(?:Job summary\s*$|Communicators\.\.\.)")).then(pl.lit("ras"))
+        .otherwise(None).alias("_cls"),
+        bodyc.alias("msg"),
+    ).filter(pl.col("_cls").is_not_null())
+
+    work = pl.concat([interesting, bare], how="diagonal_relaxed").sort("line_no")
+    work = _ts(work, ctx)
+
+    ev_parts: list[pl.DataFrame] = []
+    claimed_parts: list[pl.Series] = []
+    tables: dict[str, pl.DataFrame] = {}
+
+    # --- RAS reports (their header is a bare `NCCL version X compiled with CUDA` line)
+    ras_anchor = work.filter(
+        (pl.col("level").is_null())
+        & ((pl.col("_cls") == "ras") | pl.col("body").str.contains(r"^\s*NCCL version \S+ compiled with CUDA")))
+    ras_claimed: list[int] = []
+    if not ras_anchor.is_empty():
+        ras_events, ras_claimed = _parse_ras(lines, ras_anchor["line_no"].to_list(), ctx)
+        if ras_events:
+            ras_df = pl.DataFrame(ras_events, schema={
+                "line_no": pl.Int64, "severity": pl.Utf8, "code": pl.Utf8, "message": pl.Utf8,
+            }).with_columns(pl.lit("nccl_ras").alias("kind")).join(
+                lines.select("line_no", "body", "prefix_rank", "prefix_ts"), on="line_no", how="left"
+            ).with_columns(pl.lit(None, dtype=pl.Utf8).alias("nts"))
+            ev_parts.append(_ts(ras_df, ctx))
+        claimed_parts.append(pl.Series("line_no", ras_claimed, dtype=pl.Int64))
+    work = work.filter(pl.col("_cls") != "ras")
+
+    # --- version banner
+    ver = work.filter(pl.col("_cls") == "version").with_columns(
+        pl.col("msg").str.extract(VERSION_RE, 1).alias("code"),
+        pl.lit("nccl_version").alias("kind"), pl.lit("info").alias("severity"))
+    ev_parts.append(ver)
+
+    # --- communicator lifecycle
+    comm = work.filter(pl.col("_cls") == "comm")
+    cg = pl.col("msg").str.extract_groups(INIT_RE)
+    comm = comm.with_columns(cg.alias("_c")).unnest("_c").filter(pl.col("ev").is_not_null())
+    comm = comm.with_columns(
+        pl.col("crank").cast(pl.Int64, strict=False), pl.col("nranks").cast(pl.Int64, strict=False),
+        pl.col("cdev").cast(pl.Int64, strict=False).alias("cuda_dev"), pl.col("nvml").cast(pl.Int64, strict=False).alias("nvml_dev"),
+        pl.col("bus").alias("bus_id"), nccl_busid_to_pci(pl.col("bus")).alias("pci_bus_id"),
+        pl.col("rest").str.extract(r"commId (0x[0-9a-fA-F]+)", 1).alias("comm_id"),
+        pl.col("ev").replace_strict({
+            "Init START": "init_start", "Init COMPLETE": "init_complete", "Abort START": "abort_start",
+            "Abort COMPLETE": "abort", "Destroy COMPLETE": "destroy"}, default=None).alias("event"),
+        pl.col("comm").alias("comm_ptr"),
+    )
+    # rank of a process = its rank in the largest communicator it initialised
+    rank_map = (
+        comm.filter(pl.col("event").is_in(["init_start", "init_complete"]))
+        .sort(["nranks", "line_no"], descending=[True, False])
+        .group_by(["host", "pid"], maintain_order=True).first()
+        .select("host", "pid", pl.col("crank").alias("_map_rank"))
+    )
+    tables["nccl_comms"] = table_frame("nccl_comms", comm.with_columns(pl.col("crank").alias("rank")))
+    claimed_parts.append(comm["line_no"])
+    ev_parts.append(comm.filter(pl.col("event") == "init_complete").with_columns(
+        pl.lit("nccl_init").alias("kind"), pl.lit("info").alias("severity"),
+        pl.coalesce(pl.col("comm_id"), pl.col("comm_ptr")).alias("code")))
+    ev_parts.append(comm.filter(pl.col("event") == "abort").with_columns(
+        pl.lit("nccl_abort").alias("kind"), pl.lit("warning").alias("severity"),
+        pl.col("comm_ptr").alias("code")))
+
+    # --- interfaces
+    iface = work.filter(pl.col("_cls") == "iface").with_columns(
+        pl.col("msg").str.extract(IFACE_RE, 2).alias("code"),
+        pl.lit("nccl_iface").alias("kind"), pl.lit("info").alias("severity"),
+    )
+    ev_parts.append(iface)
+
+    # --- service-thread connection loss (INFO)
+    ev_parts.append(work.filter(pl.col("_cls") == "svc").with_columns(
+        pl.lit("nccl_socket_error").alias("kind"), pl.lit("warning").alias("severity"),
+        pl.lit("local_rank_closed").alias("code")))
+
+    # --- WARN lines and bare error texts
+    errs = work.filter(pl.col("_cls").is_in(["warn", "bare"]))
+    m = pl.col("msg")
+    errs = errs.with_columns(
+        pl.when(m.str.contains(ABORT_TEST)).then(pl.lit("nccl_abort"))
+        .when(m.str.contains(CUDA_TEST)).then(pl.lit("nccl_cuda_error"))
+        .when(m.str.contains(r"NET/Socket ?: peer .* message truncated")).then(pl.lit("nccl_socket_error"))
+        .when(m.str.contains(IB_TEST)).then(pl.lit("nccl_ib_error"))
+        .when(m.str.contains(SOCKET_TEST)).then(pl.lit("nccl_socket_error"))
+        .otherwise(pl.lit("nccl_warn")).alias("kind"),
+        m.str.extract(r"with (?:error |status=)(?:\w+\()?(\d+)", 1).cast(pl.Int64, strict=False).alias("_st_ib"),
+        m.str.extract(r"RC: (\d+)", 1).cast(pl.Int64, strict=False).alias("_st_ofi"),
+        m.str.extract(r"vendor[ _]err[ =]?(\d+)", 1).cast(pl.Int64, strict=False).alias("_ve_ib"),
+        m.str.extract(r"Error: (\d+) \(", 1).cast(pl.Int64, strict=False).alias("_ve_ofi"),
+        m.str.extract_groups(r"(?:peer|remote peer|from|to|Connect to) (?P<peer_ip>[^\s<>]+)<(?P<peer_port>\d+)>")
+        .alias("_p"),
+        pl.coalesce(m.str.extract(r"\bhca (\S+)", 1),
+                    m.str.extract(r"NET/IB ?: ?(\w+):\d+ (?:Got non-fatal )?async", 1)).alias("hca"),
+        m.str.extract(r"\bres=(\d+)", 1).cast(pl.Int64, strict=False).alias("_res_warn"),
+    ).unnest("_p").with_columns(
+        pl.coalesce("_st_ib", "_st_ofi").alias("status"),
+        pl.coalesce("_ve_ib", "_ve_ofi").alias("vendor_err"),
+        pl.col("peer_port").cast(pl.Int64, strict=False),
+    )
+    sock_code = (
+        pl.when(m.str.contains("Connection closed", literal=True)).then(pl.lit("connection_closed"))
+        .when(m.str.contains("Connection reset", literal=True)).then(pl.lit("connection_reset"))
+        .when(m.str.contains("Connection refused", literal=True)).then(pl.lit("connection_refused"))
+        .when(m.str.contains("timed out", literal=True)).then(pl.lit("connection_timed_out"))
+        .when(m.str.contains("Broken pipe", literal=True)).then(pl.lit("broken_pipe"))
+        .when(m.str.contains("message truncated", literal=True)).then(pl.lit("message_truncated"))
+        .when(m.str.contains("Service thread", literal=True)).then(pl.lit("service_thread"))
+        .when(m.str.contains("Proxy Call", literal=True)).then(pl.lit("proxy_call_failed"))
+        .when(m.str.contains("no socket interface|no interface found")).then(pl.lit("no_interface"))
+        .when(m.str.contains("Address already in use", literal=True)).then(pl.lit("address_in_use"))
+        .otherwise(m.str.extract(r"(?:failed|error)\s*:?\s*([A-Za-z][\w ]+)$", 1))
+    )
+    ib_code = pl.coalesce(
+        pl.col("status").cast(pl.Utf8),
+        m.str.extract(r"async (?:fatal )?event ?: ?(.+?)\s*(?:\(\d+\))?$", 1),
+        m.str.extract(r"Call to (ibv_\w+)", 1),
+    )
+    cuda_code = pl.coalesce(
+        m.str.extract(r"Cuda failure '([^']+)'", 1),
+        m.str.extract(r"Cuda failure (\d+)", 1),
+        pl.when(m.str.contains("Failed to CUDA", literal=True)).then(pl.lit("cuda_alloc_failed")),
+    )
+    errs = errs.with_columns(
+        pl.when(pl.col("kind") == "nccl_ib_error").then(ib_code)
+        .when(pl.col("kind") == "nccl_socket_error").then(sock_code)
+        .when(pl.col("kind") == "nccl_cuda_error").then(cuda_code)
+        .otherwise(pl.col("_res_warn").cast(pl.Utf8)).alias("code"),
+        pl.when(pl.col("kind") == "nccl_warn").then(pl.lit("warning"))
+        .when(m.str.contains("non-fatal", literal=True)).then(pl.lit("warning"))
+        .when(m.str.contains(r"(?i)catastrophic|fatal")).then(pl.lit("critical"))
+        .otherwise(pl.lit("error")).alias("severity"),
+    )
+
+    # --- error propagation lines `file:line -> N`: fold into the preceding WARN of that host:pid
+    trace = work.filter(pl.col("_cls") == "trace").select(
+        "line_no", "host", "pid", pl.col("msg").str.extract(ERRTRACE_RE, 1).cast(pl.Int64, strict=False).alias("_res"))
+    warn_keys = errs.filter(pl.col("host").is_not_null()).select(
+        "host", "pid", pl.col("line_no").alias("_warn_line"), pl.col("line_no").alias("_wl"))
+    if not trace.is_empty() and not warn_keys.is_empty():
+        joined = trace.sort("line_no").join_asof(
+            warn_keys.sort("_wl"), left_on="line_no", right_on="_wl", by=["host", "pid"],
+            strategy="backward", tolerance=500, check_sortedness=False)
+    else:
+        joined = trace.with_columns(pl.lit(None, dtype=pl.Int64).alias("_warn_line"))
+    folded = joined.filter(pl.col("_warn_line").is_not_null())
+    claimed_parts.append(folded["line_no"])
+    ignored_nos = pl.concat([ignored_nos, joined.filter(pl.col("_warn_line").is_null())["line_no"]])
+    first_res = folded.sort("line_no").group_by("_warn_line").first().select(
+        pl.col("_warn_line").alias("line_no"), "_res")
+    errs = errs.join(first_res, on="line_no", how="left").with_columns(
+        pl.coalesce("_res", "_res_warn").alias("result"))
+    ev_parts.append(errs)
+
+    events = pl.concat([p for p in ev_parts if not p.is_empty()] or [empty_events()], how="diagonal_relaxed")
+    if not events.is_empty():
+        for c, dt in (("host", pl.Utf8), ("pid", pl.Int64), ("prefix_rank", pl.Int64), ("gpu", pl.Int64),
+                      ("body", pl.Utf8), ("message", pl.Utf8), ("ts_quality", pl.Utf8)):
+            if c not in events.columns:
+                events = events.with_columns(pl.lit(None, dtype=dt).alias(c))
+        events = events.join(rank_map, on=["host", "pid"], how="left").with_columns(
+            pl.coalesce(pl.col("body"), pl.col("message")).alias("message"),
+            pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
+            pl.coalesce(pl.col("prefix_rank"), pl.col("_map_rank"),
+                        pl.lit(ctx.rank_hint, dtype=pl.Int64)).alias("rank"),
+            pl.lit(NAME).alias("source"),
+            pl.col("ts_quality").fill_null("missing"),
+        )
+    events = events_frame(events).sort("line_no", maintain_order=True)
+
+    tables["nccl_errors"] = table_frame("nccl_errors", errs.with_columns(
+        pl.col("msg").alias("text")))
+
+    claimed_parts.append(events["line_no"])
+    claimed = pl.concat(claimed_parts).unique().sort()
+    # the blank line NCCL prints before every WARN
+    warn_lines = errs.filter(pl.col("level") == "WARN")["line_no"]
+    if not warn_lines.is_empty():
+        prev = lines.filter(pl.col("line_no").is_in((warn_lines - 1).implode())
+                            & (pl.col("body").str.strip_chars() == ""))["line_no"]
+        ignored_nos = pl.concat([ignored_nos, prev])
+    ignored = ignored_nos.unique().sort()
+    ignored = ignored.filter(~ignored.is_in(claimed.implode()))
+    return Extraction(events=events, tables=tables, claimed=claimed.rename("line_no"),
+                      ignored=ignored.rename("line_no"), warnings=warnings)

@@ -1,0 +1,180 @@
+"""Tests for parsers.elastic (pytorch_dist.md §6: agent lines, ChildFailedError tables, error files)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parsers import elastic
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, ParseContext
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "fixtures" / "elastic"
+REAL = ROOT.parent / "shared" / "real-samples"
+
+
+def run(text: str, **ctx):
+    ctx.setdefault("ref_year", 2025)
+    lines = with_body(decode_lines(text.encode()).lines)
+    return elastic.parse(lines, ParseContext(path="agent.log", **ctx))
+
+
+def fixture(name: str, **ctx):
+    return run((FIX / name).read_text(), **ctx)
+
+
+def real(case: str, name: str) -> str:
+    hits = sorted(REAL.glob(f"{case}-*/{name}")) if REAL.exists() else []
+    if not hits:
+        pytest.skip("../shared/real-samples not available")
+    return hits[0].read_text()
+
+
+def check_accounting(ex, n_lines: int) -> None:
+    c, i = set(ex.claimed.to_list()), set(ex.ignored.to_list())
+    assert not c & i
+    assert c | i <= set(range(1, n_lines + 1))
+    assert set(ex.events["line_no"].to_list()) <= c
+    assert dict(ex.events.schema) == EVENT_SCHEMA
+    for name, t in ex.tables.items():
+        assert dict(t.schema) == TABLE_SCHEMAS[name]
+
+
+def test_agent_lines_three_eras():
+    ex = fixture("agent_lines.log")
+    rows = ex.events.select("line_no", "kind", "code", "local_rank", "pid").rows()
+    assert rows == [
+        (1, "worker_failed", "-6", 0, 2380846),
+        (2, "worker_failed", "1", 2, 5939),
+        (3, "worker_failed", "-9", 5, 2630),
+        (4, "teardown_signal", "SIGTERM", None, 147865),
+        (5, "teardown_signal", "SIGTERM", None, None),
+        (6, "teardown_signal", "SIGTERM", None, 147800),
+        (7, "restart", "3", None, None),
+    ]
+    ts = ex.events["ts"].to_list()
+    assert ts[0] is None
+    assert ts[1] == datetime(2024, 5, 8, 8, 47, 31, 877000, tzinfo=UTC)
+    assert ts[2] == datetime(2025, 3, 25, 20, 57, 27, 620000, tzinfo=UTC)  # glog MMDD + ref_year
+
+
+def test_elastic_table_full():
+    ex = fixture("child_failed_table.log")
+    e = ex.events.filter(pl.col("kind") == "elastic_failure")
+    assert e.select("line_no", "code", "host", "rank", "local_rank", "pid").rows() == [
+        (10, "-6", "node-07.cluster", 1, 1, 2385923), (19, "1", "node-07.cluster", 0, 0, 2385922)]
+    assert e["ts"].to_list() == [datetime(2023, 6, 14, 22, 36, 10, tzinfo=UTC),
+                                 datetime(2023, 6, 14, 22, 36, 9, tzinfo=UTC)]
+    exits = ex.tables["exits"]
+    assert exits.select("exitcode", "signal", "first_observed", "origin", "error_file", "message").rows() == [
+        (-6, "SIGABRT", False, "elastic", None, "Signal 6 (SIGABRT) received by PID 2385923"),
+        (1, None, True, "elastic", "/tmp/torchelastic_x/none_ab/attempt_0/0/error.json", "KeyError: 'k'")]
+    assert ex.claimed.to_list() == list(range(1, 26))  # including the traceback inside the entry
+
+
+def test_elastic_table_local_time_zone():
+    from zoneinfo import ZoneInfo
+    ex = fixture("child_failed_table.log", tz=ZoneInfo("Europe/Paris"))
+    assert ex.events["ts"][0] == datetime(2023, 6, 14, 20, 36, 10, tzinfo=UTC)
+
+
+def test_elastic_table_mid_entry_start():
+    ex = fixture("table_mid_entry.log")
+    exits = ex.tables["exits"]
+    assert exits.select("line_no", "rank", "pid", "exitcode", "signal", "first_observed").rows() == [
+        (1, None, 3437, -6, "SIGABRT", False),  # the cut entry keeps what it has
+        (8, 7, 3438, -6, "SIGABRT", False),
+        (17, 0, 3431, -6, "SIGABRT", True)]
+
+
+def test_deepspeed_launcher():
+    ex = fixture("deepspeed_launcher.log")
+    assert ex.events.select("line_no", "kind", "code", "local_rank", "pid").rows() == [
+        (1, "teardown_signal", "SIGKILL", None, 748089), (2, "launcher_exit", "-6", 1, None)]
+    assert ex.tables["exits"].select("origin", "exitcode", "signal", "local_rank").rows() == [
+        ("deepspeed", -6, "SIGABRT", 1)]
+
+
+def test_error_json_dict_form():
+    text = (FIX / "error_file.json").read_text()
+    assert elastic.sniff_error_json(text)
+    ex = elastic.parse_error_json(text, ParseContext(path="node1/attempt_0/3/error.json", rank_hint=11))
+    row = ex.events.row(0, named=True)
+    assert (row["kind"], row["code"], row["local_rank"], row["rank"]) == ("exception", "RuntimeError", 3, 11)
+    assert row["ts"] == datetime.fromtimestamp(1718000000, tz=UTC) and row["ts_quality"] == "exact"
+    assert "illegal memory access" in row["message"]
+    assert ex.claimed.to_list() == [1]
+
+
+def test_error_json_plain_string():
+    text = (FIX / "error_file_plain.json").read_text()
+    assert elastic.sniff_error_json(text)
+    ex = elastic.parse_error_json(text, ParseContext(path="error.json"))
+    assert ex.events.select("code", "ts_quality").rows() == [("ValueError", "missing")]
+
+
+def test_error_json_invalid():
+    ex = elastic.parse_error_json('{"message": ', ParseContext(path="error.json"))
+    assert ex.events.is_empty() and ex.warnings
+
+
+def test_real_033_table_mid_entry():
+    ex = run(real("033", "traceback.txt"))
+    e = ex.events.filter(pl.col("kind") == "elastic_failure")
+    assert e["line_no"].to_list() == [1, 8, 17]
+    assert len(e) == 3
+    exits = ex.tables["exits"]
+    assert exits.filter(pl.col("first_observed"))["rank"].to_list() == [0]
+    assert exits["exitcode"].to_list() == [-6, -6, -6]
+    assert exits["host"].to_list() == [None, "472a4389fceb", "472a4389fceb"]
+    assert ex.claimed.to_list() == list(range(1, 21))
+
+
+def test_real_042_sigkill_no_other_failures():
+    ex = run(real("042", "traceback.txt"))
+    assert ex.events.select("line_no", "kind", "code", "rank", "pid").rows() == [
+        (22, "elastic_failure", "-9", 0, 14750)]
+    assert ex.tables["exits"].select("signal", "first_observed").rows() == [("SIGKILL", True)]
+    assert ex.claimed.to_list() == list(range(10, 26))
+
+
+def test_sniff():
+    assert elastic.sniff((FIX / "child_failed_table.log").read_text()) >= 0.9
+    assert elastic.sniff((FIX / "agent_lines.log").read_text()) >= 0.9
+    assert elastic.sniff("nothing here\n") == 0.0
+    assert not elastic.sniff_error_json("Traceback ...")
+
+
+LINES = [ln for p in sorted(FIX.glob("*.log")) for ln in p.read_text().splitlines()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=100), st.sampled_from(LINES)), max_size=40), st.randoms())
+def test_property_never_raises_and_accounting(chunks, rnd):
+    mutated = []
+    for c in chunks:
+        if c and rnd.random() < 0.3:
+            i = rnd.randrange(len(c))
+            c = c[:i] + rnd.choice(["", "(", ":", " ", "-", "[0]:", "=" * 12]) + c[i + 1:]
+        mutated.append(c.replace("\n", " ").replace("\r", " "))
+    text = "\n".join(mutated) + "\n"
+    check_accounting(run(text), len(decode_lines(text.encode()).lines))
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=100, deadline=None)
+def test_error_json_never_raises(text):
+    elastic.sniff_error_json(text)
+    elastic.parse_error_json(text, ParseContext(path="error.json"))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIX.glob("*.log")))
+def test_fixture_accounting(name):
+    text = (FIX / name).read_text()
+    check_accounting(run(text), len(decode_lines(text.encode()).lines))

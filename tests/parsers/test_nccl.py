@@ -1,0 +1,241 @@
+"""Tests for parsers.nccl (format variants of ../shared/reference/nccl_log.md)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parsers import nccl
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, ParseContext
+
+ROOT = Path(__file__).resolve().parents[2]
+FIX = ROOT / "fixtures" / "nccl"
+REAL = ROOT.parent / "shared" / "real-samples"
+
+
+def run(text: str, **ctx):
+    lines = with_body(decode_lines(text.encode()).lines)
+    return nccl.parse(lines, ParseContext(path="nccl.log", **ctx))
+
+
+def fixture(name: str):
+    return run((FIX / name).read_text())
+
+
+def real(case: str, name: str) -> str:
+    hits = sorted(REAL.glob(f"{case}-*/{name}")) if REAL.exists() else []
+    if not hits:
+        pytest.skip("../shared/real-samples not available")
+    return hits[0].read_text()
+
+
+def ev(ex, kind: str) -> pl.DataFrame:
+    return ex.events.filter(pl.col("kind") == kind)
+
+
+def check_accounting(ex, n_lines: int) -> None:
+    c, i = set(ex.claimed.to_list()), set(ex.ignored.to_list())
+    assert not c & i
+    assert c | i <= set(range(1, n_lines + 1))
+    assert set(ex.events["line_no"].to_list()) <= c
+    assert dict(ex.events.schema) == EVENT_SCHEMA
+    for name, t in ex.tables.items():
+        assert dict(t.schema) == TABLE_SCHEMAS[name]
+
+
+def test_ib_completion_le218_form():
+    ex = fixture("ib_completion_le218.log")
+    e = ev(ex, "nccl_ib_error")
+    assert e["line_no"].to_list() == [1]
+    assert e.row(0, named=True)["host"] == "gpu-a" and e["pid"][0] == 1234 and e["gpu"][0] == 2
+    assert e["code"][0] == "12" and e["ts_quality"][0] == "missing"
+    row = ex.tables["nccl_errors"].row(0, named=True)
+    assert (row["status"], row["vendor_err"], row["peer_ip"], row["peer_port"], row["result"]) == \
+        (12, 129, "10.0.0.2", 45074, 6)
+    assert ex.claimed.to_list() == [1, 2, 3]  # -> 6 propagation lines folded into the WARN
+
+
+def test_ib_completion_2_19_form():
+    row = fixture("ib_completion_2_19.log").tables["nccl_errors"].row(0, named=True)
+    assert (row["status"], row["vendor_err"], row["peer_ip"], row["peer_port"]) == (5, 249, "10.0.0.7", 51234)
+
+
+def test_ib_completion_2_23_hca_and_timestamp():
+    ex = fixture("ib_completion_2_23_hca.log")
+    row = ex.tables["nccl_errors"].row(0, named=True)
+    assert row["hca"] == "mlx5_3" and row["status"] == 12
+    e = ev(ex, "nccl_ib_error").row(0, named=True)
+    assert e["ts"] == datetime(2026, 5, 5, 6, 16, 47, tzinfo=UTC) and e["ts_quality"] == "exact"
+
+
+def test_ib_completion_master_form():
+    ex = fixture("ib_completion_master.log")
+    row = ex.tables["nccl_errors"].row(0, named=True)
+    assert (row["status"], row["vendor_err"], row["peer_ip"], row["hca"], row["gpu"]) == \
+        (12, 129, "10.0.1.1", "mlx5_1", 7)
+    assert ev(ex, "nccl_ib_error")["host"][0] == "gpu-d"
+
+
+def test_ib_completion_gin_form():
+    row = fixture("ib_completion_gin.log").tables["nccl_errors"].row(0, named=True)
+    assert (row["status"], row["vendor_err"], row["hca"]) == (10, 136, "mlx5_0")
+
+
+def test_ib_async_events_and_modify_qp():
+    ex = fixture("ib_async_events.log")
+    e = ev(ex, "nccl_ib_error")
+    assert e["line_no"].to_list() == [1, 2, 3]
+    assert e["severity"].to_list() == ["critical", "warning", "error"]
+    assert e["code"].to_list() == ["port error", "GID table change", "ibv_modify_qp"]
+    assert ex.tables["nccl_errors"]["hca"].to_list()[:2] == ["mlx5_2", "mlx5_2"]
+
+
+def test_ofi_undeliverable():
+    row = fixture("ofi_undeliverable.log").tables["nccl_errors"].row(0, named=True)
+    assert (row["kind"], row["status"], row["vendor_err"]) == ("nccl_ib_error", 113, 2)
+
+
+def test_socket_errors():
+    ex = fixture("socket_errors.log")
+    e = ev(ex, "nccl_socket_error")
+    assert e["code"].to_list() == ["connection_closed", "connection_reset", "connection_refused",
+                                   "message_truncated", "service_thread", "proxy_call_failed", "no_interface",
+                                   "local_rank_closed"]
+    errs = ex.tables["nccl_errors"]
+    assert errs["peer_ip"].to_list()[:4] == ["gpu-node1.example.org", "10.1.1.1", "10.1.1.2", "10.1.1.3"]
+    assert errs.filter(pl.col("line_no") == 5)["result"].to_list() == [3]
+    assert errs.height == 7  # the INFO service-thread line is an event, not a WARN row
+
+
+def test_cuda_errors():
+    e = ev(fixture("cuda_errors.log"), "nccl_cuda_error")
+    assert e["code"].to_list() == ["out of memory", "an illegal memory access was encountered", "cuda_alloc_failed"]
+    assert e["gpu"].to_list() == [4, 4, 4]
+
+
+def test_abort_lines():
+    ex = fixture("abort_lines.log")
+    assert ev(ex, "nccl_abort")["line_no"].to_list() == [1, 2, 3]
+    comms = ex.tables["nccl_comms"]
+    assert comms["event"].to_list() == ["abort", "destroy"]
+    assert comms["pci_bus_id"].to_list() == ["0000:1b:00", "0000:1b:00"]
+
+
+def test_init_complete_2_10_no_nvmldev():
+    ex = fixture("init_2_10.log")
+    assert ev(ex, "nccl_version")["code"].to_list() == ["2.10.3"]
+    row = ex.tables["nccl_comms"].row(0, named=True)
+    assert (row["rank"], row["nranks"], row["cuda_dev"], row["nvml_dev"], row["pci_bus_id"], row["comm_id"]) == \
+        (0, 2, 0, None, "0000:18:00", None)
+    iface = ev(ex, "nccl_iface").row(0, named=True)
+    assert (iface["code"], iface["host"], iface["line_no"]) == ("10.29.40.157", "gpu-k", 2)
+    assert ex.ignored.to_list() == [3]
+
+
+def test_init_complete_2_11_to_2_19():
+    ex = fixture("init_2_11_to_2_19.log")
+    row = ex.tables["nccl_comms"].row(0, named=True)
+    assert (row["rank"], row["nranks"], row["nvml_dev"], row["bus_id"], row["pci_bus_id"], row["comm_id"]) == \
+        (11, 16, 3, "7000", "0000:07:00", "0x2114bc51af4fb978")
+    e = ev(ex, "nccl_init").row(0, named=True)
+    assert e["rank"] == 11 and e["code"] == "0x2114bc51af4fb978"
+
+
+def test_init_complete_2_20_api_name_and_split():
+    ex = fixture("init_2_20_plus.log")
+    comms = ex.tables["nccl_comms"]
+    assert comms["event"].to_list() == ["init_start", "init_complete", "init_complete"]
+    assert comms["comm_id"].to_list() == ["0x2114bc51af4fb978", "0x2114bc51af4fb978", None]
+    # the rank of the process is its rank in the largest communicator, for every event of host:pid
+    assert set(ex.events["rank"].to_list()) == {24}
+    assert ev(ex, "nccl_iface")["code"].to_list() == ["10.0.0.1", "10.0.0.1"]
+    assert ex.ignored.to_list() == [6]  # TRACE line
+
+
+def test_ras_error_report():
+    ex = fixture("ras_error_report.log")
+    e = ev(ex, "nccl_ras")
+    assert e["line_no"].to_list() == [17, 22]
+    assert e["code"].to_list() == ["RUNNING/INCOMPLETE", "INCOMPLETE"]
+    assert ex.claimed.to_list() == list(range(1, 24))
+
+
+def test_info_chatter_is_ignored_not_events():
+    text = "\n".join(f"n1:10:11 [0] NCCL INFO Channel {i:02d}/0 : 0[0] -> 1[1] via P2P/IPC" for i in range(50))
+    ex = run(text + "\n")
+    assert ex.events.is_empty() and len(ex.ignored) == 50 and ex.claimed.is_empty()
+
+
+def test_unrelated_nccl_mentions_untouched():
+    ex = run("[rank0]:[E ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation timeout\n")
+    assert ex.events.is_empty() and ex.claimed.is_empty() and ex.ignored.is_empty()
+
+
+def test_real_001_ib_status12():
+    ex = run(real("001", "nccl.log"))
+    e = ev(ex, "nccl_ib_error")
+    assert e["line_no"].to_list() == [1, 6, 11]
+    errs = ex.tables["nccl_errors"]
+    assert errs["status"].to_list() == [12, 12, 12] and errs["vendor_err"].to_list() == [129] * 3
+    assert errs["peer_ip"].to_list() == ["10.216.210.236"] * 3 and errs["result"].to_list() == [6, 6, 6]
+    assert e["host"].to_list() == ["kp-ddp-worker-0"] * 3 and e["gpu"].to_list() == [4] * 3
+    assert ex.claimed.to_list() == [1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13]
+    assert ex.ignored.to_list() == [5, 10]
+
+
+def test_real_015_ras_healthy():
+    ex = run(real("015", "nccl.log"))
+    assert ex.events.select("line_no", "kind", "code", "severity").rows() == [
+        (1, "nccl_version", "2.26.2", "info"), (16, "nccl_ras", "OK", "info")]
+    assert ex.claimed.to_list() == list(range(1, 23))
+
+
+def test_real_031_async_catastrophic_mpirun():
+    ex = run(real("031", "nccl.log"))
+    e = ev(ex, "nccl_ib_error")
+    assert e["line_no"].to_list() == [1, 3, 5, 7, 9, 11]
+    assert e["rank"].to_list() == [12, 12, 14, 14, 13, 13]
+    assert e["code"][0] == "local catastrophic error" and e["severity"][0] == "critical"
+    assert e["ts"][0] == datetime(2019, 6, 2, 16, 13, 44, 884000, tzinfo=UTC)
+    assert ex.ignored.to_list() == [2, 4, 6, 8, 10]
+
+
+def test_real_044_bare_ofi_text():
+    ex = run(real("044", "traceback.txt"))
+    assert ex.events.select("line_no", "kind", "code", "rank").rows() == [(8, "nccl_ib_error", "113", 3)]
+
+
+def test_sniff():
+    assert nccl.sniff((FIX / "ib_completion_le218.log").read_text()) >= 0.9
+    assert nccl.sniff((FIX / "ras_error_report.log").read_text()) >= 0.8
+    assert nccl.sniff("hello world\nTraceback (most recent call last):\n") == 0.0
+
+
+LINES = [p.read_text() for p in sorted(FIX.glob("*.log"))]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=120), st.sampled_from(
+    [ln for t in LINES for ln in t.splitlines()])), max_size=30), st.randoms())
+def test_property_never_raises_and_accounting(chunks, rnd):
+    mutated = []
+    for c in chunks:
+        if c and rnd.random() < 0.3:
+            i = rnd.randrange(len(c))
+            c = c[:i] + rnd.choice(["", "<", ":", " ", "\u00e9", "0x", "(", "NCCL "]) + c[i + 1:]
+        mutated.append(c.replace("\n", " ").replace("\r", " "))
+    text = "\n".join(mutated) + "\n"
+    ex = run(text)
+    check_accounting(ex, len(decode_lines(text.encode()).lines))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIX.glob("*.log")))
+def test_fixture_accounting(name):
+    text = (FIX / name).read_text()
+    check_accounting(run(text), len(decode_lines(text.encode()).lines))

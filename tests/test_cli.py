@@ -1,0 +1,123 @@
+"""CLI error paths and commands, run as a user would (a subprocess): exit codes, one-line
+messages, no traceback, and the job directory left untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forensics.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def tree_hash(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        h.update(str(p.relative_to(root)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def test_version_and_help() -> None:
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("forensics ")
+    for cmd in ("analyze", "sources", "simulate"):
+        r = run(cmd, "--help")
+        assert r.returncode == 0 and "Usage" in r.stdout
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    r = run("analyze", str(tmp_path / "nope"))
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "no such file or directory" in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_file_where_directory_expected(tmp_path: Path) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("hello\n")
+    r = run("analyze", str(f))
+    assert r.returncode == 2 and "not a directory or archive" in r.stderr and "Traceback" not in r.stderr
+    assert run("sources", str(f)).returncode == 2
+
+
+def test_out_inside_job_dir_refused(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "a.log").write_text("x\n")
+    before = tree_hash(job)
+    r = run("analyze", str(job), "--out", str(job / "out"))
+    assert r.returncode == 2 and "inside the job directory" in r.stderr
+    assert tree_hash(job) == before
+
+
+def test_empty_directory_gives_unknown_verdict(tmp_path: Path) -> None:
+    job = tmp_path / "empty"
+    job.mkdir()
+    out = tmp_path / "out"
+    r = run("analyze", str(job), "--out", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["verdict"]["kind"] == "unknown"
+    assert any("no files" in w for w in rep["warnings"])
+    assert list(job.iterdir()) == []
+
+
+def test_nothing_recognizable(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "notes.txt").write_text("shopping list\neggs\nmilk\n")
+    (job / "image.bin").write_bytes(bytes(range(256)) * 40)
+    out = tmp_path / "out"
+    r = run("analyze", str(job), "--out", str(out), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["verdict"]["kind"] == "unknown"
+    assert any("no file was recognized" in w for w in rep["warnings"])
+    src = {s["path"]: s for s in rep["sources"]}
+    assert src["notes.txt"]["parser"] is None and src["notes.txt"]["unparsed"] == 3
+    assert any("binary" in w for w in src["image.bin"]["warnings"])
+
+
+def test_unreadable_file_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that cannot be read (permissions, vanished mid-run) is a warning; the rest goes on.
+    Root reads everything, so the failure is injected at the read."""
+    import forensics.ingest as ingest_mod
+    from forensics.analysis import analyze
+
+    job = tmp_path / "job"
+    (job / "node-001").mkdir(parents=True)
+    (job / "node-001" / "dmesg.log").write_text(
+        "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+    (job / "secret.log").write_text("x\n")
+    real = ingest_mod.read_head
+
+    def flaky(sf, limits=None):  # noqa: ANN001, ANN202
+        if sf.rel_path == "secret.log":
+            raise PermissionError(13, "Permission denied")
+        return real(sf, limits)
+
+    monkeypatch.setattr(ingest_mod, "read_head", flaky)
+    rep = analyze(job, tmp_path / "out").report
+    src = {s["path"]: s for s in rep["sources"]}
+    assert any("could not be read" in w and "Permission denied" in w for w in src["secret.log"]["warnings"])
+    assert rep["verdict"]["category"] == "gpu_lost" and rep["verdict"]["culprit"]["host"] == "node-001"
+
+
+def test_dangling_symlink_is_a_warning(tmp_path: Path) -> None:
+    import os
+
+    job = tmp_path / "job"
+    job.mkdir()
+    os.symlink(job / "gone.log", job / "link.log")
+    r = run("sources", str(job), "--json")
+    assert r.returncode == 0
+    assert any("link.log" in w and "dangling" in w for w in json.loads(r.stdout)["warnings"])

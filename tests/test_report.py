@@ -1,0 +1,112 @@
+"""report.json against every field and type of DESIGN §8, and Markdown escaping."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from forensics.analysis import analyze
+from forensics.report import md_escape
+
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+STR, INT, FLOAT, BOOL, TIME = "str", "int", "float", "bool", "time"
+
+CULPRIT = {"host": STR, "rank": INT, "gpu": INT, "pci_bus_id": STR}
+EVIDENCE = {"path": STR, "line": INT, "time": TIME, "signature": STR, "role": STR, "text": STR}
+INTERRUPTION = {"id": STR, "attempt": INT, "time": TIME, "kind": STR, "category": STR, "domain": STR,
+                "action": STR, "auto_recoverable": BOOL, "recurring": BOOL, "culprit": CULPRIT,
+                "confidence": FLOAT, "method": STR, "summary": STR, "evidence": [EVIDENCE]}
+SCHEMA = {
+    "schema_version": INT,
+    "job": {"name": STR, "dir": STR, "hosts": [STR], "ranks": INT, "gpus": INT, "start": TIME, "end": TIME},
+    "sources": [{"path": STR, "parser": STR, "lines": INT, "events": INT, "unparsed": INT, "warnings": [STR]}],
+    "attempts": [{"index": INT, "start": TIME, "end": TIME, "first_step": INT, "last_step": INT, "end_reason": STR}],
+    "verdict": {k: v for k, v in INTERRUPTION.items() if k not in ("id", "attempt", "time")},
+    "interruptions": [INTERRUPTION],
+    "stragglers": [{"host": STR, "rank": INT, "gpu": INT, "start": TIME, "end": TIME, "slowdown": FLOAT,
+                    "cause": STR, "evidence": STR}],
+    "downtime": {"wall_s": FLOAT, "productive_s": FLOAT, "startup_s": FLOAT, "checkpoint_s": FLOAT,
+                 "lost_work_s": FLOAT, "termination_s": FLOAT, "restart_s": FLOAT, "slowdown_s": FLOAT,
+                 "goodput": FLOAT, "gpu_hours_lost": FLOAT},
+    "warnings": [STR],
+}
+KINDS = {"crash", "hang", "slowdown", "preemption", "completed", "unknown"}
+DOMAINS = {"hardware", "network", "system_software", "storage", "user", "scheduler", "unknown"}
+ACTIONS = {"restart", "exclude_node_and_restart", "stop_and_fix", "rollback_and_skip_data", "investigate", "none"}
+
+
+def check(value: object, spec: object, where: str) -> None:
+    """Every key of the contract present; every value of its type or null (unknown)."""
+    if isinstance(spec, dict):
+        assert isinstance(value, dict), f"{where}: expected an object"
+        for k, sub in spec.items():
+            assert k in value, f"{where}.{k}: missing"
+            check(value[k], sub, f"{where}.{k}")
+    elif isinstance(spec, list):
+        assert isinstance(value, list), f"{where}: expected a list"
+        for i, item in enumerate(value):
+            check(item, spec[0], f"{where}[{i}]")
+    elif value is None:
+        return
+    elif spec == STR:
+        assert isinstance(value, str), where
+    elif spec == INT:
+        assert isinstance(value, int) and not isinstance(value, bool), where
+    elif spec == FLOAT:
+        assert isinstance(value, (int, float)) and not isinstance(value, bool), where
+    elif spec == BOOL:
+        assert isinstance(value, bool), where
+    elif spec == TIME:
+        assert isinstance(value, str) and ISO.match(value), f"{where}: {value!r} is not ISO-8601 UTC"
+
+
+def _job(tmp_path: Path) -> Path:
+    """A small real-format job: one node's dmesg with an Xid 79, its peers' watchdog timeouts."""
+    job = tmp_path / "job"
+    (job / "node-001").mkdir(parents=True)
+    (job / "node-002").mkdir(parents=True)
+    (job / "node-001" / "dmesg.log").write_text(
+        "[Mon Nov  2 09:59:58 2026] nvidia-nvlink: Nvlink Core is being initialized\n"
+        "[Mon Nov  2 10:00:00 2026] NVRM: GPU at PCI:0000:9a:00: GPU-12345678-aaaa-bbbb-cccc-1234567890ab\n"
+        "[Mon Nov  2 10:00:00 2026] NVRM: Xid (PCI:0000:9a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+    (job / "node-002" / "rank-8.log").write_text(
+        "[rank8]:[E1102 10:10:00.123456789 ProcessGroupNCCL.cpp:607] [Rank 8] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=77, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000) ran for 600050 milliseconds before timing out.\n"
+        "<script>alert('x')</script> | not markdown *either*\n")
+    return job
+
+
+def test_report_json_matches_contract(tmp_path: Path) -> None:
+    a = analyze(_job(tmp_path), tmp_path / "out")
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert rep == json.loads(json.dumps(a.report))
+    assert rep["schema_version"] == 1
+    check(rep, SCHEMA, "report")
+    v = rep["verdict"]
+    assert v["kind"] in KINDS and v["domain"] in DOMAINS and v["action"] in ACTIONS
+    assert v["category"] == "gpu_lost" and v["culprit"]["host"] == "node-001"
+    assert v["culprit"]["pci_bus_id"] == "0000:9a:00"
+    assert {"path": "node-001/dmesg.log", "line": 3} in [{"path": e["path"], "line": e["line"]} for e in v["evidence"]]
+    for x in rep["interruptions"]:
+        assert x["auto_recoverable"] == (x["action"] in ("restart", "exclude_node_and_restart"))
+    assert (tmp_path / "out" / "report.md").is_file() and (tmp_path / "out" / "forensics.duckdb").is_file()
+
+
+def test_markdown_escapes_log_text(tmp_path: Path) -> None:
+    analyze(_job(tmp_path), tmp_path / "out")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "<script>" not in md
+    assert md_escape("<b>x</b> | *y*") == "&lt;b&gt;x&lt;/b&gt; \\| \\*y\\*"
+
+
+@pytest.mark.parametrize("rerun", [1, 2])
+def test_rerun_replaces_output_cleanly(tmp_path: Path, rerun: int) -> None:
+    job = _job(tmp_path)
+    out = tmp_path / "out"
+    for _ in range(rerun):
+        analyze(job, out)
+    assert sorted(p.name for p in out.iterdir()) == ["forensics.duckdb", "report.json", "report.md"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []

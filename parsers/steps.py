@@ -1,0 +1,650 @@
+"""Training step and checkpoint logs: Megatron-LM, NeMo, Hugging Face Trainer, DeepSpeed,
+torchtitan, PyTorch Lightning progress bars and plain JSON lines (`shared/reference/step_logs.md`).
+
+Output:
+- `train_steps` rows (one per step line; `framework` = megatron | nemo | hf | deepspeed |
+  torchtitan | lightning | jsonl) and `step` events (`code` = step number). A step whose loss
+  is nan/inf or whose `number of nan iterations` > 0 is a `warning` and adds a `nan` event.
+- `checkpoints` rows (`save_start | save_end | load_start | load_end | save_failed`) and
+  `checkpoint_save_start` / `checkpoint_save_end` / `checkpoint_load` events (`code` = step).
+  `save_failed` (NeMo `Removing unfinished checkpoint`) has a table row only: the event vocabulary
+  has no kind for it.
+- `train_start` (`code` start | fresh) and `train_end` (`code` intentional | done | stopped |
+  data_exhausted) events; `nan` events for DeepSpeed fp16 overflow skips (`code` overflow) and the
+  minimum-loss-scale abort (`code` loss_scale_min, error).
+
+Decisions:
+- Megatron timer blocks (`(min, max) time across ranks (ms):` and its variants) are claimed and
+  produce no event. The `save-checkpoint` / `load-checkpoint` timer's max time becomes
+  `duration_s` of the checkpoint row just before the block (save_end / load_end).
+  Otherwise a save_end/load_end row without a duration gets end ts - start ts of its start row.
+- HF Trainer log dicts carry no step. `step` is the tqdm `N/M [` on the same line when there is
+  one, else `resume_step + k * logging_steps` where k counts loss dicts since the last
+  `***** Running training *****` banner, `resume_step` is `Continuing training from global step N`
+  and `logging_steps` comes from a `logging_steps=` (TrainingArguments repr) anywhere in the file.
+  Without it logging_steps is taken as 1 and a warning is added.
+- NeMo ProgressPrinter: `step` is the printed `global_step` (else the printed iteration), both
+  0-based as printed; `total_steps` = printed maximum + 1.
+- Lightning bars: `step` = `global_step=` when the bar shows it, else epoch * total + n
+  (global batch index; `total_steps` null since the bar's total is per epoch).
+- `throughput` is in the framework's own unit: Megatron TFLOP/s/GPU, DeepSpeed samples/s,
+  torchtitan tokens/s per device (tps/wps), JSON `throughput`/`tps`/`tokens_per_sec`.
+- torchtitan `step_time_s` is derived from consecutive step-line stamps (seconds / steps).
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers.records import (
+    UTC_DT,
+    Extraction,
+    ParseContext,
+    empty_events,
+    empty_table,
+    events_frame,
+    table_frame,
+)
+from parsers.timestamps import epoch_seconds, iso
+
+NAME = "steps"
+EXCLUSIVE = False
+DESCRIPTION = ("Training step and checkpoint lines (Megatron-LM, NeMo, HF Trainer, DeepSpeed, "
+               "torchtitan, Lightning, JSON lines)")
+FORMATS = ("megatron", "nemo", "hf_trainer", "deepspeed", "torchtitan", "lightning", "jsonl")
+EXTRACTS = ("step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "train_start",
+            "train_end", "nan", "train_steps", "checkpoints")
+
+NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(?:inity)?)"
+STAMP = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
+
+# Framework logging prefixes, stripped from `body` to give the message the rules match on.
+PREFIX = (
+    r"^\s*(?:"
+    rf"\[(?P<bts>{STAMP})\](?: \[[A-Z]+\] \[[^\]]*\])?"  # Megatron [stamp] / DeepSpeed [stamp] [LVL] [f:l:fn]
+    r"|\[NeMo [A-Z] (?P<nts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<nrest>[^\]]*)\]"  # NeMo
+    r"|\[titan\] (?P<tts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - \S+ - [A-Z]+ -"  # torchtitan
+    r"|\[[A-Z]+\|[^\]]*\] (?P<hts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) >>"  # transformers
+    r"|(?P<mdy>\d\d/\d\d/\d{4} \d\d:\d\d:\d\d) - [A-Z]+ - [\w.]+ -"  # HF example scripts
+    r"|INFO:(?:[\w.]+:)?"  # Lightning rank-zero info
+    r")?\s*"
+    r"(?:\[Rank (?P<crank>\d+)\]\s*)?"
+)
+
+# Literal pre-filter: a line none of these occur in is not looked at further.
+KEYWORDS = [
+    "iteration", "checkpoint", "Checkpoint", "datetime:", "loss", "step", "Running training",
+    "train_runtime", "Training", "Num ", "Total ", "Number of", "Gradient Accumulation",
+    "Instantaneous", "Continuing training", "Will skip", "OVERFLOW", "overflow", "Epoch",
+    "memory (MB)", "load any checkpoints", "metadata file", "saving model to", "Restor",
+    "Loaded model", "Loading", "Saving", "Saved", "Loaded", "training ...", "Ran out of data",
+    "[GC]", "Trainer.fit", "across ranks", "RunningAvgSamplesPerSec", "time (ms)",
+    "zero partition", "Removing unfinished", "Removed checkpoint", "Checkpointing active",
+    "fresh start", "Validation", "Dumping", "Deleting older",
+]
+
+# Megatron timer blocks.
+TIMER_HEADER = r"^(?:\(min, max\) time|max time|times) across ranks \(ms\):\s*$"
+TIMER_MEMBER = (
+    r"^\s+(?:rank\s+\d+: (?P<rv>[\d.]+)"
+    r"|(?P<name>\S[^:]*?) ?\.*: (?:\((?P<mn>[\d.]+), (?P<mx>[\d.]+)\)|(?P<one>[\d.]+))"
+    r"|(?P<sub>[^\s:][^:]*):)\s*$"
+)
+
+REC_SCHEMA: dict[str, pl.DataType] = {
+    "line_no": pl.Int64, "message": pl.Utf8, "ts": UTC_DT, "ts_raw": pl.Utf8, "ts_quality": pl.Utf8,
+    "rank": pl.Int64, "kind": pl.Utf8, "severity": pl.Utf8, "code": pl.Utf8, "tbl": pl.Utf8,
+    "framework": pl.Utf8, "step": pl.Int64, "total_steps": pl.Int64, "step_time_s": pl.Float64,
+    "loss": pl.Float64, "grad_norm": pl.Float64, "skipped": pl.Int64, "nan_iters": pl.Int64,
+    "throughput": pl.Float64, "ck_event": pl.Utf8, "duration_s": pl.Float64, "path": pl.Utf8,
+    "detail": pl.Boolean, "ignore": pl.Boolean, "aux": pl.Utf8,
+}
+
+STEP_EVENT_KIND = {
+    "save_start": "checkpoint_save_start", "save_end": "checkpoint_save_end",
+    "load_start": "checkpoint_load", "load_end": "checkpoint_load",
+}
+
+_G = "_g"
+
+
+def g(name: str) -> pl.Expr:
+    """A named group of the rule's pattern."""
+    return pl.col(_G).struct.field(name)
+
+
+def fnum(e: pl.Expr) -> pl.Expr:
+    """Number text ('1,234', '2.3E+00', 'nan', 'inf') -> Float64."""
+    return e.str.replace_all(",", "").str.strip_chars("'\" ").cast(pl.Float64, strict=False)
+
+
+def epoch_ts(e: pl.Expr) -> pl.Expr:
+    """Epoch seconds (or milliseconds, when > 1e11) -> UTC; implausible values -> null."""
+    v = e.cast(pl.Float64, strict=False)
+    v = pl.when(v > 1e11).then(v / 1000.0).otherwise(v)
+    return epoch_seconds(pl.when(v.is_between(0.0, 1e11)).then(v))
+
+
+def inum(e: pl.Expr) -> pl.Expr:
+    return fnum(e).cast(pl.Int64, strict=False)
+
+
+def field(pattern: str) -> pl.Expr:
+    """First capture group of `pattern` anywhere in the message, as Float64."""
+    return fnum(pl.col("message_m").str.extract(pattern, 1))
+
+
+def step_from_path(col: str = "path") -> pl.Expr:
+    p = pl.col(col)
+    return pl.coalesce(
+        p.str.extract(r"global_step(\d+)", 1), p.str.extract(r"checkpoint-(\d+)", 1),
+        p.str.extract(r"step[=-](\d+)", 1), p.str.extract(r"iter_(\d+)", 1),
+    ).cast(pl.Int64, strict=False)
+
+
+def ckpt(event: str, fw: str, **extra: pl.Expr) -> dict[str, pl.Expr]:
+    out = {"tbl": pl.lit("ckpt"), "ck_event": pl.lit(event), "framework": pl.lit(fw)}
+    if event in STEP_EVENT_KIND:
+        out["kind"] = pl.lit(STEP_EVENT_KIND[event])
+    out.update(extra)
+    return out
+
+
+def ev(kind: str, code: str | pl.Expr, severity: str = "info", **extra: pl.Expr) -> dict[str, pl.Expr]:
+    out = {"kind": pl.lit(kind), "code": code if isinstance(code, pl.Expr) else pl.lit(code),
+           "severity": pl.lit(severity)}
+    out.update(extra)
+    return out
+
+
+IGNORE = {"ignore": pl.lit(True)}
+CLAIM: dict[str, pl.Expr] = {}  # claimed as part of a record, no row of its own
+
+
+def steprow(fw: str, **extra: pl.Expr) -> dict[str, pl.Expr]:
+    out = {"tbl": pl.lit("step"), "framework": pl.lit(fw)}
+    out.update(extra)
+    return out
+
+
+def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
+    """(pattern over the message, columns) in matching order; the first matching rule wins."""
+    mloss = pl.coalesce(field(rf"\|\s*lm loss:\s*({NUM})"), field(rf"\|\s*[^|:]*loss:\s*({NUM})"))
+    return [
+        # --- Megatron-LM
+        (r"^iteration\s+(?P<it>\d+)\s*/\s*(?P<tot>\d+)\s*\|", steprow(
+            "megatron", step=inum(g("it")), total_steps=inum(g("tot")),
+            step_time_s=field(rf"elapsed time per iteration \(ms\):\s*({NUM})") / 1000.0,
+            throughput=field(rf"throughput per GPU(?: \(TFLOP/s/GPU\))?:\s*({NUM})"),
+            loss=mloss, grad_norm=field(rf"grad norm:\s*({NUM})"),
+            skipped=field(r"number of skipped iterations:\s*(\d+)").cast(pl.Int64, strict=False),
+            nan_iters=field(r"number of nan iterations:\s*(\d+)").cast(pl.Int64, strict=False))),
+        (r"^saving checkpoint at iteration\s+(?P<step>\d+) to (?P<path>\S+)",
+         ckpt("save_start", "megatron", step=inum(g("step")), path=g("path"))),
+        (r"^successfully saved checkpoint (?:from|at) iteration\s+(?P<step>\d+) to (?P<path>\S+)",
+         ckpt("save_end", "megatron", step=inum(g("step")), path=g("path"))),
+        (r"^loading (?:distributed )?checkpoint from (?P<path>\S+) at iteration\s+(?P<step>\d+)",
+         ckpt("load_start", "megatron", step=inum(g("step")), path=g("path"))),
+        (r"^successfully loaded checkpoint from (?P<path>\S+)(?: \[[^\]]*\])? at iteration\s+(?P<step>\d+)",
+         ckpt("load_end", "megatron", step=inum(g("step")), path=g("path"))),
+        (r"^(?:WARNING: )?could not find the metadata file", {"aux": pl.lit("fresh1")}),
+        (r"^will not load any checkpoints", ev("train_start", "fresh", framework=pl.lit("megatron"))),
+        (rf"^\[(?P<phase>[^\]]+)\] datetime: (?P<pts>{STAMP})", {"aux": pl.lit("phase")}),
+        (r"^(?:\(after \d+ iterations\) )?memory \(MB\) \|", IGNORE),
+        (r"^training \.\.\.\s*$", IGNORE),
+        (r"^Non-persistent checkpoints scheduled for removal", IGNORE),
+        (TIMER_HEADER, {"aux": pl.lit("timer_header")}),
+        # --- NeMo
+        (r"^Training epoch (?P<ep>\d+), iteration (?P<it>\d+)/(?P<tot>\d+)", steprow(
+            "nemo",
+            step=pl.coalesce(field(rf"\|\s*global_step:\s*({NUM})"), fnum(g("it"))).cast(pl.Int64, strict=False),
+            total_steps=inum(g("tot")) + 1,
+            loss=pl.coalesce(field(rf"\|\s*reduced_train_loss:\s*({NUM})"),
+                             field(rf"\|\s*(?:train_loss|loss|lm_loss):\s*({NUM})")),
+            step_time_s=field(rf"\|\s*train_step_timing in s:\s*({NUM})"),
+            grad_norm=field(rf"\|\s*grad_norm:\s*({NUM})"))),
+        (r"^Validation: iteration", IGNORE),
+        (r"^Checkpoint save for step (?P<step>\d+) started at (?P<ep>\d+(?:\.\d+)?)",
+         ckpt("save_start", "nemo", step=inum(g("step")), aux=pl.lit("epoch:") + g("ep"))),
+        (r"^Scheduled async checkpoint save for (?P<path>\S+)",
+         ckpt("save_start", "nemo", path=g("path"), detail=pl.lit(True))),
+        (r"^Async checkpoint save for step (?P<step>\d+) \((?P<path>[^)]*)\) finalized successfully"
+         r"(?: at (?P<ep>\d+(?:\.\d+)?))?",
+         ckpt("save_end", "nemo", step=inum(g("step")), path=g("path"), aux=pl.lit("epoch:") + g("ep"))),
+        (r"^Removing unfinished (?:dist )?checkpoint: (?P<path>\S+)",
+         ckpt("save_failed", "nemo", path=g("path"), severity=pl.lit("warning"))),
+        (r"^Removed checkpoint: ", IGNORE),
+        # --- Lightning
+        (r"^Epoch (?P<ep>\d+), global step (?P<step>\d+): .*saving model to '(?P<path>[^']*)'",
+         ckpt("save_start", "lightning", step=inum(g("step")), path=g("path"))),
+        (r"^Epoch \d+, global step \d+: .* was not in top", IGNORE),
+        (r"^Restoring states from the checkpoint path at (?P<path>\S+)",
+         ckpt("load_start", "lightning", path=g("path"))),
+        (r"^(?:Restored all states from the checkpoint at|Loaded model weights from the checkpoint at)"
+         r" (?P<path>\S+)", ckpt("load_end", "lightning", path=g("path"))),
+        (r"^`Trainer\.fit` stopped: (?P<why>.*)$",
+         ev("train_end", pl.when(g("why").str.contains("reached")).then(pl.lit("done")).otherwise(pl.lit("stopped")),
+            framework=pl.lit("lightning"))),
+        (r"^Epoch (?P<ep>\d+):(?: :)?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+) \[(?P<inner>[^\]]*)\]",
+         steprow("lightning", aux=pl.lit("bar"))),
+        (r"^(?:Validation|Validating|Sanity Checking|Testing|Predicting)(?: DataLoader \d+)?:.*%\|", IGNORE),
+        # --- Hugging Face Trainer
+        (r"^\*{5} Running training \*{5}", ev("train_start", "start", framework=pl.lit("hf"), aux=pl.lit("banner"))),
+        (r"^Continuing training from global step (?P<step>\d+)",
+         ckpt("load_end", "hf", step=inum(g("step")), aux=pl.lit("resume"))),
+        (r"^(?:Num examples|Num Epochs|Instantaneous batch size per device|Training with DataParallel"
+         r"|Total train batch size|Gradient Accumulation steps|Total optimization steps"
+         r"|Number of trainable parameters|Continuing training from|Will skip the first"
+         r"|Num update steps per epoch) ", {"aux": pl.lit("banner_kv")}),
+        (r"^\{'[^']*': .*'train_runtime': |^\{'train_runtime': ",
+         ev("train_end", "done", framework=pl.lit("hf"))),
+        (r"^\{'eval_", IGNORE),
+        (r"^\{'[^']*'.*'loss': |^\{'loss': ", steprow(
+            "hf", aux=pl.lit("hfdict"),
+            loss=field(rf"'loss': '?({NUM})"), grad_norm=field(rf"'grad_norm': '?({NUM})"),
+            step=field(r"(\d+)/\d+ \[").cast(pl.Int64, strict=False), total_steps=field(r"\d+/(\d+) \[").cast(pl.Int64, strict=False))),
+        (r"^Training completed\. Do not forget", ev("train_end", "done", framework=pl.lit("hf"))),
+        (r"^Saving model checkpoint to (?P<path>\S+?)\.?\s*$",
+         ckpt("save_start", "hf", path=g("path"))),
+        (r"^Deleting older checkpoint", IGNORE),
+        (r"^Loading model from (?P<path>\S+?)\.?\s*$", ckpt("load_start", "hf", path=g("path"))),
+        # --- DeepSpeed
+        (r"^step=(?P<step>\d+), skipped=(?P<sk>\d+)",
+         steprow("deepspeed", step=inum(g("step")), skipped=inum(g("sk")))),
+        (rf"^epoch=\d+/micro_step=\d+/global_step=(?P<step>\d+), RunningAvgSamplesPerSec=(?P<avg>{NUM})"
+         rf"(?:, CurrSamplesPerSec=(?P<cur>{NUM}))?",
+         steprow("deepspeed", step=inum(g("step")), throughput=pl.coalesce(fnum(g("cur")), fnum(g("avg"))))),
+        (rf"^steps: (?P<step>\d+) loss: (?P<loss>{NUM}) iter time \(s\): (?P<t>{NUM})"
+         rf"(?: samples/sec: (?P<sps>{NUM}))?",
+         steprow("deepspeed", step=inum(g("step")), loss=fnum(g("loss")), step_time_s=fnum(g("t")),
+                 throughput=fnum(g("sps")))),
+        (r"^time \(ms\) \|", IGNORE),
+        (r"^(?:\[deepspeed\] )?(?:OVERFLOW! Rank \d+ Skipping step|fp16 dynamic loss scale overflow! Skipping step)",
+         ev("nan", "overflow", "warning", framework=pl.lit("deepspeed"))),
+        (r"^(?:\w+: )?Current loss scale already at minimum",
+         ev("nan", "loss_scale_min", "error", framework=pl.lit("deepspeed"))),
+        (r"^(?:\[Torch\] )?Checkpoint (?P<tag>\S+) is (?:about to be saved|begin to save)!",
+         ckpt("save_start", "deepspeed", path=pl.lit(None, pl.Utf8), aux=g("tag"))),
+        (r"^(?:\[Torch\] )?Checkpoint (?P<tag>\S+) is ready now!",
+         ckpt("save_end", "deepspeed", aux=g("tag"))),
+        (r"^Saving model checkpoint: (?P<path>\S+)",
+         ckpt("save_start", "deepspeed", path=g("path").str.replace(r"/[^/]*\.pt$", ""), detail=pl.lit(True))),
+        (r"^\[Torch\] (?:Begin Load|Loading) checkpoint from (?P<path>\S+?)\.*$",
+         ckpt("load_start", "deepspeed", path=g("path"))),
+        (r"^\[Torch\] (?:End Load|Loaded) checkpoint from (?P<path>\S+?)\.*$",
+         ckpt("load_end", "deepspeed", path=g("path"))),
+        (r"^\[Torch\] (?:Saving|Saved) ", CLAIM),
+        (r"^loading \d+ zero partition checkpoints for rank", IGNORE),
+        # --- torchtitan
+        (rf"^step:\s*(?P<step>\d+)\s+loss:\s*(?P<loss>{NUM})", steprow(
+            "torchtitan", step=inum(g("step")), loss=fnum(g("loss")),
+            grad_norm=field(rf"grad_norm:\s*({NUM})"),
+            throughput=field(r"\b(?:tps|wps):\s*(\d[\d,]*(?:\.\d+)?)"))),
+        (r"^validate step:", IGNORE),
+        (r"^(?:Saving|Staging) the checkpoint(?: \(or staging if async is enabled\))?\.",
+         ckpt("save_start", "torchtitan")),
+        (r"^Saving a .*checkpoint.* at last step, step (?P<step>\d+)",
+         ckpt("save_start", "torchtitan", step=inum(g("step")))),
+        (rf"^Finished (?:saving|staging) the checkpoint(?: \(or staging if async is enabled\))? in (?P<d>{NUM}) seconds",
+         ckpt("save_end", "torchtitan", duration_s=fnum(g("d")))),
+        (r"^Loading the checkpoint at step (?P<step>\d+)",
+         ckpt("load_start", "torchtitan", step=inum(g("step")))),
+        (r"^Loading the checkpoint from (?P<path>\S+?)\.?\s*$", ckpt("load_start", "torchtitan", path=g("path"))),
+        (rf"^Finished loading the checkpoint in (?P<d>{NUM}) seconds",
+         ckpt("load_end", "torchtitan", duration_s=fnum(g("d")))),
+        (r"^Training starts at step (?P<step>\d+)", ev("train_start", "start", framework=pl.lit("torchtitan"))),
+        (r"^No checkpoint was provided, this is a fresh start",
+         ev("train_start", "fresh", framework=pl.lit("torchtitan"))),
+        (r"^Ran out of data; last step was canceled",
+         ev("train_end", "data_exhausted", "warning", framework=pl.lit("torchtitan"))),
+        (r"^(?:\[GC\] |Checkpointing active|Dumping profiler traces|Dumping memory snapshot)", IGNORE),
+        # --- JSON lines
+        (r"^\{\s*\"[^\"]*\"\s*:.*\"(?:step|iteration|global_step|iter)\"\s*:\s*\d|^\{\s*\"(?:step|iteration|global_step|iter)\"\s*:\s*\d",
+         steprow("jsonl", aux=pl.lit("json"))),
+    ]
+
+
+RULES = _rules()
+# All rule patterns in one regex: `r<i>` is the group of rule i (inner named groups made non-capturing);
+# leftmost-first alternation picks the first rule that matches, as the rule order intends.
+DISPATCH = "^(?:" + "|".join(f"(?P<r{i}>{re.sub(r'[(][?]P<[A-Za-z_]+>', '(?:', p)})"
+                             for i, (p, _) in enumerate(RULES)) + ")"
+
+
+def sniff(head: str) -> float:
+    strong = (
+        r"^\s*(?:\[[^\]]*\] )?iteration\s+\d+/\s*\d+ \|", r"\[NeMo [IWEDC] ", r"^\{'loss': ",
+        r"\*{5} Running training \*{5}", r"RunningAvgSamplesPerSec=", r"steps: \d+ loss: .* iter time",
+        r"\[titan\] .* step:\s*\d+\s+loss:", r"^Epoch \d+:.*\d+/\d+ \[", r"Training epoch \d+, iteration \d+/",
+        r"^\{\"(?:step|iteration|global_step)\"\s*:", r"step=\d+, skipped=\d+",
+    )
+    weak = (
+        r"saving checkpoint at iteration", r"successfully saved checkpoint", r"Saving model checkpoint",
+        r"Checkpoint \S+ is (?:about to be saved|begin to save|ready now)!", r"across ranks \(ms\):",
+        r"Finished saving the checkpoint", r"Checkpoint save for step \d+", r"\[titan\]",
+        r"^\[[^\]]+\] datetime: \d{4}-", r"will not load any checkpoints",
+    )
+    if any(re.search(p, head, re.M) for p in strong):
+        return 0.9
+    if any(re.search(p, head, re.M) for p in weak):
+        return 0.5
+    return 0.0
+
+
+def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Candidates: message (prefix stripped), stamp, rank."""
+    cand = lines.filter(pl.col("body").str.contains_any(KEYWORDS))
+    p = pl.col("body").str.extract_groups(PREFIX)
+    mdy = p.struct.field("mdy").str.extract_groups(r"^(\d\d)/(\d\d)/(\d{4}) (.*)$")
+    mdy_iso = pl.concat_str([mdy.struct.field("3"), pl.lit("-"), mdy.struct.field("1"), pl.lit("-"),
+                             mdy.struct.field("2"), pl.lit(" "), mdy.struct.field("4")])
+    raw = pl.coalesce(p.struct.field("bts"), p.struct.field("nts"), p.struct.field("tts"),
+                      p.struct.field("hts"), mdy_iso)
+    rank_hint = pl.lit(ctx.rank_hint, dtype=pl.Int64)
+    return cand.with_columns(
+        pl.col("body").str.replace(PREFIX, "").str.strip_chars_end().alias("message_m"),
+        raw.alias("_raw"),
+        pl.coalesce(p.struct.field("crank").cast(pl.Int64, strict=False),
+                    p.struct.field("nrest").str.extract(r"rank:(\d+)", 1).cast(pl.Int64, strict=False),
+                    pl.col("prefix_rank"), rank_hint).alias("rank"),
+    ).with_columns(iso(pl.col("_raw"), ctx.tz).alias("_ts"))
+
+
+def _match_rules(cand: pl.DataFrame) -> pl.DataFrame:
+    """Tag each candidate with the first rule whose pattern matches, then build each rule's columns."""
+    if cand.is_empty():
+        return pl.DataFrame()
+    d = pl.col("_d")
+    which = pl.coalesce([pl.when(d.struct.field(f"r{i}").is_not_null()).then(pl.lit(i, pl.Int32))
+                         for i in range(len(RULES))])
+    tagged = (cand.with_columns(pl.col("message_m").str.extract_groups(DISPATCH).alias("_d"))
+              .with_columns(which.alias("_rule")).drop("_d").filter(pl.col("_rule").is_not_null()))
+    out = []
+    for (idx,), sub in tagged.partition_by("_rule", as_dict=True, maintain_order=True).items():
+        pattern, cols = RULES[int(idx)]
+        sub = sub.with_columns(pl.col("message_m").str.extract_groups(pattern).alias(_G))
+        sub = sub.with_columns(**cols)
+        out.append(sub.select(["line_no", "body", "message_m", "rank", "_ts", "_raw", "prefix_ts", *cols.keys()]))
+    if not out:
+        return pl.DataFrame()
+    return pl.concat(out, how="diagonal_relaxed")
+
+
+def _finish_rows(m: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Phase stamps, epoch stamps, JSON and bar fields; final ts and schema."""
+    for c, dt in REC_SCHEMA.items():
+        if c not in m.columns and c != "message" and c not in ("ts", "ts_raw", "ts_quality"):
+            m = m.with_columns(pl.lit(None, dtype=dt).alias(c))
+    msg = pl.col("message_m")
+    aux = pl.col("aux").fill_null("")
+    # Megatron phase stamps
+    phase = msg.str.extract(r"^\[([^\]]+)\] datetime:", 1)
+    pts_raw = msg.str.extract(rf"\] datetime: ({STAMP})", 1)
+    m = m.with_columns(
+        pl.when(aux == "phase").then(
+            pl.when(phase.str.starts_with("exiting program")).then(pl.lit("train_end"))
+            .when(phase == "after training is done").then(pl.lit("train_end"))
+            .when(phase == "before the start of training step").then(pl.lit("train_start")))
+        .otherwise(pl.col("kind")).alias("kind"),
+        pl.when(aux == "phase").then(
+            pl.when(phase.str.starts_with("exiting program")).then(pl.lit("intentional"))
+            .when(phase == "after training is done").then(pl.lit("done"))
+            .when(phase == "before the start of training step").then(pl.lit("start")))
+        .otherwise(pl.col("code")).alias("code"),
+        pl.when(aux == "phase").then(pl.lit("megatron")).otherwise(pl.col("framework")).alias("framework"),
+    ).with_columns(
+        pl.when((aux == "phase") & pl.col("kind").is_null()).then(pl.lit(True))
+        .otherwise(pl.col("ignore")).alias("ignore"),
+    )
+    # JSON lines
+    jkey = msg.str.extract(r"\"(?:step|global_step|iteration|iter)\"\s*:\s*(\d+)", 1)
+    jts = msg.str.extract(r"\"(?:timestamp|time|ts)\"\s*:\s*(\"[^\"]*\"|[-+0-9.eE]+)", 1)
+    jts_num = jts.cast(pl.Float64, strict=False)
+    jts_val = pl.when(jts_num.is_not_null()).then(epoch_ts(jts_num)).otherwise(
+        iso(jts.str.strip_chars("\""), ctx.tz))
+    jnum = lambda keys: fnum(msg.str.extract(rf"\"(?:{keys})\"\s*:\s*\"?({NUM}|Infinity|-Infinity)", 1))  # noqa: E731
+    is_json = aux == "json"
+    # Lightning bars
+    inner = msg.str.extract(r"\| *\d+/\d+ \[([^\]]*)\]", 1)
+    rate = inner.str.extract_groups(rf"({NUM})(it/s|s/it)")
+    bar_gs = fnum(inner.str.extract(rf"\bglobal_step=({NUM})", 1))
+    bar = msg.str.extract_groups(r"^Epoch (\d+):(?: :)?\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
+    is_bar = aux == "bar"
+    # epoch-seconds stamps in NeMo checkpoint lines
+    ep_raw = pl.when(aux.str.starts_with("epoch:")).then(aux.str.slice(6)).otherwise(None)
+    m = m.with_columns(
+        pl.when(is_json).then(inum(jkey)).when(is_bar).then(
+            pl.coalesce(bar_gs.cast(pl.Int64, strict=False),
+                        inum(bar.struct.field("1")) * inum(bar.struct.field("3")) + inum(bar.struct.field("2"))))
+        .otherwise(pl.col("step")).alias("step"),
+        pl.when(is_json).then(pl.coalesce(jnum("loss|train_loss|train/loss|lm_loss|lm loss"), pl.col("loss")))
+        .when(is_bar).then(fnum(inner.str.extract(
+            rf"\b(?:reduced_train_loss|train_loss_step|train_loss|loss)=({NUM})", 1)))
+        .otherwise(pl.col("loss")).alias("loss"),
+        pl.when(is_json).then(jnum("grad_norm|grad-norm|train/grad_norm"))
+        .otherwise(pl.col("grad_norm")).alias("grad_norm"),
+        pl.when(is_json).then(pl.coalesce(
+            jnum("step_time|iter_time|step_time_s|time_per_step|iteration_time"),
+            jnum("elapsed_ms|step_time_ms|iter_time_ms|elapsed_time_per_iteration_ms") / 1000.0))
+        .when(is_bar).then(pl.coalesce(
+            fnum(inner.str.extract(rf"train_step_timing in s=({NUM})", 1)),
+            pl.when(rate.struct.field("2") == "s/it").then(fnum(rate.struct.field("1")))
+            .when(fnum(rate.struct.field("1")) > 0).then(1.0 / fnum(rate.struct.field("1")))))
+        .otherwise(pl.col("step_time_s")).alias("step_time_s"),
+        pl.when(is_json).then(jnum("throughput|tps|tokens_per_sec|tokens_per_second|samples_per_sec"))
+        .otherwise(pl.col("throughput")).alias("throughput"),
+        pl.when(is_json).then(jnum("total_steps|max_steps|train_iters").cast(pl.Int64, strict=False))
+        .otherwise(pl.col("total_steps")).alias("total_steps"),
+        # stamp fallbacks: phase datetime, JSON time, NeMo epoch seconds, mpirun stamp
+        pl.coalesce(pl.col("_ts"), pl.when(aux == "phase").then(iso(pts_raw, ctx.tz)),
+                    pl.when(is_json).then(jts_val), epoch_ts(ep_raw),
+                    iso(pl.col("prefix_ts"), ctx.tz)).alias("ts"),
+        pl.coalesce(pl.col("_raw"), pl.when(aux == "phase").then(pts_raw),
+                    pl.when(is_json).then(jts.str.strip_chars("\"")), ep_raw, pl.col("prefix_ts")).alias("ts_raw"),
+    )
+    return m.with_columns(
+        pl.when(pl.col("ts").is_null()).then(pl.lit("missing")).otherwise(pl.lit("exact")).alias("ts_quality"),
+        pl.col("body").alias("message"),
+    )
+
+
+def _timers(lines: pl.DataFrame, m: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Member lines of timer blocks (claimed) and the save/load-checkpoint durations."""
+    headers = m.filter(pl.col("aux") == "timer_header").select("line_no") if "aux" in m.columns else None
+    empty = pl.DataFrame(schema={"line_no": pl.Int64, "name": pl.Utf8, "dur_s": pl.Float64})
+    if headers is None or headers.is_empty():
+        return pl.DataFrame(schema={"line_no": pl.Int64}), empty
+    hdr = set(headers["line_no"].to_list())
+    f = lines.select("line_no", "body").with_columns(
+        pl.col("line_no").is_in(list(hdr)).alias("_hdr"),
+        (pl.col("body").str.starts_with(" ") & pl.col("body").str.contains(TIMER_MEMBER)).alias("_mem"),
+    ).filter(pl.col("_hdr") | pl.col("_mem"))
+    # block = run of members directly after a header (consecutive line numbers)
+    f = f.sort("line_no").with_columns(
+        ((pl.col("line_no") != pl.col("line_no").shift(1) + 1) | pl.col("_hdr")).fill_null(True).cum_sum().alias("_run"),
+    )
+    starts = f.group_by("_run").agg(pl.col("_hdr").first().alias("_ok"))
+    f = f.join(starts, on="_run").filter(pl.col("_ok") & pl.col("_mem"))
+    mem = f.with_columns(pl.col("body").str.extract_groups(TIMER_MEMBER).alias(_G)).with_columns(
+        pl.coalesce(g("name"), g("sub")).str.strip_chars().alias("name"),
+        pl.coalesce(fnum(g("mx")), fnum(g("one")), fnum(g("rv"))).alias("val"),
+    ).sort("line_no").with_columns(pl.col("name").forward_fill().over("_run"))
+    dur = (mem.filter(pl.col("name").is_in(["save-checkpoint", "load-checkpoint"]) & pl.col("val").is_not_null())
+           .group_by("_run", "name").agg(pl.col("line_no").min(), (pl.col("val").max() / 1000.0).alias("dur_s"))
+           .select("line_no", "name", "dur_s").sort("line_no"))
+    return mem.select("line_no"), dur
+
+
+def _hf_steps(m: pl.DataFrame, lines: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    aux = pl.col("aux").fill_null("")
+    if m.filter(aux == "hfdict").is_empty():
+        return m
+    ls_hit = lines.filter(pl.col("body").str.contains("logging_steps=", literal=True))
+    ls_txt = ls_hit["body"].str.extract(r"logging_steps=(\d+(?:\.\d+)?)", 1).drop_nulls()
+    tot_txt = m.filter(aux == "banner_kv")["message_m"].str.extract(r"^Total optimization steps = ([\d,]+)", 1)
+    tot_digits = tot_txt.drop_nulls().str.replace_all(",", "")
+    total = int(tot_digits[0]) if tot_digits.len() and len(tot_digits[0]) <= 15 else None
+    logging_steps = 1
+    if ls_txt.len() and 0 < float(ls_txt[0]) < 1e9:
+        v = float(ls_txt[0])
+        if v >= 1:
+            logging_steps = int(v)
+        elif total:
+            logging_steps = max(1, int(-(-v * total // 1)))
+        else:
+            warnings.append("steps: hf logging_steps is a ratio and the total is unknown; step = count of loss dicts")
+    else:
+        warnings.append("steps: hf logging_steps unknown; step = resume step + count of loss dicts")
+    seq = m.filter(aux.is_in(["hfdict", "banner", "resume"])).select("line_no", "aux", "step").sort("line_no")
+    seq = seq.with_columns((pl.col("aux") == "banner").cum_sum().alias("_seg")).with_columns(
+        pl.when(pl.col("aux") == "resume").then(pl.col("step")).forward_fill().over("_seg").fill_null(0).alias("_base"),
+        (pl.col("aux") == "hfdict").cast(pl.Int64, strict=False).cum_sum().over("_seg").alias("_k"),
+    ).filter(pl.col("aux") == "hfdict").select(
+        "line_no", (pl.col("_base") + pl.col("_k") * logging_steps).alias("_dstep"))
+    return m.join(seq, on="line_no", how="left").with_columns(
+        pl.coalesce("step", "_dstep").alias("step"),
+        pl.when(aux == "hfdict").then(pl.coalesce("total_steps", pl.lit(total, pl.Int64)))
+        .otherwise(pl.col("total_steps")).alias("total_steps"),
+    ).drop("_dstep")
+
+
+def _torchtitan_times(steps: pl.DataFrame) -> pl.DataFrame:
+    tt = pl.col("framework") == "torchtitan"
+    s = steps.sort("line_no")
+    prev_ts = pl.col("ts").shift(1).over("framework")
+    prev_step = pl.col("step").shift(1).over("framework")
+    dt = (pl.col("ts") - prev_ts).dt.total_microseconds() / 1e6
+    ds = pl.col("step") - prev_step
+    return s.with_columns(
+        pl.when(tt & pl.col("step_time_s").is_null() & (ds > 0) & (dt >= 0))
+        .then(dt / ds).otherwise(pl.col("step_time_s")).alias("step_time_s"))
+
+
+def _checkpoints(ck: pl.DataFrame, steps: pl.DataFrame, dur: pl.DataFrame) -> pl.DataFrame:
+    """Merge detail lines into their start rows; fill step, path and duration."""
+    if ck.is_empty():
+        return ck
+    ck = ck.sort("line_no").with_columns(pl.col("detail").fill_null(False))
+    # DeepSpeed tag -> step
+    ck = ck.with_columns(pl.coalesce(
+        pl.col("step"),
+        pl.when(pl.col("framework") == "deepspeed").then(
+            pl.col("aux").str.extract(r"(\d+)$", 1).cast(pl.Int64, strict=False)),
+        step_from_path()).alias("step"))
+    # detail rows (path only) fold into the nearest earlier start row of the same framework
+    det = ck.filter(pl.col("detail"))
+    main = ck.filter(~pl.col("detail"))
+    if not det.is_empty():
+        starts = main.filter(pl.col("ck_event") == "save_start").select(
+            pl.col("line_no").alias("_sline"), "framework", pl.col("line_no").alias("_key"))
+        j = det.join_asof(starts, left_on="line_no", right_on="_key", by="framework", strategy="backward", check_sortedness=False)
+        j = j.with_columns(((pl.col("line_no") - pl.col("_sline")) <= 50).fill_null(False).alias("_fold"))
+        fold = j.filter(pl.col("_fold")).group_by("_sline").agg(pl.col("path").first().alias("_dpath"),
+                                                                pl.col("step").first().alias("_dstep"))
+        main = main.join(fold, left_on="line_no", right_on="_sline", how="left").with_columns(
+            pl.coalesce("path", "_dpath").alias("path"), pl.coalesce("step", "_dstep").alias("step"),
+        ).drop("_dpath", "_dstep")
+        own = j.filter(~pl.col("_fold")).drop("_sline", "_key", "_fold")
+        main = pl.concat([main, own], how="diagonal_relaxed").sort("line_no")
+    # torchtitan save/load rows without a step: last step logged before them
+    if not steps.is_empty():
+        last = steps.filter(pl.col("framework") == "torchtitan").select(
+            pl.col("line_no").alias("_k"), pl.col("step").alias("_last")).sort("_k")
+        if not last.is_empty():
+            main = main.join_asof(last, left_on="line_no", right_on="_k", strategy="backward", check_sortedness=False).with_columns(
+                pl.when((pl.col("framework") == "torchtitan") & (pl.col("ck_event") == "save_start"))
+                .then(pl.coalesce("step", "_last")).otherwise(pl.col("step")).alias("step"),
+            ).drop("_k", "_last")
+    # Megatron save-/load-checkpoint timers -> duration of the row just before the block
+    if not dur.is_empty():
+        prev = main.select(pl.col("line_no").alias("_cl"), pl.col("ck_event").alias("_ce"),
+                           pl.col("line_no").alias("_k")).sort("_k")
+        d = dur.join_asof(prev, left_on="line_no", right_on="_k", strategy="backward", check_sortedness=False).filter(
+            ((pl.col("name") == "save-checkpoint") & (pl.col("_ce") == "save_end"))
+            | ((pl.col("name") == "load-checkpoint") & (pl.col("_ce") == "load_end"))
+        ).select(pl.col("_cl").alias("line_no"), "dur_s").unique("line_no", keep="first")
+        main = main.join(d, on="line_no", how="left").with_columns(
+            pl.coalesce("duration_s", "dur_s").alias("duration_s")).drop("dur_s")
+    # end rows: step/path from, and duration against, the nearest earlier start of the same framework
+    for end, start in (("save_end", "save_start"), ("load_end", "load_start")):
+        st = main.filter(pl.col("ck_event") == start).select(
+            pl.col("line_no").alias("_k"), "framework", pl.col("ts").alias("_sts"),
+            pl.col("step").alias("_sstep"), pl.col("path").alias("_spath")).sort("_k")
+        if st.is_empty():
+            continue
+        main = main.sort("line_no").join_asof(st, left_on="line_no", right_on="_k", by="framework",
+                                              strategy="backward", check_sortedness=False)
+        is_end = pl.col("ck_event") == end
+        same = pl.col("step").is_null() | pl.col("_sstep").is_null() | (pl.col("step") == pl.col("_sstep"))
+        secs = (pl.col("ts") - pl.col("_sts")).dt.total_microseconds() / 1e6
+        main = main.with_columns(
+            pl.when(is_end & same).then(pl.coalesce("step", "_sstep")).otherwise(pl.col("step")).alias("step"),
+            pl.when(is_end & same).then(pl.coalesce("path", "_spath")).otherwise(pl.col("path")).alias("path"),
+            pl.when(is_end & same & pl.col("duration_s").is_null() & (secs >= 0)).then(secs)
+            .otherwise(pl.col("duration_s")).alias("duration_s"),
+        ).drop("_k", "_sts", "_sstep", "_spath")
+    return main.sort("line_no")
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    warnings: list[str] = []
+    empty = Extraction(events=empty_events(),
+                       tables={"train_steps": empty_table("train_steps"), "checkpoints": empty_table("checkpoints")})
+    if lines.is_empty():
+        return empty
+    cand = _prepare(lines, ctx)
+    m = _match_rules(cand)
+    if m.is_empty():
+        return empty
+    m = _finish_rows(m, ctx)
+    # Megatron fresh start: the metadata-file warning belongs to the following 'will not load' line
+    aux = pl.col("aux").fill_null("")
+    fresh2 = set(m.filter((pl.col("kind") == "train_start") & (pl.col("code") == "fresh")
+                          & (pl.col("framework") == "megatron"))["line_no"].to_list())
+    f1 = m.filter(aux == "fresh1")["line_no"].to_list()
+    lone = [n for n in f1 if not any((n + k) in fresh2 for k in (1, 2, 3))]
+    m = m.with_columns(
+        pl.when(pl.col("line_no").is_in(lone)).then(pl.lit("train_start")).otherwise(pl.col("kind")).alias("kind"),
+        pl.when(pl.col("line_no").is_in(lone)).then(pl.lit("fresh")).otherwise(pl.col("code")).alias("code"),
+        pl.when(pl.col("line_no").is_in(lone)).then(pl.lit("megatron")).otherwise(pl.col("framework")).alias("framework"),
+    )
+    m = _hf_steps(m, lines, warnings)
+    timer_lines, dur = _timers(lines, m)
+    host = pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host")
+
+    # train_steps
+    steps = m.filter((pl.col("tbl") == "step") & pl.col("step").is_not_null()).with_columns(host)
+    steps = _torchtitan_times(steps) if not steps.is_empty() else steps
+    bad = (pl.col("loss").is_nan() | pl.col("loss").is_infinite()).fill_null(False) | (
+        pl.col("nan_iters") > 0).fill_null(False)
+    steps = steps.with_columns(bad.alias("_bad"))
+    step_events = steps.with_columns(
+        pl.lit("step").alias("kind"), pl.col("step").cast(pl.Utf8).alias("code"),
+        pl.when(pl.col("_bad")).then(pl.lit("warning")).otherwise(pl.lit("info")).alias("severity"))
+    nan_events = steps.filter(pl.col("_bad")).with_columns(
+        pl.lit("nan").alias("kind"), pl.col("step").cast(pl.Utf8).alias("code"), pl.lit("warning").alias("severity"))
+
+    # checkpoints
+    ck = _checkpoints(m.filter(pl.col("tbl") == "ckpt").with_columns(host), steps, dur)
+    ck_events = ck.filter(pl.col("kind").is_not_null()).with_columns(
+        pl.col("step").cast(pl.Utf8).alias("code"), pl.col("severity").fill_null("info"))
+    other = m.filter(pl.col("kind").is_not_null() & pl.col("tbl").is_null()).with_columns(
+        host, pl.col("severity").fill_null("info"))
+    parts = [events_frame(x.with_columns(pl.lit(NAME).alias("source")))
+             for x in (step_events, nan_events, ck_events, other) if not x.is_empty()]
+    events = pl.concat(parts).sort("line_no", "kind") if parts else empty_events()
+
+    ignored = m.filter(pl.col("ignore").fill_null(False))["line_no"]
+    claimed_rule = m.filter(~pl.col("ignore").fill_null(False))["line_no"]
+    claimed = pl.concat([claimed_rule, timer_lines["line_no"]]).unique().sort()
+    ignored = ignored.filter(~ignored.is_in(claimed.implode())).unique().sort()
+    return Extraction(
+        events=events,
+        tables={"train_steps": table_frame("train_steps", steps), "checkpoints": table_frame(
+            "checkpoints", ck.rename({"ck_event": "event"}) if "ck_event" in ck.columns else ck)},
+        claimed=claimed.alias("line_no").cast(pl.Int64, strict=False),
+        ignored=ignored.alias("line_no").cast(pl.Int64, strict=False),
+        warnings=warnings,
+    )

@@ -1,0 +1,487 @@
+"""parsers.steps: one test per format variant of shared/reference/step_logs.md, plus properties."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parsers import steps
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "steps"
+
+
+def frame(text: str) -> pl.DataFrame:
+    return with_body(decode_lines(text.encode()).lines)
+
+
+def parse(text: str, **ctx: object) -> Extraction:
+    return steps.parse(frame(text), ParseContext(path="job/train.log", **ctx))  # type: ignore[arg-type]
+
+
+def fixture(name: str, **ctx: object) -> Extraction:
+    return parse((FIXTURES / name).read_text(encoding="utf-8"), **ctx)
+
+
+def utc(*a: int) -> datetime:
+    return datetime(*a, tzinfo=UTC)
+
+
+def rows(x: Extraction, table: str) -> list[dict]:
+    return x.tables[table].to_dicts()
+
+
+def kinds(x: Extraction) -> list[tuple[int, str, str | None]]:
+    return [(r["line_no"], r["kind"], r["code"]) for r in x.events.to_dicts()]
+
+
+def check_shape(x: Extraction, n_lines: int) -> None:
+    assert x.events.schema == pl.Schema(EVENT_SCHEMA)
+    for name in ("train_steps", "checkpoints"):
+        assert x.tables[name].schema == pl.Schema(TABLE_SCHEMAS[name])
+    claimed, ignored = set(x.claimed.to_list()), set(x.ignored.to_list())
+    assert not claimed & ignored
+    assert claimed | ignored <= set(range(1, n_lines + 1))
+    assert set(x.events["line_no"].to_list()) <= claimed
+    assert (x.events["source"] == "steps").all()
+
+
+# --------------------------------------------------------------------------- Megatron-LM
+
+def test_megatron_iteration_current() -> None:
+    x = fixture("megatron_iteration_current.log", host_hint="node-3")
+    check_shape(x, 6)
+    s = rows(x, "train_steps")
+    assert [r["line_no"] for r in s] == [1, 6]
+    r = s[0]
+    assert r["framework"] == "megatron" and r["step"] == 100 and r["total_steps"] == 500000
+    assert r["ts"] == utc(2026, 8, 22, 15, 22, 22, 123456)
+    assert r["step_time_s"] == pytest.approx(1.2345)
+    assert r["loss"] == pytest.approx(2.345678)
+    assert r["grad_norm"] == pytest.approx(0.567)
+    assert r["throughput"] == pytest.approx(400.1)
+    assert (r["skipped"], r["nan_iters"], r["host"]) == (0, 0, "node-3")
+    # lm loss is taken before another loss printed after it
+    assert s[1]["loss"] == pytest.approx(2.301234) and s[1]["step"] == 200
+    ev = x.events.filter(pl.col("line_no") == 1).row(0, named=True)
+    assert (ev["kind"], ev["code"], ev["severity"], ev["ts_quality"]) == ("step", "100", "info", "exact")
+    assert ev["ts_raw"] == "2026-08-22 15:22:22.123456"
+    assert ev["message"].startswith(" [2026-08-22 15:22:22.123456] iteration")
+    # memory report ignored, timer block claimed without events
+    assert x.ignored.to_list() == [2]
+    assert {3, 4, 5} <= set(x.claimed.to_list())
+    assert x.events["line_no"].to_list() == [1, 6]
+
+
+def test_megatron_iteration_r08_seconds_stamp_and_first_loss() -> None:
+    x = fixture("megatron_iteration_r08.log")
+    r = rows(x, "train_steps")[0]
+    assert r["ts"] == utc(2024, 6, 1, 10, 0, 0)
+    assert r["step"] == 10 and r["step_time_s"] == pytest.approx(0.98)
+    assert r["loss"] == pytest.approx(7.123456)  # lm loss preferred over load_balancing_loss
+
+
+def test_megatron_first_loss_when_no_lm_loss() -> None:
+    x = parse(" iteration        5/      10 | elapsed time per iteration (ms): 100.0 | mtp_1 loss: 3.500000E+00 |"
+              " loss scale: 1.0 |\n")
+    assert rows(x, "train_steps")[0]["loss"] == pytest.approx(3.5)
+
+
+def test_megatron_iteration_no_timestamp_old() -> None:
+    x = fixture("megatron_iteration_no_timestamp_old.log")
+    check_shape(x, 2)
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["total_steps"], r["skipped"], r["nan_iters"]) for r in s] == [(50, 2000, 1, 0),
+                                                                                        (100, 2000, 2, 5)]
+    assert s[0]["ts"] is None and s[0]["step_time_s"] == pytest.approx(1.5002)
+    assert math.isnan(s[1]["loss"])
+    assert kinds(x) == [(1, "step", "50"), (2, "nan", "100"), (2, "step", "100")]
+    ev = x.events.to_dicts()
+    assert ev[0]["ts_quality"] == "missing" and ev[0]["ts"] is None
+    assert ev[2]["severity"] == "warning" and ev[1]["severity"] == "warning"
+
+
+def test_megatron_checkpoint_save_with_timer() -> None:
+    x = fixture("megatron_checkpoint_save_with_timer.log")
+    check_shape(x, 4)
+    c = rows(x, "checkpoints")
+    assert [(r["line_no"], r["event"], r["step"], r["path"]) for r in c] == [
+        (1, "save_start", 1000, "/ckpt"), (2, "save_end", 1000, "/ckpt")]
+    assert c[1]["duration_s"] == pytest.approx(42.51102)  # timer max, not the stamp difference
+    assert c[0]["ts"] == utc(2026, 8, 22, 16, 0, 0, 1)
+    assert kinds(x) == [(1, "checkpoint_save_start", "1000"), (2, "checkpoint_save_end", "1000")]
+    assert x.claimed.to_list() == [1, 2, 3, 4]
+
+
+def test_megatron_checkpoint_save_old_forms() -> None:
+    x = fixture("megatron_checkpoint_save_old.log")
+    c = rows(x, "checkpoints")
+    assert [(r["event"], r["step"], r["path"]) for r in c] == [
+        ("save_start", 2000, "/ckpt"), ("save_end", 2000, "/ckpt"),
+        ("save_start", 3000, "/old/ckpt"), ("save_end", 3000, "/old/ckpt")]
+    assert c[1]["duration_s"] is None  # no stamps, no timer
+    assert c[3]["duration_s"] == pytest.approx(15.0)  # 'max time across ranks' variant
+    assert x.claimed.to_list() == [1, 2, 3, 4, 5, 6]
+
+
+def test_megatron_timers_all_ranks_variant() -> None:
+    x = fixture("megatron_timers_all_ranks.log")
+    c = rows(x, "checkpoints")
+    assert c[0]["event"] == "save_end" and c[0]["duration_s"] == pytest.approx(31.5005)
+    assert x.claimed.to_list() == [1, 2, 3, 4, 5]
+
+
+def test_megatron_checkpoint_load() -> None:
+    x = fixture("megatron_checkpoint_load.log")
+    c = rows(x, "checkpoints")
+    assert [(r["line_no"], r["event"], r["step"], r["path"]) for r in c] == [
+        (1, "load_start", 1000, "/ckpt"), (2, "load_end", 1000, "/ckpt"), (5, "load_end", 500, "/ckpt")]
+    assert c[1]["duration_s"] == pytest.approx(8.2005)
+    assert [k for _, k, _ in kinds(x)] == ["checkpoint_load"] * 3
+
+
+def test_megatron_fresh_start() -> None:
+    x = fixture("megatron_fresh_start.log")
+    check_shape(x, 5)
+    assert kinds(x) == [(2, "train_start", "fresh"), (5, "train_start", "start")]
+    assert x.events["ts"].to_list()[1] == utc(2026, 8, 22, 15, 20, 5, 500000)
+    assert x.claimed.to_list() == [1, 2, 5]
+    assert x.ignored.to_list() == [3, 4]
+
+
+def test_megatron_exit_intentional() -> None:
+    x = fixture("megatron_exit_intentional.log")
+    assert kinds(x) == [(2, "train_end", "intentional"), (3, "train_end", "intentional"),
+                        (4, "train_end", "done")]
+    ev = x.events.to_dicts()
+    assert ev[0]["ts"] == utc(2026, 8, 22, 17, 20, 1) and ev[0]["ts_quality"] == "exact"
+    assert x.ignored.to_list() == [1]
+
+
+# --------------------------------------------------------------------------- NeMo
+
+def test_nemo_progress_printer() -> None:
+    x = fixture("nemo_progress_printer.log")
+    check_shape(x, 3)
+    s = rows(x, "train_steps")
+    assert [(r["framework"], r["step"], r["total_steps"]) for r in s] == [("nemo", 99, 1000), ("nemo", 100, 1000)]
+    assert s[0]["loss"] == pytest.approx(2.345) and s[0]["step_time_s"] == pytest.approx(1.234)
+    assert s[0]["ts"] == utc(2026, 5, 1, 12, 0, 0)
+    assert math.isnan(s[1]["loss"])
+    assert (2, "nan", "100") in kinds(x)
+    assert x.ignored.to_list() == [3]  # validation progress
+
+
+def test_nemo_checkpoint_async_and_unfinished() -> None:
+    x = fixture("nemo_checkpoint_async.log")
+    check_shape(x, 4)
+    c = rows(x, "checkpoints")
+    path = "/results/checkpoints/megatron_gpt--step=1000-last.ckpt"
+    assert [(r["line_no"], r["event"], r["step"], r["path"]) for r in c] == [
+        (1, "save_start", 1000, path), (3, "save_end", 1000, path),
+        (4, "save_failed", 2000, "/results/checkpoints/megatron_gpt--step=2000-last.ckpt")]
+    assert c[1]["duration_s"] == pytest.approx(30.0)
+    assert kinds(x) == [(1, "checkpoint_save_start", "1000"), (3, "checkpoint_save_end", "1000")]
+    assert x.claimed.to_list() == [1, 2, 3, 4]
+
+
+def test_nemo_checkpoint_epoch_stamp_without_prefix() -> None:
+    x = parse("Checkpoint save for step 10 started at 1777637400.0.\n")
+    c = rows(x, "checkpoints")[0]
+    assert c["ts"] == utc(2026, 5, 1, 12, 10, 0) and c["step"] == 10
+    assert x.events["ts_raw"][0] == "1777637400.0"
+
+
+def test_nemo_lightning_bar() -> None:
+    x = fixture("nemo_lightning_bar.log")
+    r = rows(x, "train_steps")[0]
+    assert (r["framework"], r["step"]) == ("lightning", 99)
+    assert r["loss"] == pytest.approx(2.34) and r["step_time_s"] == pytest.approx(1.23)
+
+
+def test_nemo_debug_prefix_rank() -> None:
+    x = parse("[NeMo I 2026-05-01 12:00:00 nemo_logging:349 rank:5] Training epoch 0, iteration 1/9 | "
+              "global_step: 1 | reduced_train_loss: 2.0\n")
+    assert rows(x, "train_steps")[0]["rank"] == 5
+
+
+# --------------------------------------------------------------------------- HF Trainer
+
+def test_hf_trainer_banner_and_dicts() -> None:
+    x = fixture("hf_trainer_banner_and_dicts.log")
+    check_shape(x, 9)
+    assert kinds(x) == [(1, "train_start", "start"), (5, "step", "1"), (6, "step", "2"),
+                        (8, "checkpoint_save_start", "500"), (9, "train_end", "done")]
+    s = rows(x, "train_steps")
+    assert s[0]["loss"] == pytest.approx(2.3456) and s[0]["grad_norm"] == pytest.approx(1.2345)
+    assert s[0]["total_steps"] == 1000 and s[0]["framework"] == "hf"
+    assert x.events["ts"][0] == utc(2026, 5, 1, 12, 0, 0, 123000)
+    assert rows(x, "checkpoints")[0]["path"] == "/out/checkpoint-500"
+    assert x.ignored.to_list() == [7]  # eval dict
+    assert {2, 3, 4} <= set(x.claimed.to_list())  # banner lines
+    assert any("logging_steps unknown" in w for w in x.warnings)
+
+
+def test_hf_dict_with_nan_loss() -> None:
+    x = fixture("hf_dict_with_nan_loss.log")
+    check_shape(x, 7)
+    s = rows(x, "train_steps")
+    assert [r["step"] for r in s] == [10, 20, 30]  # count x logging_steps=10
+    assert math.isnan(s[1]["loss"]) and math.isinf(s[2]["loss"])
+    assert [k for k in kinds(x) if k[1] == "nan"] == [(5, "nan", "20"), (6, "nan", "30")]
+    c = rows(x, "checkpoints")[0]
+    assert (c["step"], c["ts"]) == (30, utc(2026, 5, 1, 12, 30, 0))
+    assert not x.warnings
+
+
+def test_hf_resume_and_tqdm_on_same_line() -> None:
+    x = fixture("hf_resume.log")
+    check_shape(x, 9)
+    c = rows(x, "checkpoints")
+    assert [(r["event"], r["step"]) for r in c] == [("load_start", 500), ("load_end", 500)]
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["total_steps"]) for r in s] == [(501, None), (520, 1000)]
+    assert kinds(x)[-1] == (9, "train_end", "done")
+    assert x.claimed.to_list() == list(range(1, 10))
+
+
+def test_hf_string_values_and_extra_keys() -> None:
+    x = parse("{'loss': '1.5', 'grad_norm': '0.25', 'learning_rate': 1e-05, 'num_tokens': 1000.0, 'epoch': 0.1}\n")
+    r = rows(x, "train_steps")[0]
+    assert (r["loss"], r["grad_norm"], r["step"]) == (1.5, 0.25, 1)
+
+
+# --------------------------------------------------------------------------- DeepSpeed
+
+def test_deepspeed_engine_steps_and_overflow() -> None:
+    x = fixture("deepspeed_engine_steps.log")
+    check_shape(x, 5)
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["skipped"], r["throughput"], r["rank"]) for r in s] == [
+        (100, 0, None, 0), (100, None, pytest.approx(125.10), None)]
+    assert s[0]["ts"] == utc(2025, 12, 18, 20, 27, 22, 783000)
+    assert kinds(x)[2:] == [(4, "nan", "overflow"), (5, "nan", "overflow")]
+    assert x.events["severity"].to_list()[2:] == ["warning", "warning"]
+    assert x.ignored.to_list() == [3]  # wall-clock breakdown
+
+
+def test_deepspeed_pipeline_steps() -> None:
+    x = fixture("deepspeed_pipeline_steps.log")
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["loss"], r["step_time_s"], r["throughput"]) for r in s] == [
+        (100, 2.3456, 1.234, 103.7), (200, 2.2, 1.22, 104.9)]
+    assert s[0]["ts"] == utc(2025, 12, 18, 20, 30, 0, 100000) and s[1]["ts"] is None
+
+
+def test_deepspeed_checkpoint_current() -> None:
+    x = fixture("deepspeed_checkpoint.log")
+    check_shape(x, 8)
+    c = rows(x, "checkpoints")
+    assert [(r["line_no"], r["event"], r["step"]) for r in c] == [
+        (1, "save_start", 100), (5, "save_end", 100), (6, "load_start", 100), (7, "load_end", 100)]
+    assert c[0]["path"] == "/ckpt/global_step100" and c[0]["rank"] == 0
+    assert c[1]["duration_s"] == pytest.approx(9.5) and c[3]["duration_s"] == pytest.approx(3.0)
+    assert x.claimed.to_list() == [1, 2, 3, 4, 5, 6, 7] and x.ignored.to_list() == [8]
+
+
+def test_deepspeed_checkpoint_old() -> None:
+    x = fixture("deepspeed_checkpoint_old.log")
+    c = rows(x, "checkpoints")
+    assert [(r["event"], r["step"], r["duration_s"]) for r in c] == [("save_start", 200, None),
+                                                                    ("save_end", 200, 20.0)]
+
+
+def test_deepspeed_min_loss_scale() -> None:
+    x = parse("Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n")
+    assert kinds(x) == [(1, "nan", "loss_scale_min")] and x.events["severity"][0] == "error"
+
+
+# --------------------------------------------------------------------------- torchtitan
+
+def test_torchtitan_tps_current() -> None:
+    x = fixture("torchtitan_tps_current.log")
+    check_shape(x, 5)
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["loss"], r["grad_norm"], r["throughput"]) for r in s] == [
+        (1, 12.26312, 4.1234, 3456.0), (11, 9.0, 2.0, 13456.0)]
+    assert s[0]["ts"] == utc(2026, 5, 1, 12, 0, 10, 456000)
+    assert s[0]["step_time_s"] is None and s[1]["step_time_s"] == pytest.approx(0.2)  # 2 s / 10 steps
+    assert kinds(x)[0] == (1, "train_start", "start")
+    assert x.ignored.to_list() == [4, 5]  # validation line, GC
+
+
+def test_torchtitan_wps_old() -> None:
+    x = fixture("torchtitan_wps_old.log")
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["throughput"]) for r in s] == [(10, 2345.0), (20, 2300.0)]
+    assert s[0]["loss"] == pytest.approx(7.1234) and math.isnan(s[1]["loss"])
+    assert s[1]["step_time_s"] == pytest.approx(0.5)
+    assert (2, "nan", "20") in kinds(x)
+
+
+def test_torchtitan_checkpoint() -> None:
+    x = fixture("torchtitan_checkpoint.log")
+    check_shape(x, 9)
+    c = rows(x, "checkpoints")
+    assert [(r["line_no"], r["event"], r["step"], r["duration_s"]) for r in c] == [
+        (1, "load_start", 1000, None), (2, "load_end", 1000, 3.21), (4, "save_start", 1500, None),
+        (5, "save_end", 1500, 12.34), (6, "save_start", 1500, None), (7, "save_end", 1500, 1.0),
+        (8, "save_start", 2000, None)]
+    assert c[0]["path"] == "./outputs/checkpoint/step-1000"
+    assert kinds(x)[-1] == (9, "train_end", "data_exhausted")
+
+
+def test_torchtitan_fresh_start() -> None:
+    x = fixture("torchtitan_fresh.log")
+    assert kinds(x) == [(2, "train_start", "fresh")] and x.ignored.to_list() == [1]
+
+
+def test_torchtitan_ansi_colours() -> None:
+    x = parse("[titan] 2026-05-01 12:00:10,456 - root - INFO - \x1b[31mstep:  7  \x1b[32mloss: 3.50000"
+              "  \x1b[33mmemory: 1.0GiB(1.00%)  \x1b[34mtps: 1,000\x1b[39m\n")
+    r = rows(x, "train_steps")[0]
+    assert (r["step"], r["loss"], r["throughput"]) == (7, 3.5, 1000.0)
+
+
+# --------------------------------------------------------------------------- Lightning
+
+def test_lightning_tqdm_bar_and_info_lines() -> None:
+    x = fixture("lightning_tqdm_bar.log")
+    check_shape(x, 7)
+    s = rows(x, "train_steps")[0]
+    assert (s["framework"], s["step"], s["loss"]) == ("lightning", 3 * 1000 + 420, 2.31)
+    assert s["step_time_s"] == pytest.approx(1 / 1.34)
+    c = rows(x, "checkpoints")
+    assert [(r["event"], r["step"], r["path"]) for r in c] == [
+        ("save_start", 1000, "/ckpts/epoch=0-step=1000.ckpt"), ("load_start", None, "/ckpts/last.ckpt"),
+        ("load_end", None, "/ckpts/last.ckpt")]
+    assert kinds(x)[-1] == (7, "train_end", "done")
+    assert x.ignored.to_list() == [2, 4]
+
+
+def test_lightning_bar_cr_reduced() -> None:
+    x = parse("Epoch 0:   1%|          | 1/100 [00:01<01:39,  1.00s/it, loss=9.0]\r"
+              "Epoch 0:   2%|▏         | 2/100 [00:02<01:38,  2.00s/it, loss=8.5]\n")
+    r = rows(x, "train_steps")
+    assert len(r) == 1 and (r[0]["step"], r[0]["loss"], r[0]["step_time_s"]) == (2, 8.5, 2.0)
+
+
+# --------------------------------------------------------------------------- JSON lines
+
+def test_jsonl_iso_time() -> None:
+    x = fixture("jsonl_iso_time.jsonl")
+    check_shape(x, 3)
+    s = rows(x, "train_steps")
+    assert [(r["framework"], r["step"], r["step_time_s"]) for r in s] == [("jsonl", 100, 1.2), ("jsonl", 101, 1.3)]
+    assert s[0]["loss"] == 2.3 and s[0]["grad_norm"] == 0.5
+    assert s[1]["ts"] == utc(2026, 5, 1, 12, 0, 1, 500000) and math.isnan(s[1]["loss"])
+    assert 3 not in x.claimed.to_list() + x.ignored.to_list()
+
+
+def test_jsonl_epoch_time() -> None:
+    x = fixture("jsonl_epoch_time.jsonl")
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["loss"], r["step_time_s"]) for r in s] == [(7, 3.25, 1.5), (8, 3.2, 1.4)]
+    assert s[0]["ts"] == utc(2026, 5, 1, 12, 0, 0, 500000) and s[1]["ts"] == utc(2026, 5, 1, 12, 0, 2)
+    assert x.events["ts_quality"].to_list() == ["exact", "exact"]
+
+
+# --------------------------------------------------------------------------- context
+
+def test_rank_and_host_from_prefix_and_hints() -> None:
+    text = ("[rank7]: iteration       10/     100 | lm loss: 1.0 |\n"
+            "3: [default3]: iteration       11/     100 | lm loss: 1.0 |\n")
+    x = parse(text, host_hint="gpu-9", rank_hint=42)
+    s = rows(x, "train_steps")
+    assert [(r["rank"], r["host"], r["line_no"]) for r in s] == [(7, "gpu-9", 1), (42, "gpu-9", 2)]
+
+
+def test_naive_stamps_in_job_timezone_and_mpirun_stamp() -> None:
+    x = parse(" [2026-01-15 09:00:00.000000] iteration 1/ 2 | lm loss: 1.0 |\n"
+              "2026-01-15T08:00:05Z: [1,3]<stdout>: iteration 2/ 2 | lm loss: 1.0 |\n",
+              tz=ZoneInfo("Europe/Berlin"))
+    s = rows(x, "train_steps")
+    assert s[0]["ts"] == utc(2026, 1, 15, 8, 0, 0)
+    assert (s[1]["ts"], s[1]["rank"]) == (utc(2026, 1, 15, 8, 0, 5), 3)
+
+
+def test_empty_and_unrelated_input() -> None:
+    x = parse("")
+    check_shape(x, 0)
+    x = parse("node-1:1:1 [0] NCCL INFO Bootstrap : Using eth0\nhello\n")
+    check_shape(x, 2)
+    assert x.events.is_empty() and x.claimed.is_empty() and x.ignored.is_empty()
+
+
+# --------------------------------------------------------------------------- sniff, fixtures
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*") if p.name != "README.md"))
+def test_sniff_fixtures(name: str) -> None:
+    assert steps.sniff((FIXTURES / name).read_text(encoding="utf-8")) >= 0.5
+
+
+def test_sniff_unrelated() -> None:
+    assert steps.sniff("node-1:1:1 [0] NCCL INFO Bootstrap : Using eth0\n[  12.3] NVRM: Xid 79\n") == 0.0
+
+
+def test_fixture_readme_lists_every_file() -> None:
+    readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
+    for p in FIXTURES.glob("*"):
+        if p.name != "README.md":
+            assert f"`{p.name}`" in readme, p.name
+
+
+def test_module_contract() -> None:
+    assert steps.NAME == "steps" and steps.EXCLUSIVE is False
+    assert {"step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "train_start",
+            "train_end", "nan", "train_steps", "checkpoints"} == set(steps.EXTRACTS)
+
+
+# --------------------------------------------------------------------------- properties
+
+SAMPLES = [line for p in sorted(FIXTURES.glob("*")) if p.name != "README.md"
+           for line in p.read_text(encoding="utf-8").splitlines()]
+
+
+def _mutate(line: str, data: st.DataObject) -> str:
+    ops = data.draw(st.lists(st.sampled_from(["cut", "insert", "digits", "drop"]), max_size=4))
+    for op in ops:
+        if not line:
+            break
+        i = data.draw(st.integers(0, len(line) - 1))
+        if op == "cut":
+            line = line[:i]
+        elif op == "insert":
+            line = line[:i] + data.draw(st.text(max_size=8)) + line[i:]
+        elif op == "digits":
+            line = line[:i] + data.draw(st.sampled_from(["9" * 30, "nan", "-inf", "1e999", "0", ",", "."])) + line[i:]
+        else:
+            line = line[:i] + line[i + 1:]
+    return line
+
+
+def _check_props(text: str) -> None:
+    lines = frame(text)
+    x = steps.parse(lines, ParseContext(path="p.log", rank_hint=1, host_hint="h"))
+    check_shape(x, lines.height)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(max_size=120), max_size=8))
+def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
+    _check_props("\n".join(lines))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_property_mutated_lines_never_raise(data: st.DataObject) -> None:
+    picked = data.draw(st.lists(st.sampled_from(SAMPLES), min_size=1, max_size=10))
+    _check_props("\n".join(_mutate(line, data) for line in picked) + "\n")

@@ -171,6 +171,16 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
     return files, events, tables, unparsed
 
 
+def _fill_ranks(events: pl.DataFrame, rmap: pl.DataFrame) -> pl.DataFrame:
+    """Events that know their host and local rank (error files, agent lines) get the global rank."""
+    if rmap.is_empty() or events.is_empty():
+        return events
+    m = rmap.filter(pl.col("local_rank").is_not_null()).select(
+        "host", "local_rank", pl.col("rank").alias("_grank")).unique(["host", "local_rank"], keep="first")
+    return events.join(m, on=["host", "local_rank"], how="left").with_columns(
+        pl.coalesce("rank", "_grank").alias("rank")).drop("_grank")
+
+
 def _completed_attempts(events: pl.DataFrame, attempts: pl.DataFrame, tables: dict[str, pl.DataFrame],
                         hits: pl.DataFrame) -> set[int]:
     """Attempts that ended because training finished: an end-of-training line, or the planned
@@ -208,6 +218,7 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     hints = sorted(set(file_attempt_hint.values()))
     file_attempt = {fid: hints.index(h) for fid, h in file_attempt_hint.items()}
     rmap = rank_map(events, tables)
+    events = _fill_ranks(events, rmap)
     events, attempts = assign_attempts(events, tables, file_attempt)
     catalog = load_catalog()
     hits = match(catalog, events)

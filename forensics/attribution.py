@@ -21,6 +21,9 @@ import polars as pl
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 
 TIE_WINDOW = timedelta(seconds=10)
+# Categories whose fault can leave every rank waiting (a hang) rather than crashing one: the
+# interruption is a hang when collectives timed out and no rank failed on its own.
+MAY_HANG = ("network_fabric", "nvlink", "storage", "gpu_driver_firmware", "gpu_other_hardware")
 MAX_EVIDENCE = 8
 
 
@@ -104,18 +107,26 @@ def _lagging_rank(attempt_events: pl.DataFrame, timeouts: pl.DataFrame | None,
     return None, ""
 
 
-def _desync(timeouts: pl.DataFrame | None) -> str | None:
-    """Ranks timing out at the same sequence number on different collectives."""
+def _desync(timeouts: pl.DataFrame | None) -> tuple[str, int | None] | None:
+    """Ranks timing out at the same sequence number on different collectives. Returns the
+    description and, when one rank alone issued the odd collective, that rank."""
     if timeouts is None or timeouts.is_empty():
         return None
     t = timeouts.filter(pl.col("seq").is_not_null() & pl.col("op_type").is_not_null())
-    g = t.group_by("pg", "seq").agg(pl.col("op_type").n_unique().alias("ops"), pl.col("numel_in").n_unique().alias("sizes"),
+    g = t.group_by("pg", "seq").agg(pl.col("op_type").n_unique().alias("ops"),
                                     pl.col("op_type").unique().sort().alias("names"))
     bad = g.filter(pl.col("ops") > 1).sort("seq")
     if bad.is_empty():
         return None
     r = bad.row(0, named=True)
-    return f"ranks disagree at collective #{r['seq']}: {' vs '.join(r['names'])}"
+    at = t.filter((pl.col("seq") == r["seq"]) & (pl.col("pg").eq_missing(r["pg"]))).unique(["rank", "op_type"])
+    counts = at.group_by("op_type").agg(pl.col("rank").n_unique().alias("n"), pl.col("rank").first().alias("r"))
+    odd = counts.filter(pl.col("n") == 1)
+    lone = int(odd["r"][0]) if odd.height == 1 and counts.height == 2 and counts["n"].max() > 1 else None
+    desc = f"ranks disagree at collective #{r['seq']}: {' vs '.join(r['names'])}"
+    if lone is not None:
+        desc += f"; rank {lone} alone issued {odd['op_type'][0]}"
+    return desc, lone
 
 
 def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, rmap: pl.DataFrame,
@@ -143,16 +154,34 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
     return out
 
 
-def _pick_root(roots: pl.DataFrame) -> dict | None:
+def _exit_times(ae: pl.DataFrame) -> pl.DataFrame:
+    """First failure time per rank in the attempt, from torchelastic tables and agent lines."""
+    ex = ae.filter(((pl.col("kind").is_in(["elastic_failure", "worker_failed"]))
+                    | ((pl.col("source") == "elastic") & (pl.col("kind") == "exception"))) & pl.col("rank").is_not_null()
+                   & pl.col("ts").is_not_null() & (pl.col("ts_quality") == "exact"))
+    return ex.group_by("rank").agg(pl.col("ts").min().alias("exit_ts"))
+
+
+def _pick_root(roots: pl.DataFrame, exit_times: pl.DataFrame) -> dict | None:
+    """Earliest credible root; see the module docstring. Lines without a stamp of their own
+    (tracebacks, old NCCL WARNs) take their rank's failure time from the torchelastic table
+    when there is one; candidates with neither are ranked after those that have a time."""
     if roots.is_empty():
         return None
-    timed = roots.filter(pl.col("ts").is_not_null())
+    r = roots.join(exit_times, on="rank", how="left").with_columns(
+        pl.when(pl.col("ts_quality") == "exact").then(pl.col("ts"))
+        .otherwise(pl.coalesce("exit_ts", "ts")).alias("t_best"),
+        ((pl.col("ts_quality") == "exact") | pl.col("exit_ts").is_not_null()).alias("reliable"),
+    )
+    timed = r.filter(pl.col("t_best").is_not_null())
     if timed.is_empty():
-        return roots.sort("weight", "event_id", descending=[True, False]).row(0, named=True)
-    exact = timed.filter(pl.col("ts_quality") == "exact")
-    t0 = (exact if not exact.is_empty() else timed)["ts"].min()
-    pool = timed.filter((pl.col("ts") <= t0 + TIE_WINDOW) | (pl.col("ts_quality") != "exact"))
-    pool = pool.sort(["weight", "ts", "event_id"], descending=[True, False, False])
+        return r.sort("weight", "event_id", descending=[True, False]).row(0, named=True)
+    rel = timed.filter(pl.col("reliable"))
+    t0 = (rel if not rel.is_empty() else timed)["t_best"].min()
+    pool = timed.filter((pl.col("t_best") <= t0 + TIE_WINDOW) | ~pl.col("reliable"))
+    # ties (stamps of one-second resolution) go to the lowest global rank, then file order
+    pool = pool.sort(["weight", "reliable", "t_best", "rank", "event_id"], descending=[True, True, False, False, False],
+                     nulls_last=True)
     return pool.row(0, named=True)
 
 
@@ -160,7 +189,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
                        rmap: pl.DataFrame, ip_host: dict[str, str], sources_present: set[str]) -> Interruption | None:
     roots = aj.filter(pl.col("role") == "root")
     cascades = aj.filter(pl.col("role") == "cascade")
-    root = _pick_root(roots)
+    root = _pick_root(roots, _exit_times(ae))
     method = "rules"
     notes: list[str] = []
     hang_signals = cascades.filter(pl.col("signature").is_in(["pt-watchdog-timeout", "pt-heartbeat-timeout", "pt-watchdog-status"]))
@@ -175,9 +204,11 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         root_code = None
     elif root is None:
         desync = _desync(tmo)
+        lone = None
         if desync:
             category = "collective_desync"
-            summary = f"Collective desync: {desync}"
+            summary = f"Collective desync: {desync[0]}"
+            lone = desync[1]
             conf = 0.7
         elif not hang_signals.is_empty():
             category = "comm_hang_unknown"
@@ -188,7 +219,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             category = first["category"] if first["category"] != "unknown" else "unknown"
             summary = f"Only symptoms found: {first['summary']}"
             conf = 0.35
-        lag, why = _lagging_rank(ae, tmo, rmap)
+        lag, why = (lone, "") if lone is not None else _lagging_rank(ae, tmo, rmap)
         host = gpu = pci = None
         rank = lag
         if lag is not None:
@@ -214,13 +245,13 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             desync = _desync(tmo)
             if desync:
                 category = "collective_desync"
-                summary = f"Collective desync: {desync}"
+                summary = f"Collective desync: {desync[0]}"
         conf = min(0.95, 0.55 + 0.08 * int(root["weight"]))
         if root["ts_quality"] != "exact":
             conf -= 0.1
     cat = info(category)
     kind = cat.default_kind
-    if category in ("network_fabric", "nvlink", "storage") and not hang_signals.is_empty():
+    if category in MAY_HANG and not hang_signals.is_empty() and not _process_failed(ae, aj):
         kind = "hang"
     action = cat.default_action
     if root is not None and root["signature"] == "xid-94":
@@ -236,6 +267,16 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         method=method, summary=summary + ("" if not notes else " (" + "; ".join(notes) + ")"),
         missing_evidence=missing, evidence=evidence_rows, code=root_code,
     )
+
+
+def _process_failed(ae: pl.DataFrame, aj: pl.DataFrame) -> bool:
+    """Some rank failed on its own: a root-role PyTorch/Python error (not the launcher's
+    ChildFailedError, not a watchdog abort), or a positive exit code."""
+    if aj.filter((pl.col("role") == "root") & (pl.col("source") == "pytorch")).height:
+        return True
+    ex = ae.filter(pl.col("kind").is_in(["elastic_failure", "worker_failed", "launcher_exit"]))
+    codes = ex["code"].cast(pl.Int64, strict=False).drop_nulls()
+    return bool((codes > 0).any())
 
 
 def _peer_culprit(nccl_roots: pl.DataFrame, ip_host: dict[str, str]) -> str | None:

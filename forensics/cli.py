@@ -55,7 +55,8 @@ def analyze(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
 ) -> None:
     """Analyze a job directory: verdict, culprit, action, evidence, downtime."""
-    from forensics.analysis import OutputDirError, analyze as run
+    from forensics.analysis import OutputDirError
+    from forensics.analysis import analyze as run
     from forensics.discovery import JobDirError
 
     _check_job_path(job_dir)
@@ -148,7 +149,8 @@ def simulate(
     seed: Annotated[int, typer.Option("--seed", help="Random seed; same seed, same bytes.")] = 0,
 ) -> None:
     """Write a realistic job directory for a scenario, with its truth in expected.toml."""
-    from forensics.simulate import load_scenario, simulate as run
+    from forensics.simulate import load_scenario
+    from forensics.simulate import simulate as run
 
     if not scenario.is_file():
         _fail(f"no such scenario file: {scenario}")

@@ -71,9 +71,8 @@ def _step_time(steps: pl.DataFrame) -> float | None:
     if s.height < 2:
         return None
     d = s.select(
-        ((pl.col("ts").diff().dt.total_microseconds() / 1e6) / pl.col("step").diff()).alias("per")
-    )["per"].drop_nulls()
-    d = d.filter(d > 0)
+        (pl.col("ts").diff().dt.total_microseconds() / 1e6).alias("dt"), pl.col("step").diff().alias("ds")
+    ).filter((pl.col("ds") > 0) & (pl.col("dt") > 0)).select((pl.col("dt") / pl.col("ds")).alias("per"))["per"]
     return float(d.median()) if d.len() else None
 
 

@@ -333,7 +333,7 @@ def parse_error_json(text: str, ctx: ParseContext) -> Extraction:
         return Extraction(empty_events(), claimed=claimed, warnings=warnings + ["no message in error file"])
     first = message.strip().splitlines()[0] if message.strip() else ""
     em = re.match(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*): ", first)
-    local = re.search(r"attempt_\d+/(\d+)/error\.json$", ctx.path)
+    local = re.search(r"(?:^|/)(\d+)/[^/]*error[^/]*\.json$", ctx.path)
     ev = pl.DataFrame({
         "line_no": [1], "source": [NAME], "kind": ["exception"], "ts": [ts],
         "ts_raw": [None if stamp is None else str(stamp)],

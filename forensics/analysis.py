@@ -25,7 +25,7 @@ from forensics.store import Store
 from forensics.stragglers import dcgm_stragglers, slow_episodes
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from forensics.timeline import assign_attempts, rank_map
-from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
 
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
 
@@ -147,7 +147,7 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
         file_rows.append({"file_id": fid, "path": f.rel_path, "size": f.size, "sha256": f.sha256,
                           "parser": f.parser, "parsers": f.parsers, "lines": f.lines, "parsed": f.parsed,
                           "ignored": f.ignored, "unparsed": f.unparsed, "events": f.events.height,
-                          "warnings": f.warnings})
+                          "warnings": f.warnings, "first_ts": f.first_ts, "last_ts": f.last_ts})
         if not f.events.is_empty():
             ev_parts.append(f.events.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id"),
                                                   pl.lit(f.rel_path).alias("path")))
@@ -158,7 +158,7 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
     files = pl.DataFrame(file_rows, schema={
         "file_id": pl.Int32, "path": pl.Utf8, "size": pl.Int64, "sha256": pl.Utf8, "parser": pl.Utf8,
         "parsers": pl.Utf8, "lines": pl.Int64, "parsed": pl.Int64, "ignored": pl.Int64, "unparsed": pl.Int64,
-        "events": pl.Int64, "warnings": pl.List(pl.Utf8)})
+        "events": pl.Int64, "warnings": pl.List(pl.Utf8), "first_ts": UTC_DT, "last_ts": UTC_DT})
     ev_schema = {**EVENT_SCHEMA, "file_id": pl.Int32, "path": pl.Utf8}
     events = pl.concat(ev_parts) if ev_parts else pl.DataFrame(schema=ev_schema)
     events = events.sort("file_id", "line_no", maintain_order=True).with_row_index("event_id").with_columns(
@@ -219,7 +219,10 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     file_attempt = {fid: hints.index(h) for fid, h in file_attempt_hint.items()}
     rmap = rank_map(events, tables)
     events = _fill_ranks(events, rmap)
-    events, attempts = assign_attempts(events, tables, file_attempt)
+    # process logs: everything with an attempt of its own but node-level telemetry and records
+    proc_files = files.filter(pl.col("file_id").is_in(list(file_attempt)) & pl.col("first_ts").is_not_null()
+                              & ~pl.col("parser").is_in(["kernel", "dcgm", "sacct"]).fill_null(False))
+    events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"))
     catalog = load_catalog()
     hits = match(catalog, events)
     completed = _completed_attempts(events, attempts, tables, hits)

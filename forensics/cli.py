@@ -17,8 +17,8 @@ from forensics import __version__
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Offline forensic analysis of the post-mortem logs of GPU training jobs.")
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, emoji=False, highlight=False)
+out = Console(emoji=False, highlight=False)
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -82,28 +82,39 @@ def analyze(
         _summary(rep, result.out_dir)
 
 
-def _summary(rep: dict, out_dir: Path) -> None:
-    v = rep["verdict"]
-    c = v["culprit"]
-    culprit = ", ".join(p for p in (
+def _culprit(c: dict) -> str:
+    return ", ".join(p for p in (
         f"host {c['host']}" if c.get("host") else "", f"rank {c['rank']}" if c.get("rank") is not None else "",
         f"GPU {c['gpu']}" if c.get("gpu") is not None else "") if p) or "not localized"
-    head = f"[bold]{v['kind']}[/bold]" + (f" · {v['category']} ({v['domain']})" if v.get("category") else "")
-    out.print(f"Verdict: {head}")
-    out.print(f"  {escape(v['summary'] or '')}")
-    out.print(f"  culprit: {escape(culprit)}   action: {v['action']}   "
-              f"auto-recoverable: {'yes' if v['auto_recoverable'] else 'no'}   confidence: {v['confidence']}")
-    for e in v.get("evidence", [])[:5]:
-        out.print(f"  [dim]{escape(e['path'])}:{e['line']}[/dim] {escape((e['text'] or '')[:160])}", highlight=False)
+
+
+def _describe(x: dict, label: str) -> None:
+    head = f"[bold]{x['kind']}[/bold]" + (f" · {x['category']} ({x['domain']})" if x.get("category") else "")
+    out.print(f"{label}: {head}")
+    out.print(f"  {escape(x['summary'] or '')}")
+    if x["kind"] == "completed":
+        return
+    out.print(f"  culprit: {escape(_culprit(x['culprit']))}   action: {x['action']}   "
+              f"auto-recoverable: {'yes' if x['auto_recoverable'] else 'no'}   confidence: {x['confidence']}")
+    for e in x.get("evidence", [])[:5]:
+        out.print(f"  [dim]{escape(e['path'])}:{e['line']}[/dim] {escape((e['text'] or '').strip()[:160])}",
+                  highlight=False)
+
+
+def _summary(rep: dict, out_dir: Path) -> None:
+    v = rep["verdict"]
+    _describe(v, "Verdict")
     others = [x for x in rep["interruptions"] if x.get("id") != v.get("id")]
     if others:
-        out.print(f"Other interruptions: {len(others)} (see the report)")
+        _describe(others[0], f"Interruption {others[0]['id']} (attempt {others[0]['attempt']})")
+        if len(others) > 1:
+            out.print(f"{len(others) - 1} more interruption(s) in the report")
     d = rep["downtime"]
     if d.get("wall_s"):
         out.print(f"Goodput {d['goodput']}, GPU-hours lost {d['gpu_hours_lost']}")
     for w in rep["warnings"][:3]:
         out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
-    out.print(f"Report: {escape(str(out_dir / 'report.md'))}")
+    out.print(f"Report: {escape(str(out_dir / 'report.md'))}", soft_wrap=True)
 
 
 @app.command()
@@ -160,7 +171,7 @@ def simulate(
         _fail(f"invalid scenario {scenario}: {exc}")
         return
     case = run(spec, out_dir, seed)
-    out.print(f"Simulated {escape(str(scenario))} (seed {seed}) -> {escape(str(case))}")
+    out.print(f"Simulated {escape(str(scenario))} (seed {seed}) -> {escape(str(case))}", soft_wrap=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -45,6 +45,9 @@ class Downtime:
         out: dict = {"wall_s": round(self.wall_s, 3)}
         for b in BUCKETS:
             out[f"{b}_s"] = round(self.buckets[b], 3)
+        # rounding must not break the identity: productive takes the rounding remainder
+        others = sum(out[f"{b}_s"] for b in BUCKETS if b != "productive")
+        out["productive_s"] = round(max(out["wall_s"] - others, 0.0), 3)
         out["goodput"] = round(self.goodput, 4) if self.goodput is not None else None
         lost = self.wall_s - self.buckets["productive"]
         out["gpu_hours_lost"] = round(lost * self.gpus / 3600.0, 3) if self.gpus else None

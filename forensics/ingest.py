@@ -23,6 +23,7 @@ import polars as pl
 from forensics.config import JobConfig
 from forensics.discovery import Discovery, Limits, SourceFile, iter_chunks, looks_binary, read_head
 from parsers import ParserInfo, registry
+from parsers import timestamps as ts
 from parsers.elastic import parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
 from parsers.records import (
@@ -34,6 +35,9 @@ from parsers.records import (
 )
 from parsers.timestamps import derive_missing
 
+SPAN_LINES = 2000
+_ISO_ANY = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
+_GLOG = r"^\[?[IWEF](\d{3,4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
 ERRORISH = r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic"
 _UPTIME_S = re.compile(rb"^\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)\s*$")
 _YEAR_RE = re.compile(r"\b((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]|\b\w{3} \w{3} +\d+ \d\d:\d\d:\d\d ((?:19|20)\d\d)\b")
@@ -55,6 +59,8 @@ class FileResult:
     unparsed_errors: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8}))
     warnings: list[str] = field(default_factory=list)
+    first_ts: datetime | None = None  # earliest / latest stamped line among the file's first and
+    last_ts: datetime | None = None  # last SPAN_LINES lines (any stamp shape a process log prints)
 
 
 @dataclass
@@ -63,6 +69,24 @@ class Ingested:
     ref_year: int | None
     boot_times: dict[str, datetime]
     warnings: list[str]
+
+
+def line_span(lines: pl.DataFrame, ctx: ParseContext) -> tuple[datetime | None, datetime | None]:
+    """Earliest and latest time stamp printed on the first / last SPAN_LINES lines: the span a
+    process log covers (its first line may be a banner that no parser turns into an event)."""
+    if lines.is_empty():
+        return None, None
+    part = pl.concat([lines.head(SPAN_LINES), lines.tail(SPAN_LINES)]).unique("line_no", maintain_order=True)
+    g = pl.col("body").str.extract_groups(_GLOG)
+    t = part.select(
+        pl.coalesce(
+            ts.iso(pl.col("body").str.extract(_ISO_ANY, 1).str.replace("_", " "), ctx.tz),
+            ts.mmdd_time(g.struct.field("1"), g.struct.field("2"), ctx.ref_year, ctx.tz),
+        ).alias("t")
+    )["t"].drop_nulls()
+    if t.is_empty():
+        return None, None
+    return t.min(), t.max()
 
 
 def _boot_time_file(head: bytes, cfg: JobConfig) -> datetime | None:
@@ -147,6 +171,10 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         nul += dec.nul_bytes
         lines = with_body(dec.lines)
         n = lines.height
+        lo, hi = line_span(lines, ctx)
+        if lo is not None:
+            res.first_ts = lo if res.first_ts is None else min(res.first_ts, lo)
+            res.last_ts = hi if res.last_ts is None else max(res.last_ts, hi)
         res.lines += n
         claimed = pl.Series("line_no", [], dtype=pl.Int64)
         ignored = pl.Series("line_no", [], dtype=pl.Int64)

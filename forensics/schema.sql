@@ -13,7 +13,9 @@ CREATE TABLE files (
     ignored     BIGINT NOT NULL,
     unparsed    BIGINT NOT NULL,
     events      BIGINT NOT NULL,
-    warnings    VARCHAR[]
+    warnings    VARCHAR[],
+    first_ts    TIMESTAMPTZ,           -- earliest / latest stamp on its first and last lines
+    last_ts     TIMESTAMPTZ
 );
 
 CREATE TABLE events (

@@ -1658,8 +1658,14 @@ def render_framework(case: Case, a: Attempt) -> None:
     vanished_t = a.fault_t if a.fault is not None and a.fault.type == "node_fail" else None
     culprit_node = a.hosts.index(a.culprit_host) if vanished_t is not None and a.culprit_host in a.hosts else -1
 
+    # A fault before the first step kills the ranks before the framework's start-of-training
+    # lines: nothing the framework prints after the fault exists.
+    early_t = a.fault_t if (a.fault_t is not None and not a.steps) else None
+
     def emit(rank: int, t: int, text: str) -> None:
         if vanished_t is not None and rank // gpn == culprit_node and t >= vanished_t:
+            return
+        if early_t is not None and t >= early_t:
             return
         case.rank_line(a.index, rank, t, text)
 

@@ -77,8 +77,11 @@ def _step_time(steps: pl.DataFrame) -> float | None:
 
 
 def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
-                    file_attempt: dict[int, int]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Return (events with an `attempt` column, attempts frame)."""
+                    file_attempt: dict[int, int],
+                    file_spans: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return (events with an `attempt` column, attempts frame). `file_spans` (file_id,
+    first_ts, last_ts) of process logs widen an attempt to the first and last stamped line of
+    its files (a launcher banner is the attempt's first line but no event)."""
     ev = events.with_columns(
         pl.col("file_id").replace_strict(file_attempt, default=None, return_dtype=pl.Int32).alias("attempt"))
     steps = tables.get("train_steps", pl.DataFrame(schema={"file_id": pl.Int32, "ts": UTC_DT, "step": pl.Int64}))
@@ -103,6 +106,14 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
                        & pl.col("source").is_in(PROCESS_SOURCES))
              .group_by("attempt").agg(pl.col("ts").min().alias("start"), pl.col("ts").max().alias("end"))
              .sort("attempt"))
+    if file_spans is not None and not file_spans.is_empty() and file_attempt and not spans.is_empty():
+        fs = file_spans.with_columns(
+            pl.col("file_id").replace_strict(file_attempt, default=None, return_dtype=pl.Int32).alias("attempt")
+        ).filter(pl.col("attempt").is_not_null()).group_by("attempt").agg(
+            pl.col("first_ts").min().alias("f0"), pl.col("last_ts").max().alias("f1"))
+        spans = spans.join(fs, on="attempt", how="left").with_columns(
+            pl.min_horizontal("start", "f0").alias("start"), pl.max_horizontal("end", "f1").alias("end")
+        ).drop("f0", "f1")
     if spans.is_empty():
         # Only node-level evidence (dmesg, DCGM, scheduler): one attempt spanning it all.
         t = ev.filter(pl.col("ts").is_not_null())
@@ -111,6 +122,7 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
         spans = pl.DataFrame({"attempt": [0], "start": [t["ts"].min()], "end": [t["ts"].max()]},
                              schema={"attempt": pl.Int32, "start": UTC_DT, "end": UTC_DT})
         ev = ev.with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt"))
+    spans = _sched_starts(spans, tables.get("sched_records"))
     # renumber 0..n-1 in time order
     spans = spans.sort("start").with_row_index("index").with_columns(pl.col("index").cast(pl.Int32))
     remap = dict(zip(spans["attempt"].to_list(), spans["index"].to_list(), strict=True))
@@ -141,6 +153,32 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
                                                           ev["attempt"].to_list(), strict=True)]
         ev = ev.with_columns(pl.Series("attempt", placed, dtype=pl.Int32))
     return ev, _attempt_rows(spans, ev, tables)
+
+
+def _sched_starts(spans: pl.DataFrame, sched: pl.DataFrame | None) -> pl.DataFrame:
+    """An attempt starts no later than the scheduler step that ran it: Slurm's step start is
+    the launch, before the launcher prints anything with a time stamp (older torchrun banners
+    carry none). Only steps that overlap the attempt and start after the previous attempt's end
+    count."""
+    if sched is None or sched.is_empty() or spans.is_empty():
+        return spans
+    steps = sched.filter(pl.col("step_id").str.contains(r"^\d+$").fill_null(False) & pl.col("start").is_not_null())
+    if steps.is_empty():
+        steps = sched.filter((pl.col("step_id").is_null() | (pl.col("step_id") == "")) & pl.col("start").is_not_null())
+    if steps.is_empty():
+        return spans
+    spans = spans.sort("start")
+    starts = spans["start"].to_list()
+    ends = spans["end"].to_list()
+    new = []
+    for k, (s0, e0) in enumerate(zip(starts, ends, strict=True)):
+        prev_end = ends[k - 1] if k else None
+        cand = steps.filter((pl.col("start") <= e0) & (pl.col("end").is_null() | (pl.col("end") >= s0)))
+        if prev_end is not None:
+            cand = cand.filter(pl.col("start") >= prev_end)
+        t = cand["start"].min() if not cand.is_empty() else None
+        new.append(min(s0, t) if t is not None else s0)
+    return spans.with_columns(pl.Series("start", new, dtype=UTC_DT))
 
 
 def _attempt_rows(spans: pl.DataFrame, ev: pl.DataFrame, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:

@@ -35,9 +35,17 @@ def primary(expected: dict, report: dict) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.stem for s in SCENARIOS])
-def test_scenario_verdict_and_culprit(tmp_path: Path, scenario: Path) -> None:
+def test_scenario_verdict_culprit_and_downtime(tmp_path: Path, scenario: Path) -> None:
     case, exp = _case(tmp_path, scenario)
     rep = analyze(case / "job", tmp_path / "out").report
+    # downtime (DESIGN §7): every bucket within max(30 s, 1 % of wall), goodput within 0.01
+    d, truth = rep["downtime"], exp["downtime"]
+    tol = max(30.0, 0.01 * truth["wall_s"])
+    for bucket in ("wall_s", "productive_s", "startup_s", "checkpoint_s", "lost_work_s", "termination_s",
+                   "restart_s", "slowdown_s"):
+        assert abs(d[bucket] - truth[bucket]) <= tol, (bucket, d, truth)
+    assert abs(d["goodput"] - truth["goodput"]) <= 0.01, (d, truth)
+    assert abs(sum(d[k] for k in d if k.endswith("_s") and k != "wall_s") - d["wall_s"]) < 1e-6 * max(1.0, d["wall_s"])
     want, got = primary(exp, rep)
     assert got["kind"] == want["kind"], (got["summary"], got.get("evidence"))
     if want["kind"] != "completed":

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from forensics import clock
 from forensics import downtime as dt
 from forensics.attribution import Interruption, attribute
 from forensics.config import load_job_config
@@ -92,6 +93,33 @@ class Analysis:
         rep = json.loads((out / "report.json").read_text(encoding="utf-8"))
         return cls(Path(rep["job"]["dir"]), out, rep, out / "forensics.duckdb")
 
+    # plots (matplotlib Figures; forensics.plots has the functions behind them)
+
+    def plot_timeline(self):
+        """Attempts as bars over time coloured by downtime bucket, interruptions marked."""
+        from forensics import plots
+
+        return plots.timeline(self.report, self.attempts, self._table("checkpoints"))
+
+    def plot_step_time(self):
+        """Step time per logged step with checkpoint saves, slow episodes and restarts."""
+        from forensics import plots
+
+        return plots.step_time(self.steps, self.report, self._table("checkpoints"))
+
+    def plot_straggler_heatmap(self):
+        """SM clock of every GPU over time (DCGM), stragglers outlined."""
+        from forensics import plots
+
+        return plots.straggler_heatmap(self.sql(f"SELECT * FROM dcgm_samples WHERE field = '{plots.SM_CLOCK}'"),
+                                       self.report)
+
+    def plot_downtime(self):
+        """Seconds per downtime bucket, goodput and GPU-hours lost."""
+        from forensics import plots
+
+        return plots.downtime_breakdown(self.report)
+
 
 def default_out(job_dir: Path, name: str) -> Path:
     return Path("forensics-out") / name
@@ -131,11 +159,13 @@ def analyze(path: Path | str, out: Path | str | None = None,
     disc = discover(root, limits)
     try:
         ing = ingest(disc, cfg, limits, progress=progress)
-        file_attempt_hint = {i: sf.attempt_hint for i, sf in enumerate(
-            sorted(disc.files, key=lambda s: s.rel_path)) if sf.attempt_hint is not None}
+        ordered = sorted(disc.files, key=lambda s: s.rel_path)
+        file_attempt_hint = {i: sf.attempt_hint for i, sf in enumerate(ordered) if sf.attempt_hint is not None}
+        file_host = {i: cfg.host_aliases.get(sf.host_hint, sf.host_hint) for i, sf in enumerate(ordered)
+                     if sf.host_hint is not None}
     finally:
         disc.close()
-    result = _analyze_ingested(ing, file_attempt_hint, root, name)
+    result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host)
     _write_outputs(out_dir, result)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
@@ -213,10 +243,16 @@ def _completed_attempts(events: pl.DataFrame, attempts: pl.DataFrame, tables: di
     return done
 
 
-def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Path, name: str) -> dict:
+def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Path, name: str,
+                      file_host: dict[int, str] | None = None) -> dict:
     files, events, tables, unparsed = _frames(ing)
+    files = files.with_columns(pl.col("file_id").replace_strict(file_host or {}, default=None,
+                                                                return_dtype=pl.Utf8).alias("host"))
     hints = sorted(set(file_attempt_hint.values()))
     file_attempt = {fid: hints.index(h) for fid, h in file_attempt_hint.items()}
+    offsets = clock.estimate_offsets(tables, files, file_attempt)
+    events, tables, files = clock.correct(events, tables, files, offsets)
+    ing.warnings.extend(clock.describe(offsets))
     rmap = rank_map(events, tables)
     events = _fill_ranks(events, rmap)
     # process logs: everything with an attempt of its own but node-level telemetry and records
@@ -267,7 +303,7 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     attempts = attempts.with_columns(pl.Series("end_reason", [
         ("completed" if i in completed else (by_attempt[i].kind if i in by_attempt else "unknown"))
         for i in attempts["index"].to_list()], dtype=pl.Utf8))
-    gpus = int(rmap.height) if not rmap.is_empty() else None
+    gpus = int(rmap["rank"].n_unique()) if not rmap.is_empty() else None
     down = _downtime(attempts, tables, events, by_attempt, episodes, slow_ids, gpus)
     report = build_report(name, root, files, events, attempts, inters, stragglers, down, ing, rmap, unparsed, completed)
     return {"report": report, "files": files, "events": events, "tables": tables, "unparsed": unparsed,
@@ -338,6 +374,17 @@ def _write_outputs(out_dir: Path, result: dict) -> None:
         st.close()
         (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
         write_markdown(rep, tmp / "report.md")
+        from forensics import html_report, plots  # matplotlib loads only when a report is written
+
+        tables = result["tables"]
+        frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
+                  "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
+        plot_errors: dict[str, str] = {}
+        pngs = plots.render_all(rep, frames, plot_errors)
+        (tmp / "plots").mkdir()
+        for name, png in pngs.items():
+            (tmp / "plots" / f"{name}.png").write_bytes(png)
+        html_report.write_html(rep, tmp / "report.html", pngs=pngs, plot_errors=plot_errors)
         old = None
         if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"

@@ -58,13 +58,20 @@ def _ip_hosts(events: pl.DataFrame) -> dict[str, str]:
     return out
 
 
-def _fill_culprit(row: dict, rmap: pl.DataFrame) -> tuple[str | None, int | None, int | None, str | None]:
+def _fill_culprit(row: dict, rmap: pl.DataFrame,
+                  hosts: set[str] | None = None) -> tuple[str | None, int | None, int | None, str | None]:
+    """Complete host / rank / GPU / PCI from the rank map. A rank found on several hosts (a
+    spare took its slot after a restart) resolves to a host active in this attempt."""
     host, rank, gpu, pci = row.get("host"), row.get("rank"), row.get("gpu"), row.get("pci_bus_id")
     if rmap.is_empty():
         return host, rank, gpu, pci
     m = None
     if rank is not None:
         m = rmap.filter(pl.col("rank") == rank)
+        if host is not None:
+            m = m.filter(pl.col("host") == host)
+        elif hosts and m.height > 1:
+            m = m.filter(pl.col("host").is_in(sorted(hosts)))
     elif host is not None and pci is not None:
         m = rmap.filter((pl.col("host") == host) & (pl.col("pci_bus_id") == pci))
     elif host is not None and gpu is not None:
@@ -223,7 +230,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         host = gpu = pci = None
         rank = lag
         if lag is not None:
-            host, rank, gpu, pci = _fill_culprit({"rank": lag}, rmap)
+            host, rank, gpu, pci = _fill_culprit({"rank": lag}, rmap, set(ae["host"].drop_nulls().to_list()))
             summary += f"; {why}"
         first_c = cascades.sort("ts", "event_id", nulls_last=True)
         time = first_c["ts"].drop_nulls().min() if not first_c.is_empty() else a["end"]
@@ -231,7 +238,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     else:
         category = root["category"]
         time = root["ts"]
-        host, rank, gpu, pci = _fill_culprit(root, rmap)
+        host, rank, gpu, pci = _fill_culprit(root, rmap, set(ae["host"].drop_nulls().to_list()))
         summary = root["summary"]
         root_code = root["code"]
         if root["source"] == "nccl" and category == "network_fabric":

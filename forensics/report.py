@@ -77,7 +77,7 @@ def build_report(name: str, root: Path, files: pl.DataFrame, events: pl.DataFram
     if not rel.is_empty():
         warnings.append(f"{rel.height} kernel events carry only uptime stamps and no boot time is known; "
                         "they are kept without a wall-clock time (add boot_times to job.toml)")
-    n_ranks = int(rmap.height) if not rmap.is_empty() else None
+    n_ranks = int(rmap["rank"].n_unique()) if not rmap.is_empty() else None
     job = {
         "name": name, "dir": str(root.resolve()), "hosts": hosts, "ranks": n_ranks, "gpus": down.gpus,
         "start": iso(attempts["start"].min()) if not attempts.is_empty() else None,

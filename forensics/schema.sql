@@ -14,6 +14,7 @@ CREATE TABLE files (
     unparsed    BIGINT NOT NULL,
     events      BIGINT NOT NULL,
     warnings    VARCHAR[],
+    host        VARCHAR,               -- host suggested by the path
     first_ts    TIMESTAMPTZ,           -- earliest / latest stamp on its first and last lines
     last_ts     TIMESTAMPTZ
 );

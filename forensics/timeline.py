@@ -50,16 +50,17 @@ def rank_map(events: pl.DataFrame, tables: dict[str, pl.DataFrame]) -> pl.DataFr
         return pl.DataFrame(schema=RANK_MAP_SCHEMA)
     allp = pl.concat([p.select([pl.col(k).cast(v) for k, v in RANK_MAP_SCHEMA.items()]) for p in parts])
     prio = pl.col("source").replace_strict({"nccl": 0, "elastic": 1, "logs": 2}, return_dtype=pl.Int64)
-    allp = allp.with_columns(prio.alias("_p")).sort("rank", "_p")
-    out = allp.group_by("rank", maintain_order=True).agg(
-        pl.col("host").drop_nulls().first(),
+    # A rank can live on different hosts in different attempts (a restart without the bad
+    # node puts a spare in its slot): one row per (rank, host).
+    allp = allp.filter(pl.col("host").is_not_null()).with_columns(prio.alias("_p")).sort("rank", "host", "_p")
+    out = allp.group_by("rank", "host", maintain_order=True).agg(
         pl.col("local_rank").drop_nulls().first(),
         pl.col("gpu").drop_nulls().first(),
         pl.col("pci_bus_id").drop_nulls().first(),
         pl.col("source").first(),
     )
     return out.with_columns(pl.coalesce("local_rank", "gpu").alias("local_rank")).select(
-        list(RANK_MAP_SCHEMA)).sort("rank")
+        list(RANK_MAP_SCHEMA)).sort("rank", "host")
 
 
 def _step_time(steps: pl.DataFrame) -> float | None:

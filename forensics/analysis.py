@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from forensics import clock
+from forensics import advice, clock
 from forensics import downtime as dt
 from forensics.attribution import Interruption, attribute
 from forensics.config import load_job_config
@@ -304,17 +304,34 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
         ("completed" if i in completed else (by_attempt[i].kind if i in by_attempt else "unknown"))
         for i in attempts["index"].to_list()], dtype=pl.Utf8))
     gpus = int(rmap["rank"].n_unique()) if not rmap.is_empty() else None
-    down = _downtime(attempts, tables, events, by_attempt, episodes, slow_ids, gpus)
+    down, spans = _downtime(attempts, tables, events, by_attempt, episodes, slow_ids, gpus)
     report = build_report(name, root, files, events, attempts, inters, stragglers, down, ing, rmap, unparsed, completed)
+    report["advice"] = {
+        "checkpoint": advice.checkpoint_advice(
+            down.wall_s, report["interruptions"], [b - a for sp in spans for a, b in sp.saves],
+            [], gpus) if not spans else _ckpt_advice(down, report, spans, gpus),
+        "collective_timeout": advice.timeout_advice(report["interruptions"], tables.get("collective_timeouts"), gpus),
+    }
     return {"report": report, "files": files, "events": events, "tables": tables, "unparsed": unparsed,
             "rank_map": rmap, "attempts": attempts, "hits": hits, "interruptions": inters,
             "stragglers": stragglers, "downtime": down}
 
 
+def _ckpt_advice(down: dt.Downtime, report: dict, spans: list[dt.AttemptSpan], gpus: int | None) -> dict:
+    """Young/Daly advice; save-to-save intervals are measured inside attempts only."""
+    durations = [b - a for sp in spans for a, b in sp.saves]
+    best: list[float] = []
+    for sp in spans:
+        if len(sp.durable) > len(best):
+            best = sorted(sp.durable)
+    return advice.checkpoint_advice(down.wall_s, report["interruptions"], durations, best, gpus)
+
+
 def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: pl.DataFrame,
-              by_attempt: dict, episodes: list, slow_ids: dict, gpus: int | None) -> dt.Downtime:
+              by_attempt: dict, episodes: list, slow_ids: dict,
+              gpus: int | None) -> tuple[dt.Downtime, list[dt.AttemptSpan]]:
     if attempts.is_empty():
-        return dt.account([], gpus)
+        return dt.account([], gpus), []
     epoch = attempts["start"].min()
     ck = tables["checkpoints"].join(events.select("file_id", "line_no", "attempt", pl.col("kind").alias("ekind")),
                                     on=["file_id", "line_no"], how="left")
@@ -334,7 +351,7 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
             slowdown_s=sum(e.excess_s for e in episodes if e.attempt == i),
             interruption_id=inter.id if inter is not None else None,
         ))
-    return dt.account(spans, gpus, slow_ids)
+    return dt.account(spans, gpus, slow_ids), spans
 
 
 def _saves(c: pl.DataFrame, epoch: datetime) -> tuple[list[tuple[float, float]], list[float]]:

@@ -166,6 +166,21 @@ def write_markdown(rep: dict, path: Path) -> None:
     for k in ("wall_s", "productive_s", "startup_s", "checkpoint_s", "lost_work_s", "termination_s", "restart_s", "slowdown_s"):
         lines.append(f"| {k[:-2]} | {d[k]} |")
     lines += ["", f"Goodput: {d['goodput']}; GPU-hours lost: {d['gpu_hours_lost']}", ""]
+    adv = rep.get("advice") or {}
+    ck, to = adv.get("checkpoint") or {}, adv.get("collective_timeout") or {}
+    if ck or to:
+        lines += ["## Advice", ""]
+        if ck.get("optimal_interval_s"):
+            lines.append(f"- Checkpoint interval: now {ck['current_interval_s']} s, Young/Daly optimum "
+                         f"{ck['optimal_interval_s']} s (save cost {ck['save_cost_s']:.1f} s, MTBI {ck['mtbi_s']} s); "
+                         f"estimated GPU-hours saved on this job: {ck['gpu_hours_saved']}")
+        elif ck.get("note"):
+            lines.append(f"- Checkpoint interval: {ck['note']}")
+        if to.get("hangs"):
+            lines.append(f"- Collective timeout {to['configured_timeout_s']} s: {to['hangs']} hang(s) waited "
+                         f"{to['waited_s']} s for the watchdog; a {to['shorter_timeout_s']:.0f} s timeout would have "
+                         f"saved {to['gpu_hours_saved']} GPU-hours")
+        lines.append("")
     if rep["stragglers"]:
         lines += ["## Stragglers", "", "| host | rank | GPU | start | end | slowdown | cause |", "|---|---|---|---|---|---|---|"]
         for s in rep["stragglers"]:

@@ -330,6 +330,7 @@ def _ckpt_advice(down: dt.Downtime, report: dict, spans: list[dt.AttemptSpan], g
 def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: pl.DataFrame,
               by_attempt: dict, episodes: list, slow_ids: dict,
               gpus: int | None) -> tuple[dt.Downtime, list[dt.AttemptSpan]]:
+    attempts = attempts.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
     if attempts.is_empty():
         return dt.account([], gpus), []
     epoch = attempts["start"].min()

@@ -23,6 +23,7 @@ from forensics.taxonomy import AUTO_RECOVERABLE, info
 TIE_WINDOW = timedelta(seconds=10)
 # Categories whose fault can leave every rank waiting (a hang) rather than crashing one: the
 # interruption is a hang when collectives timed out and no rank failed on its own.
+APP_FAULT_REPEATS = 3  # an application-class Xid on one GPU from this many processes: suspect the GPU
 MAY_HANG = ("network_fabric", "nvlink", "storage", "gpu_driver_firmware", "gpu_other_hardware")
 MAX_EVIDENCE = 8
 
@@ -246,8 +247,17 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             if peer is not None:
                 host, rank, gpu, pci = peer, None, None, None
                 summary += f"; the unreachable peer is {peer} (reported by its peers)"
-            else:
-                notes.append("peer address could not be mapped to a host")
+            elif _peer_ips(roots.filter(pl.col("source") == "nccl")):
+                # The reporting host is a victim of a link or peer it names by address only:
+                # do not blame it; say which address is suspect.
+                ips = ", ".join(_peer_ips(roots.filter(pl.col("source") == "nccl")))
+                notes.append(f"suspect peer address {ips} could not be mapped to a host (no NCCL interface line for it)")
+                host, rank, gpu, pci = None, None, None, None
+        repeats = _app_fault_repeats(root, ae)
+        if repeats >= APP_FAULT_REPEATS:
+            category = "gpu_other_hardware"
+            summary += (f"; it repeats on this GPU across {repeats} different processes, so the GPU is suspect "
+                        "rather than the code")
         if category == "comm_hang_unknown":
             desync = _desync(tmo)
             if desync:
@@ -276,6 +286,15 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     )
 
 
+def _app_fault_repeats(root: dict, ae: pl.DataFrame) -> int:
+    """Distinct processes that hit an application-class Xid (13/31/43) on the root's GPU."""
+    if root["signature"] not in ("xid-13", "xid-31", "xid-43") or root.get("pci_bus_id") is None:
+        return 0
+    same = ae.filter((pl.col("kind") == "xid") & pl.col("code").is_in(["13", "31", "43"])
+                     & (pl.col("pci_bus_id") == root["pci_bus_id"]) & pl.col("host").eq_missing(root.get("host")))
+    return int(same["pid"].drop_nulls().n_unique())
+
+
 def _process_failed(ae: pl.DataFrame, aj: pl.DataFrame) -> bool:
     """Some rank failed on its own: a root-role PyTorch/Python error (not the launcher's
     ChildFailedError, not a watchdog abort), or a positive exit code."""
@@ -284,6 +303,10 @@ def _process_failed(ae: pl.DataFrame, aj: pl.DataFrame) -> bool:
     ex = ae.filter(pl.col("kind").is_in(["elastic_failure", "worker_failed", "launcher_exit"]))
     codes = ex["code"].cast(pl.Int64, strict=False).drop_nulls()
     return bool((codes > 0).any())
+
+
+def _peer_ips(nccl_roots: pl.DataFrame) -> list[str]:
+    return sorted(set(nccl_roots["message"].str.extract(r"peer (\d{1,3}(?:\.\d{1,3}){3})<", 1).drop_nulls().to_list()))
 
 
 def _peer_culprit(nccl_roots: pl.DataFrame, ip_host: dict[str, str]) -> str | None:

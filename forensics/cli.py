@@ -114,7 +114,7 @@ def _summary(rep: dict, out_dir: Path) -> None:
         out.print(f"Goodput {d['goodput']}, GPU-hours lost {d['gpu_hours_lost']}")
     for w in rep["warnings"][:3]:
         out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
-    out.print(f"Report: {escape(str(out_dir / 'report.md'))}", soft_wrap=True)
+    out.print(f"Report: {escape(str(out_dir / 'report.html'))}", soft_wrap=True)
 
 
 @app.command()
@@ -170,8 +170,82 @@ def simulate(
     except Exception as exc:  # noqa: BLE001 - a bad scenario is user input: one line, no traceback
         _fail(f"invalid scenario {scenario}: {exc}")
         return
-    case = run(spec, out_dir, seed)
+    try:
+        case = run(spec, out_dir, seed)
+    except OSError as exc:
+        _fail(f"cannot write the case to {out_dir}: {exc.strerror or exc}")
+        return
     out.print(f"Simulated {escape(str(scenario))} (seed {seed}) -> {escape(str(case))}", soft_wrap=True)
+
+
+fleet_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                        help="Many jobs: analyze job dirs into a Parquet store for the weekly report.")
+app.add_typer(fleet_app, name="fleet")
+
+
+@fleet_app.command("ingest")
+def fleet_ingest(
+    roots: Annotated[list[Path], typer.Argument(help="Folders holding job dirs (or job dirs / .tar.gz bundles).")],
+    store: Annotated[Path, typer.Option("--store", help="The fleet store (Parquet, partitioned by ISO week).")],
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Parallel analyses (default: CPUs, at most 8).")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Execution engine: local (process pool).")] = "local",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
+) -> None:
+    """Analyze every job dir under ROOT... and replace its rows in the store (see docs/fleet.md)."""
+    from forensics.fleet import ENGINES
+    from forensics.fleet import ingest as run
+
+    for r in roots:
+        if not r.exists():
+            _fail(f"no such file or directory: {r}")
+    if engine not in ENGINES:
+        _fail(f"unknown engine {engine!r}; one of: {', '.join(ENGINES)}")
+    if store.exists() and not store.is_dir():
+        _fail(f"store path exists and is not a directory: {store}")
+
+    def progress(item: dict) -> None:
+        if item["ok"]:
+            if not quiet:
+                err.print(f"ingested {escape(item['dir'])}", highlight=False, soft_wrap=True)
+        else:
+            err.print(f"[red]failed[/red] {escape(item['dir'])}: {escape(item['error'])}", highlight=False,
+                      soft_wrap=True)
+
+    try:
+        res = run(roots, store, workers=workers, engine=engine, progress=progress)
+    except NotImplementedError as exc:
+        _fail(str(exc))
+        return
+    weeks = sorted({x["week"] for x in res.ingested})
+    if not quiet:
+        out.print(f"{len(res.ingested)} job(s) ingested into {escape(str(store))}"
+                  + (f" (weeks {', '.join(weeks)})" if weeks else "") + f"; {len(res.failed)} failed",
+                  soft_wrap=True)
+    if not res.ingested and not res.failed:
+        _fail(f"no job directories found under {', '.join(str(r) for r in roots)}", code=1)
+    if res.failed and not res.ingested:
+        raise typer.Exit(1)
+
+
+@app.command()
+def weekly(
+    store: Annotated[Path, typer.Option("--store", help="The fleet store written by `forensics fleet ingest`.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Where to write weekly.html, weekly.md, weekly.json.")],
+    week: Annotated[str | None, typer.Option("--week", help="ISO week, e.g. 2026-W48 (default: the latest).")] = None,
+) -> None:
+    """The weekly fleet reliability report: goodput, failure mix, repeat-offender nodes, trends."""
+    from forensics.weekly import WeeklyError, write_weekly
+
+    try:
+        rep = write_weekly(store, out_dir, week)
+    except WeeklyError as exc:
+        _fail(str(exc))
+        return
+    s = rep["summary"]
+    goodput = "–" if s["goodput"] is None else f"{s['goodput']:.1%}"
+    out.print(f"{rep['week']}: {s['jobs']} jobs, {s['gpu_hours']} GPU-hours, goodput {goodput}, "
+              f"{s['interruptions']} interruptions, {len(rep['repeat_offenders']['hosts'])} lemon candidate(s)")
+    out.print(f"Report: {escape(str(out_dir / 'weekly.html'))}", soft_wrap=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

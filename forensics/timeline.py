@@ -119,7 +119,13 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
         # Only node-level evidence (dmesg, DCGM, scheduler): one attempt spanning it all.
         t = ev.filter(pl.col("ts").is_not_null())
         if t.is_empty():
-            return ev.with_columns(pl.lit(None, dtype=pl.Int32).alias("attempt")), pl.DataFrame(schema=ATTEMPT_SCHEMA)
+            # No time stamps at all (a pasted excerpt): everything is one attempt of unknown span.
+            if ev.is_empty():
+                return ev.with_columns(pl.lit(None, dtype=pl.Int32).alias("attempt")), pl.DataFrame(schema=ATTEMPT_SCHEMA)
+            one = pl.DataFrame([{"index": 0, "start": None, "end": None, "first_step": None, "last_step": None,
+                                 "resumed_from": None, "end_reason": None, "first_step_start": None,
+                                 "last_progress": None}], schema=ATTEMPT_SCHEMA)
+            return ev.with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt")), one
         spans = pl.DataFrame({"attempt": [0], "start": [t["ts"].min()], "end": [t["ts"].max()]},
                              schema={"attempt": pl.Int32, "start": UTC_DT, "end": UTC_DT})
         ev = ev.with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt"))

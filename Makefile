@@ -19,9 +19,13 @@ install: $(STAMP)
 demo: install
 	$(BIN)/forensics simulate $(DEMO_SCENARIO) --out $(DEMO_CASE) --seed 7
 	$(BIN)/forensics analyze $(DEMO_CASE)/job --out forensics-out/demo
+	@echo "Open in a browser: $(abspath forensics-out/demo/report.html)"
 
 test: install
-	$(BIN)/python -m pytest
+	@# the browser check needs Debian's chromium; without apt (or root) its tests skip
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+		|| echo "chromium not installed: the browser tests will be skipped"
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 lint: install
 	$(BIN)/ruff check parsers forensics tests bench
@@ -29,8 +33,10 @@ lint: install
 bench: install
 	$(BIN)/python bench/run.py
 
+# Long random fuzzing (not part of `make test`): FORENSICS_FUZZ_EXAMPLES examples per fuzz test.
 fuzz: install
-	FORENSICS_FUZZ=1 $(BIN)/python -m pytest tests -k "property or fuzz" -p no:cacheprovider
+	FORENSICS_FUZZ=1 FORENSICS_FUZZ_EXAMPLES=$${FORENSICS_FUZZ_EXAMPLES:-2000} $(BIN)/python -m pytest tests \
+		-k "property or fuzz" -p no:cacheprovider -p no:warnings -q -rf
 
 clean:
 	rm -rf $(VENV) forensics-out .pytest_cache

@@ -23,7 +23,7 @@ from forensics.ingest import Ingested, ingest
 from forensics.report import build_report, write_markdown
 from forensics.signatures import load_catalog, match
 from forensics.store import Store
-from forensics.stragglers import dcgm_stragglers, slow_episodes
+from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from forensics.timeline import assign_attempts, rank_map
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
@@ -266,38 +266,14 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     # steps with their attempt, for slow episodes
     steps = tables["train_steps"].join(events.filter(pl.col("kind") == "step").select("file_id", "line_no", "attempt"),
                                        on=["file_id", "line_no"], how="left")
-    episodes = slow_episodes(steps)
-    stragglers = dcgm_stragglers(tables.get("dcgm_samples"), episodes)
-    for s in stragglers:
-        if s.host is not None and s.gpu is not None and not rmap.is_empty():
-            m = rmap.filter((pl.col("host") == s.host) & (pl.coalesce("gpu", "local_rank") == s.gpu))
-            if m.height:
-                s.rank = int(m["rank"][0])
-    slow_ids: dict[int, str | None] = {}
-    for k, ep in enumerate(episodes):
-        cat = "straggler_hardware" if stragglers else "slowdown_transient"
-        culprit = stragglers[0] if stragglers else None
-        ci = info(cat)
-        iid = f"s{k}"
-        slow_ids[ep.attempt if ep.attempt is not None else 0] = iid
-        inters.append(Interruption(
-            id=iid, attempt=ep.attempt, time=ep.start, kind="slowdown", category=cat, domain=ci.domain,
-            action=ci.default_action, auto_recoverable=ci.default_action in AUTO_RECOVERABLE, recurring=False,
-            culprit_host=culprit.host if culprit else None, culprit_rank=culprit.rank if culprit else None,
-            culprit_gpu=culprit.gpu if culprit else None, culprit_pci_bus_id=culprit.pci_bus_id if culprit else None,
-            confidence=0.8 if culprit else 0.5, method="rules",
-            summary=(f"Steps {ep.slowdown:.0%} slower for {ep.steps} steps"
-                     + (f"; straggler {culprit.host} GPU {culprit.gpu} ({culprit.cause}: {culprit.evidence})" if culprit else "")),
-        ))
-    if stragglers and not episodes:
-        s = stragglers[0]
-        ci = info("straggler_hardware")
-        inters.append(Interruption(
-            id="s0", attempt=None, time=s.start, kind="slowdown", category="straggler_hardware", domain=ci.domain,
-            action=ci.default_action, auto_recoverable=True, recurring=False, culprit_host=s.host,
-            culprit_rank=s.rank, culprit_gpu=s.gpu, culprit_pci_bus_id=s.pci_bus_id, confidence=0.6, method="rules",
-            summary=f"Straggler {s.host} GPU {s.gpu} ({s.cause}: {s.evidence}); no step-time series to size the slowdown",
-        ))
+    ck = tables["checkpoints"]
+    starts = {(r["file_id"], r["step"]): r["ts"] for r in ck.filter(pl.col("event") == "save_start").iter_rows(named=True)}
+    saves = [(starts.get((r["file_id"], r["step"]), r["ts"]), r["ts"]) for r in
+             ck.filter((pl.col("event") == "save_end") & pl.col("ts").is_not_null()).iter_rows(named=True)]
+    saves += [(t, t) for t in ck.filter((pl.col("event") == "save_start") & pl.col("ts").is_not_null())["ts"].to_list()]
+    episodes, stragglers, slow_inters, slow_ids = _slowdowns(steps, tables.get("dcgm_samples"), rmap,
+                                                             [(a or b, b) for a, b in saves])
+    inters.extend(slow_inters)
     inters.sort(key=lambda x: (x.time is None, x.time or datetime.max.replace(tzinfo=UTC), x.id))
     by_attempt = {x.attempt: x for x in inters if x.kind != "slowdown"}
     attempts = attempts.with_columns(pl.Series("end_reason", [
@@ -315,6 +291,58 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     return {"report": report, "files": files, "events": events, "tables": tables, "unparsed": unparsed,
             "rank_map": rmap, "attempts": attempts, "hits": hits, "interruptions": inters,
             "stragglers": stragglers, "downtime": down}
+
+
+def _slowdowns(steps: pl.DataFrame, samples: pl.DataFrame | None, rmap: pl.DataFrame, saves: list[tuple]
+               ) -> tuple[list, list, list[Interruption], dict[int, str | None]]:
+    """Slow episodes, stragglers and the slowdown interruptions they make. Returns the episodes
+    whose excess counts in the slowdown bucket: sustained ones, and spikes when they recur
+    (GC, data-loader stalls)."""
+    found = slow_episodes(steps, saves)
+    sustained = [e for e in found if not e.spike]
+    spikes = [e for e in found if e.spike]
+    pattern = spike_pattern(spikes)
+    counted = sustained + (spikes if pattern else [])
+    stragglers = dcgm_stragglers(samples, found)
+    seen = {(x.host, x.gpu) for x in stragglers}
+    stragglers += [x for x in pcie_stragglers(samples, found) if (x.host, x.gpu) not in seen]
+    for x in stragglers:
+        if x.host is not None and x.gpu is not None and not rmap.is_empty():
+            m = rmap.filter((pl.col("host") == x.host) & (pl.coalesce("gpu", "local_rank") == x.gpu))
+            if m.height:
+                x.rank = int(m["rank"][0])
+    inters: list[Interruption] = []
+    slow_ids: dict[int, str | None] = {}
+
+    def add(iid: str, attempt: int | None, time: datetime | None, cat: str, culprit, conf: float, summary: str) -> None:  # noqa: ANN001
+        ci = info(cat)
+        inters.append(Interruption(
+            id=iid, attempt=attempt, time=time, kind="slowdown", category=cat, domain=ci.domain,
+            action=ci.default_action, auto_recoverable=ci.default_action in AUTO_RECOVERABLE, recurring=False,
+            culprit_host=culprit.host if culprit else None, culprit_rank=culprit.rank if culprit else None,
+            culprit_gpu=culprit.gpu if culprit else None, culprit_pci_bus_id=culprit.pci_bus_id if culprit else None,
+            confidence=conf, method="rules", summary=summary))
+        slow_ids.setdefault(attempt if attempt is not None else 0, iid)
+
+    for k, ep in enumerate(sustained):
+        culprit = next((x for x in stragglers if x.start is not None and x.end is not None
+                        and x.start <= ep.end and x.end >= ep.start), None)
+        cat = "straggler_hardware" if culprit else "slowdown_transient"
+        add(f"s{k}", ep.attempt, ep.start, cat, culprit, 0.8 if culprit else 0.5,
+            f"Steps {ep.slowdown:.0%} slower for {ep.steps} steps"
+            + (f"; straggler {culprit.host} GPU {culprit.gpu} ({culprit.cause}: {culprit.evidence})" if culprit
+               else "; no single GPU deviates: a job-wide slowdown"))
+    if pattern:
+        first = min(spikes, key=lambda e: e.start)
+        what = "at a regular period (garbage collection or other periodic work)" if pattern == "gc_or_periodic" \
+            else "at irregular intervals (data loading or storage stalls)"
+        add("w0", first.attempt, first.start, "slowdown_workload", None, 0.6,
+            f"{len(spikes)} single-step spikes {what}, costing {sum(e.excess_s for e in spikes):.0f} s")
+    if stragglers and not sustained:
+        x = stragglers[0]
+        add("s0", None, x.start, "straggler_hardware", x, 0.6,
+            f"Straggler {x.host} GPU {x.gpu} ({x.cause}: {x.evidence}); no step-time series to size the slowdown")
+    return counted, stragglers, inters, slow_ids
 
 
 def _ckpt_advice(down: dt.Downtime, report: dict, spans: list[dt.AttemptSpan], gpus: int | None) -> dict:

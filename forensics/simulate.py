@@ -79,10 +79,29 @@ FAULTS: dict[str, tuple[str, str]] = {
     "node_fail": ("host_hardware", "crash"),
     "segfault": ("framework_bug", "crash"),
     "illegal_memory_access": ("cuda_error", "crash"),
+    "gpu_microcontroller": ("gpu_other_hardware", "crash"),
+    "silent_kill": ("unknown", "unknown"),  # taxonomy default kind; the attempt itself ends as a crash
+    "power_straggler": ("straggler_hardware", "slowdown"),
+    "clocks_low_straggler": ("straggler_hardware", "slowdown"),
+    "pcie_straggler": ("straggler_hardware", "slowdown"),
+    "job_wide_slowdown": ("slowdown_transient", "slowdown"),
+    "network_congestion": ("slowdown_transient", "slowdown"),
+    "periodic_gc": ("slowdown_workload", "slowdown"),
+    "dataloader_stall": ("slowdown_workload", "slowdown"),
     "healthy": ("", "completed"),
+    "noisy_dcgm_sample": ("", "completed"),
 }
-SLOW_FAULTS = {"thermal_straggler"}
-BENIGN_FAULTS = {"healthy"}
+# one slow GPU: truth has a [[stragglers]] row; fault type -> (default cause, DCGM state of the GPU)
+STRAGGLER_FAULTS: dict[str, tuple[str, str]] = {
+    "thermal_straggler": ("thermal", "thermal"),
+    "power_straggler": ("power", "power"),
+    "clocks_low_straggler": ("clocks_low", "clocks_low"),
+    "pcie_straggler": ("pcie_degraded", "pcie"),
+}
+JOB_WIDE_FAULTS = {"job_wide_slowdown", "network_congestion"}  # every rank (1 + slowdown) slower, no culprit
+SPIKE_FAULTS = {"periodic_gc", "dataloader_stall"}  # single steps longer by a few seconds on all ranks
+SLOW_FAULTS = set(STRAGGLER_FAULTS) | JOB_WIDE_FAULTS | SPIKE_FAULTS
+BENIGN_FAULTS = {"healthy", "noisy_dcgm_sample"}
 SCHED_FAULTS = {"preemption", "time_limit", "user_cancelled"}
 REQUEUE_FAULTS = {"preemption", "node_fail"}
 
@@ -128,6 +147,8 @@ class Config:
     launcher_prefix: str
     job_id: int
     timezone_set: bool
+    megatron_timers: bool = False
+    dcgm_pcie_link: bool = False
 
     @property
     def ranks(self) -> int:
@@ -179,6 +200,8 @@ def make_config(job: dict[str, Any], seed: int) -> Config:
         launcher_prefix=str(job.get("launcher_prefix", "none")),
         job_id=int(job.get("job_id", 400000 + random.Random(f"{seed}:jobid").randrange(99999))),
         timezone_set="timezone" in job,
+        megatron_timers=bool(job.get("megatron_timers", False)),
+        dcgm_pcie_link=bool(job.get("dcgm_pcie_link", False)),
     )
 
 
@@ -356,6 +379,8 @@ class Step:
     start: int
     end: int
     slow: float  # injected slowdown fraction (0 when healthy)
+    extra: int = 0  # injected additive delay in µs (GC pause, data-loader stall)
+    cause: str = ""  # fault type of the slowdown of this step ("" when healthy)
 
 
 @dataclass
@@ -404,10 +429,30 @@ class Attempt:
 class SlowEpisode:
     start: int
     end: int
-    slowdown: float
+    slowdown: float  # multiplicative step-time factor (0 for spike episodes)
     fault: Fault
-    host: str
-    rank: int
+    host: str | None  # the straggler GPU; None for job-wide and spike episodes
+    rank: int | None
+    first_hit: int | None = None  # start of the first step the episode slowed
+
+    @property
+    def straggler(self) -> bool:
+        return self.host is not None
+
+
+def _spike_us(case: Case, ep: SlowEpisode, attempt: int, index: int) -> int:
+    """Additive delay of step `index` from a spike episode (0 for steps it does not hit)."""
+    p = ep.fault.params
+    rng = random.Random(f"{case.seed}:spike:{attempt}:{index}")
+    if ep.fault.type == "periodic_gc":
+        period = max(1, int(p.get("period_steps", 50)))
+        if index % period or index <= 1:
+            return 0
+        return int(float(p.get("spike_s", 3.0)) * rng.uniform(0.95, 1.05) * US)
+    # dataloader_stall: irregular but recurring (on average every `mean_interval_steps` steps)
+    if rng.random() >= 1.0 / max(1.0, float(p.get("mean_interval_steps", 40))):
+        return 0
+    return int(rng.uniform(float(p.get("stall_min_s", 4.0)), float(p.get("stall_max_s", 12.0))) * US)
 
 
 class Case:
@@ -455,22 +500,42 @@ class Case:
         return int(self.cfg.step_time_s * US)
 
 
-def _slow_factor(case: Case, t: int) -> float:
-    f = 0.0
+def _slow_factor(case: Case, t: int) -> tuple[float, str]:
+    f, cause = 0.0, ""
     for ep in case.slow:
-        if ep.start <= t < ep.end:
-            f = max(f, ep.slowdown)
-    return f
+        if ep.slowdown > 0 and ep.start <= t < ep.end and ep.slowdown > f:
+            f, cause = ep.slowdown, ep.fault.type
+    return f, cause
+
+
+def _slow_extra(case: Case, t: int, attempt: int, index: int) -> tuple[int, str, SlowEpisode | None]:
+    for ep in case.slow:
+        if ep.fault.type in SPIKE_FAULTS and ep.start <= t < ep.end:
+            extra = _spike_us(case, ep, attempt, index)
+            if extra:
+                return extra, ep.fault.type, ep
+    return 0, "", None
+
+
+PERSISTENT_US = 10**15  # "until the end of the job"
 
 
 def _register_slow(case: Case, attempt: Attempt) -> None:
     for f in case.faults:
         if f.type in SLOW_FAULTS and f.attempt == attempt.index:
             start = attempt.start + int(f.at_s * US)
-            dur = int(float(f.params.get("duration_s", 1800)) * US)
+            if f.params.get("persistent", False) or ("duration_s" not in f.params and f.type != "thermal_straggler"):
+                end = PERSISTENT_US
+            else:
+                end = start + int(float(f.params.get("duration_s", 1800)) * US)
             node = min(f.node, len(attempt.hosts) - 1)
-            case.slow.append(SlowEpisode(start, start + dur, float(f.params.get("slowdown", 0.15)), f,
-                                         attempt.hosts[node], node * case.cfg.gpus_per_node + f.gpu))
+            if f.type in STRAGGLER_FAULTS:
+                host: str | None = attempt.hosts[node]
+                rank: int | None = node * case.cfg.gpus_per_node + f.gpu % case.cfg.gpus_per_node
+            else:
+                host = rank = None
+            slow = float(f.params.get("slowdown", 0.15)) if f.type not in SPIKE_FAULTS else 0.0
+            case.slow.append(SlowEpisode(start, end, slow, f, host, rank))
 
 
 def run_steps(case: Case, a: Attempt) -> None:
@@ -488,11 +553,18 @@ def run_steps(case: Case, a: Attempt) -> None:
         if t >= deadline:
             a.finish_note = "duration"
             break
-        slow = _slow_factor(case, t)
+        slow, cause = _slow_factor(case, t)
         dur = max(1, int(ideal * (1.0 + slow) * rng.gauss(1.0, 0.012)))
+        extra, extra_cause, ep = _slow_extra(case, t, a.index, i) if case.slow else (0, "", None)
+        dur += extra
         if tf is not None and t + dur > tf:
             return
-        a.steps.append(Step(i, t, t + dur, slow))
+        a.steps.append(Step(i, t, t + dur, slow, extra, extra_cause or cause))
+        if ep is not None and ep.first_hit is None:
+            ep.first_hit = t
+        for sep in case.slow:
+            if sep.slowdown > 0 and sep.first_hit is None and slow > 0 and sep.start <= t < sep.end:
+                sep.first_hit = t
         t += dur
         last = i == cfg.train_steps
         if cfg.checkpoint_interval and (i % cfg.checkpoint_interval == 0 or last):
@@ -1073,7 +1145,37 @@ def fault_healthy(ctx: Ctx) -> None:  # benign noise only; rendered in benign_no
     return None
 
 
-FAULT_FUNCS = {name: globals()[f"fault_{name}"] for name in FAULTS}
+def fault_gpu_microcontroller(ctx: Ctx) -> None:
+    """Xid 62 (internal micro-controller halt), then Xid 45 on the app's channels; the culprit dies of a
+    CUDA `unspecified launch failure`."""
+    case, host, gpu = ctx.case, ctx.host, ctx.gpu
+    pid = ctx.pid(ctx.rank)
+    words = f"{ctx.rng.getrandbits(16):04x}({ctx.rng.getrandbits(16):04x}) {ctx.rng.getrandbits(32):08x} " \
+            f"{ctx.rng.getrandbits(32):08x}"
+    xid_line(case, host, gpu, ctx.tf, 62, words)
+    for k, ch in enumerate(int(c) for c in ctx.f.params.get("channels", [8, 9, 10])):
+        xid_line(case, host, gpu, ctx.tf + 40_000 + k * 300, 45, f"Ch {ch:08x}", pid=pid, name="python3")
+    if ctx.f.params.get("reset_required", False) and case.cfg.driver >= (535,):
+        xid_line(case, host, gpu, ctx.tf + 60_000, 154,
+                 "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)")
+    lines = cuda_error_lines("unspecified launch failure")
+    ctx.raise_exc(ctx.rank, ctx.tf + 120_000, lines, "RuntimeError: CUDA error: unspecified launch failure")
+    ctx.culprit()
+
+
+def fault_silent_kill(ctx: Ctx) -> None:
+    """Every worker of the attempt dies of SIGKILL within 0.25 s; no OOM, no scheduler reason, no traceback."""
+    for r in range(len(ctx.a.hosts) * ctx.gpn):
+        ctx.plan.exits[r] = RankExit(ctx.tf + int(ctx.rng.uniform(0.0, 0.25) * US), -9, "signal")
+    ctx.a.culprit_host = ctx.a.culprit_rank = ctx.a.culprit_gpu = None
+
+
+def _slow_noop(ctx: Ctx) -> None:  # slow episodes and benign noise never end an attempt
+    return None
+
+
+FAULT_FUNCS = {name: globals()[f"fault_{name}"] if name not in SLOW_FAULTS | BENIGN_FAULTS
+               else globals().get(f"fault_{name}", _slow_noop) for name in FAULTS}
 
 
 # ----------------------------------------------------------------------------- watchdog / teardown
@@ -1414,7 +1516,7 @@ def apply_fault(case: Case, a: Attempt) -> None:
     ends = list(node_end.values()) + ([ctx.plan.sched[0]] if ctx.plan.sched else [])
     a.end = max(ends)
     kind = a.fault.kind
-    a.end_reason = {"crash": "crash", "hang": "hang", "preemption": "preempted"}.get(kind, kind)
+    a.end_reason = {"crash": "crash", "hang": "hang", "preemption": "preempted", "unknown": "crash"}.get(kind, kind)
     for host in a.hosts:
         for g in range(ctx.gpn):
             case.gpu_states.setdefault((host, g), []).append((ctx.tf, a.end, "hung"))
@@ -1532,8 +1634,10 @@ def megatron_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Ran
     gbs = 512
     prev_end = {0: first}
     window: list[int] = []
+    steps: list[Step] = []
     for s in a.steps:
         window.append(s.end - s.start)
+        steps.append(s)
         if s.index % cfg.log_interval:
             continue
         ms = sum(window) / len(window) / 1000
@@ -1544,6 +1648,9 @@ def megatron_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Ran
              f"{tflops:.1f} | learning rate: {_lr(cfg, s.index):.6E} | global batch size: {gbs:5d} | lm loss: "
              f"{_loss(s.index, rng):.6E} | loss scale: 1.0 | grad norm: {rng.uniform(0.2, 0.9):.3f} | number of "
              "skipped iterations:   0 | number of nan iterations:   0 |")
+        if cfg.megatron_timers:
+            emit(last, s.end + 200, megatron_timers(case, steps, rng))
+        steps = []
         prev_end[0] = s.end
     for sv in a.saves:
         emit(0, sv.start, f"[{c.megatron(sv.start)}] saving checkpoint at iteration {sv.step:7d} to /ckpt in "
@@ -1559,6 +1666,55 @@ def megatron_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Ran
             stamp(a.end, f"exiting program after {mins} minutes")
         else:
             stamp(a.end, "after training is done")
+
+
+def megatron_timers(case: Case, steps: list[Step], rng: random.Random) -> str:
+    """`--timing-log-level 2` block for one log interval (ms per iteration, min/max across ranks).
+
+    The excess of a slow step goes where it is spent: the straggler computes longer (forward-backward
+    max) while its peers wait in the gradient all-reduce (all-grads-sync min); congestion lengthens
+    all-grads-sync on every rank; a data-loader stall is in batch-generator (max) and therefore in
+    forward-backward; other pauses (GC, job-wide) are in forward-backward on every rank.
+    """
+    n = max(1, len(steps))
+    fb = [0.0, 0.0]
+    bg = [0.0, 0.0]
+    ags = [0.0, 0.0]
+    opt = [0.0, 0.0]
+    for s in steps:
+        d = (s.end - s.start) / 1000
+        if s.extra:
+            excess = s.extra / 1000
+        elif s.slow:
+            excess = d - d / (1.0 + s.slow)
+        else:
+            excess = 0.0
+        base = d - excess
+        lo = [base * 0.86, base * 0.0006, base * 0.07, base * 0.04]
+        hi = [base * 0.862, base * 0.0012, base * 0.074, base * 0.041]
+        if s.cause == "network_congestion":
+            lo[2] += excess
+            hi[2] += excess
+        elif s.cause == "dataloader_stall":
+            lo[0] += excess
+            hi[0] += excess
+            hi[1] += excess
+        elif s.cause in STRAGGLER_FAULTS:
+            hi[0] += excess
+            lo[2] += excess
+            hi[2] += excess
+        else:
+            lo[0] += excess
+            hi[0] += excess
+        for acc, i in ((fb, 0), (bg, 1), (ags, 2), (opt, 3)):
+            acc[0] += lo[i]
+            acc[1] += max(hi[i], lo[i])
+    out = ["(min, max) time across ranks (ms):"]
+    for name, (mn, mx) in (("forward-backward", fb), ("batch-generator", bg), ("all-grads-sync", ags),
+                           ("optimizer", opt)):
+        j = rng.uniform(0.997, 0.9995)
+        out.append(f"    {(name + ' ').ljust(48, '.')}: ({min(mn * j, mx) / n:.2f}, {mx / n:.2f})")
+    return "\n".join(out)
 
 
 def deepspeed_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -> None:
@@ -1608,6 +1764,8 @@ def torchtitan_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.R
     log(a.first_step_start, f"Training starts at step {a.resume_step + 1}.")
     r, g, o, y, b, cy, m, e = TITAN_COLORS
     for s in a.steps:
+        if s.cause == "periodic_gc" and s.extra:
+            log(s.start + s.extra, f"[GC] Performing periodic GC collection took {s.extra / US:.2f} seconds")
         if s.index % cfg.log_interval:
             continue
         tps = int(3456 * cfg.step_time_s * US / (s.end - s.start))
@@ -1675,11 +1833,20 @@ def render_framework(case: Case, a: Attempt) -> None:
 def benign_noise(case: Case) -> None:
     """Noise of `healthy` scenarios: one informational Xid 63, env-var deprecation warnings."""
     for f in case.faults:
-        if f.type != "healthy" or f.attempt >= len(case.attempts):
+        if f.type not in BENIGN_FAULTS or f.attempt >= len(case.attempts):
             continue
         a = case.attempts[f.attempt]
         node = min(f.node, len(a.hosts) - 1)
         host, gpu = a.hosts[node], f.gpu % case.cfg.gpus_per_node
+        if f.type == "noisy_dcgm_sample":
+            # one DCGM sample (the first at or after at_s) of one GPU reads a low SM clock; nothing else
+            step = case.cfg.dcgm_interval_s * US
+            t = a.start + int(f.at_s * US)
+            t = -(-t // step) * step
+            for k in range(max(1, int(f.params.get("samples", 1)))):
+                ts = t + k * step
+                case.gpu_states.setdefault((host, gpu), []).append((ts, ts + 1, "noisy"))
+            continue
         pid = case.ids.pid(a.index, host, gpu)
         xid_line(case, host, gpu, a.start + int(f.at_s * US), 63,
                  "Row Remapper: New row marked for remapping, reset gpu to activate.", pid=pid, name="python3")
@@ -1875,17 +2042,34 @@ def write_kernel_logs(case: Case, job: Path) -> None:
 DCGM_METRICS = ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
                 "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_PROF_SM_ACTIVE",
                 "DCGM_FI_DEV_PCIE_REPLAY_COUNTER")
+DCGM_LINK_METRICS = ("DCGM_FI_DEV_PCIE_LINK_GEN", "DCGM_FI_DEV_PCIE_LINK_WIDTH")  # with dcgm_pcie_link = true
 BLANK_INT = "9223372036854775792"
 BLANK_DBL = "140737488355328.000"
 
 
-def _gpu_state(case: Case, host: str, gpu: int, t: int) -> str:
+def _link_values(state: str, ep: SlowEpisode | None) -> list[str]:
+    """Current PCIe link generation and width (Gen5 x16 when healthy; idle GPUs drop to Gen1)."""
+    if state == "lost":
+        return [BLANK_INT, BLANK_INT]
+    if state == "pcie" and ep is not None:
+        return [str(int(ep.fault.params.get("link_gen", 4))), str(int(ep.fault.params.get("link_width", 8)))]
+    return ["1" if state == "idle" else "5", "16"]
+
+
+def _gpu_state_ep(case: Case, host: str, gpu: int, t: int) -> tuple[str, SlowEpisode | None]:
+    """DCGM state of one GPU at t, with the straggler episode that causes it (if any)."""
     for s, _e, st in case.gpu_states.get((host, gpu), []):
         if st == "lost" and s <= t:
-            return "lost"
+            return "lost", None
     for ep in case.slow:
-        if ep.host == host and ep.rank % case.cfg.gpus_per_node == gpu and ep.start <= t < ep.end:
-            return "thermal"
+        if (ep.straggler and ep.host == host and (ep.rank or 0) % case.cfg.gpus_per_node == gpu
+                and ep.start <= t < ep.end):
+            return STRAGGLER_FAULTS[ep.fault.type][1], ep
+    st = _gpu_state_plain(case, host, gpu, t)
+    return st, None
+
+
+def _gpu_state_plain(case: Case, host: str, gpu: int, t: int) -> str:
     for s, e, st in case.gpu_states.get((host, gpu), []):
         if s <= t < e:
             return st
@@ -1895,9 +2079,34 @@ def _gpu_state(case: Case, host: str, gpu: int, t: int) -> str:
     return "idle"
 
 
+def _slow_clock(slowdown: float, rng: random.Random) -> str:
+    """SM clock of a GPU whose steps are `slowdown` slower (clocks drop more than step time rises)."""
+    return str(int(1980 * (1.0 - min(0.6, 1.4 * slowdown))) + rng.randrange(-25, 26))
+
+
+def straggler_values(state: str, ep: SlowEpisode, rng: random.Random, base_temp: int) -> tuple[str, ...]:
+    """DCGM values of a straggler GPU other than thermal (power cap/brake, clocks stuck low, PCIe)."""
+    p = ep.fault.params
+    if state == "power":
+        cap = float(p.get("power_limit_w", 450.0))
+        bits = 0x84 if p.get("power_brake", False) else 0x4
+        return (_slow_clock(ep.slowdown, rng), str(base_temp + rng.randrange(-2, 4)),
+                f"{cap * rng.uniform(0.985, 1.0):.3f}", str(bits), "", f"{rng.uniform(0.80, 0.88):.4f}", "")
+    if state == "clocks_low":
+        return (_slow_clock(ep.slowdown, rng), str(base_temp - 3 + rng.randrange(-2, 3)),
+                f"{rng.uniform(430, 500):.3f}", "0", "", f"{rng.uniform(0.80, 0.88):.4f}", "")
+    # pcie: clocks and power as when training, the link retries (replay counter) and is downtrained
+    return ("1980" if rng.random() < 0.8 else str(rng.randrange(1950, 1980)),
+            str(base_temp + rng.randrange(-2, 4)), f"{rng.uniform(560, 640):.3f}",
+            "4" if rng.random() < 0.2 else "0", "", f"{rng.uniform(0.66, 0.74):.4f}", "")
+
+
 def dcgm_values(state: str, rng: random.Random, base_temp: int) -> tuple[str, ...]:
     if state == "lost":
         return (BLANK_INT, BLANK_INT, BLANK_DBL, BLANK_INT, "", BLANK_DBL, BLANK_INT)
+    if state == "noisy":
+        return (str(rng.randrange(1080, 1160)), str(base_temp + rng.randrange(-2, 4)),
+                f"{rng.uniform(600, 690):.3f}", "0", "", f"{rng.uniform(0.74, 0.82):.4f}", "")
     if state == "thermal":
         return (str(rng.randrange(1260, 1340)), str(rng.randrange(88, 93)), f"{rng.uniform(480, 540):.3f}",
                 str(0x60 | (4 if rng.random() < 0.3 else 0)), "", f"{rng.uniform(0.70, 0.80):.4f}", "")
@@ -1924,18 +2133,33 @@ def write_dcgm(case: Case, job: Path) -> None:
         meta = {g: (case.ids.uuid(host, g), f"0000{case.ids.pci(g).upper()}.0", 58 + rng.randrange(0, 8))
                 for g in gpus}
         replay = dict.fromkeys(gpus, 0)
+        metrics = DCGM_METRICS + (DCGM_LINK_METRICS if case.cfg.dcgm_pcie_link else ())
+        wide = [ep for ep in case.slow if ep.fault.type in JOB_WIDE_FAULTS]
         t = start - start % step
         while t <= end + step:
             stamp = case.clock.iso_s(t)
             for g in gpus:
                 uuid, pci, base = meta[g]
                 replay[g] += sum(n for bt, n in case.replay_bumps.get((host, g), []) if t - step < bt <= t)
-                vals = list(dcgm_values(_gpu_state(case, host, g, t), rng, base))
+                state, ep = _gpu_state_ep(case, host, g, t)
+                if ep is not None and state != "thermal":
+                    vals = list(straggler_values(state, ep, rng, base))
+                    if state == "pcie":
+                        replay[g] += rng.randrange(40, 400)
+                else:
+                    vals = list(dcgm_values(state, rng, base))
+                if state == "train" and wide:
+                    # job-wide slowdown: every GPU waits longer in communication, none deviates
+                    f = max((w.slowdown for w in wide if w.start <= t < w.end), default=0.0)
+                    if f:
+                        vals[5] = f"{float(vals[5]) / (1.0 + f):.4f}"
                 xids = sorted(case.xids.get((host, g), []))
                 vals[4] = str(next((x for bt, x in reversed(xids) if bt <= t), 0))
                 if vals[6] == "":
                     vals[6] = str(replay[g])
-                for metric, v in zip(DCGM_METRICS, vals, strict=True):
+                if case.cfg.dcgm_pcie_link:
+                    vals += _link_values(state, ep)
+                for metric, v in zip(metrics, vals, strict=True):
                     rows.append(f"{stamp},{metric},{g},{uuid},{pci},{host},{v}")
             t += step
         d = job / "nodes" / host
@@ -2012,6 +2236,8 @@ def downtime_intervals(case: Case) -> list[tuple[int, int, str]]:
         for s in a.steps:
             if s.slow > 0 and s.end - s.start > ideal:
                 out.append((s.start + ideal, s.end, "slowdown"))
+            elif s.extra:
+                out.append((s.end - s.extra, s.end, "slowdown"))
         for sv in a.saves:
             out.append((sv.start, min(sv.end, a.end), "checkpoint"))
         if failed:
@@ -2085,11 +2311,15 @@ def truth(case: Case) -> dict[str, Any]:
         if a.fault is not None and a.end_reason != "completed":
             inter.append(_interruption(case, a))
     for ep in case.slow:
+        if ep.fault.type in SPIKE_FAULTS and ep.first_hit is None:
+            continue  # no step was hit: nothing happened
         cat = ep.fault.category
         _, domain, action = TAXONOMY[cat]
-        item = {"attempt": ep.fault.attempt, "time": c.iso(ep.start), "kind": "slowdown", "category": cat,
+        when = ep.first_hit if ep.fault.type in SPIKE_FAULTS and ep.first_hit is not None else ep.start
+        item = {"attempt": ep.fault.attempt, "time": c.iso(when), "kind": "slowdown", "category": cat,
                 "domain": domain, "action": action, "fault": ep.fault.type}
-        item.update(_culprit_keys(case, ep.host, ep.rank, ep.rank % gpn))
+        if ep.straggler:
+            item.update(_culprit_keys(case, ep.host, ep.rank, (ep.rank or 0) % gpn))
         inter.append(item)
     inter.sort(key=lambda x: x["time"])
     if last.end_reason == "completed" or last.fault is None:
@@ -2100,9 +2330,10 @@ def truth(case: Case) -> dict[str, Any]:
                  "first_step": a.resume_step + 1 if a.steps else 0,
                  "last_step": a.steps[-1].index if a.steps else 0, "end_reason": a.end_reason,
                  "hosts": list(a.hosts)} for a in case.attempts]
-    stragglers = [{"host": ep.host, "gpu": ep.rank % gpn, "rank": ep.rank, "start": c.iso(ep.start),
+    stragglers = [{"host": ep.host, "gpu": (ep.rank or 0) % gpn, "rank": ep.rank, "start": c.iso(ep.start),
                    "end": c.iso(min(ep.end, last.end)), "slowdown": ep.slowdown,
-                   "cause": str(ep.fault.params.get("cause", "thermal"))} for ep in case.slow]
+                   "cause": str(ep.fault.params.get("cause", STRAGGLER_FAULTS[ep.fault.type][0]))}
+                  for ep in case.slow if ep.straggler]
     out: dict[str, Any] = {
         "job": {"name": cfg.name, "hosts": case.hosts, "ranks": cfg.ranks, "gpus": cfg.ranks,
                 "start": c.iso(first.start), "end": c.iso(last.end), "job_id": cfg.job_id,

@@ -16,6 +16,9 @@ import polars as pl
 
 SLOW_FACTOR = 1.08
 MIN_EPISODE_LOGS = 3
+MIN_SPIKES = 5  # this many spikes make a recurring pattern (GC, data-loader stalls)
+WARMUP_LOGS = 2
+BASE_WINDOW = 10
 PEER_FACTOR = 0.9
 MIN_LOW_SHARE = 0.6
 MIN_SAMPLES = 3
@@ -32,6 +35,7 @@ class Episode:
     steps: int
     excess_s: float
     slowdown: float  # mean fractional excess
+    spike: bool = False
 
 
 @dataclass
@@ -47,32 +51,77 @@ class Straggler:
     evidence: str
 
 
-def slow_episodes(steps: pl.DataFrame) -> list[Episode]:
-    """`steps`: train_steps rows with ts, step, step_time_s and attempt."""
+def baseline(step_times: pl.Series) -> float | None:
+    """Ideal step time: the lowest median over BASE_WINDOW consecutive logged steps (robust to a
+    slowdown that lasts most of the job), after the first warm-up logs."""
+    st = step_times.drop_nulls()
+    if st.len() > WARMUP_LOGS + BASE_WINDOW:
+        st = st.slice(WARMUP_LOGS)
+    if st.len() == 0:
+        return None
+    if st.len() < BASE_WINDOW:
+        return float(st.median())
+    return float(st.rolling_median(BASE_WINDOW).drop_nulls().min())
+
+
+def _with_step_time(s: pl.DataFrame) -> pl.DataFrame:
+    """Logged steps of one attempt, one row per step; the step time is the logged one, else the
+    time between consecutive step lines over the steps between them."""
+    s = s.filter(pl.col("ts").is_not_null() & pl.col("step").is_not_null()).sort("ts").unique(
+        "step", keep="last", maintain_order=True).sort("step")
+    derived = (pl.col("ts").diff().dt.total_microseconds() / 1e6) / pl.col("step").diff()
+    return s.with_columns(pl.coalesce(pl.col("step_time_s"), derived).alias("step_time_s")).filter(
+        pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+
+
+def slow_episodes(steps: pl.DataFrame, saves: list[tuple] | None = None) -> list[Episode]:
+    """Sustained slow runs (>= MIN_EPISODE_LOGS consecutive slow logged steps) and, as episodes
+    with `spike=True`, isolated slow logged steps. Logged intervals that hold a checkpoint save
+    (`saves`: (start, end) times) are left out: a save is not a slowdown."""
     out: list[Episode] = []
     if steps.is_empty() or "step_time_s" not in steps.columns:
         return out
-    for (att,), s in steps.filter(pl.col("step_time_s").is_not_null() & pl.col("ts").is_not_null()).sort(
-            "ts").group_by("attempt", maintain_order=True):
-        s = s.unique("step", keep="last", maintain_order=True)
+    for (att,), s in steps.sort("ts").group_by("attempt", maintain_order=True):
+        s = _with_step_time(s)
+        if saves:
+            prev = s["ts"].shift(1)
+            hold = [any(p is not None and a <= t and b >= p for a, b in saves) for p, t in
+                    zip(prev.to_list(), s["ts"].to_list(), strict=True)]
+            s = s.filter(~pl.Series(hold, dtype=pl.Boolean))
         if s.height < 2 * MIN_EPISODE_LOGS:
             continue
-        base = float(s["step_time_s"].median())
-        if base <= 0:
+        base = baseline(s["step_time_s"])
+        if base is None or base <= 0:
             continue
         s = s.with_columns(
             (pl.col("step_time_s") > base * SLOW_FACTOR).alias("slow"),
             pl.col("step").diff().fill_null(1).clip(lower_bound=1).alias("n"),
         ).with_columns((pl.col("slow") != pl.col("slow").shift(1)).fill_null(True).cum_sum().alias("run"))
         for _, r in s.filter(pl.col("slow")).group_by("run", maintain_order=True):
-            if r.height < MIN_EPISODE_LOGS:
-                continue
             excess = float(((r["step_time_s"] - base) * r["n"]).sum())
-            nsteps = int(r["n"].sum())
-            start = r["ts"][0]
-            out.append(Episode(att, start, r["ts"][-1], nsteps, excess,
-                               float((r["step_time_s"] / base - 1).mean())))
+            if r.height >= MIN_EPISODE_LOGS:
+                out.append(Episode(att, r["ts"][0], r["ts"][-1], int(r["n"].sum()), excess,
+                                   float((r["step_time_s"] / base - 1).mean())))
+            else:
+                for row in r.iter_rows(named=True):
+                    out.append(Episode(att, row["ts"], row["ts"], int(row["n"]),
+                                       float((row["step_time_s"] - base) * row["n"]), row["step_time_s"] / base - 1,
+                                       spike=True))
     return out
+
+
+def spike_pattern(spikes: list[Episode]) -> str | None:
+    """Recurring spikes: `gc_or_periodic` when they come at a regular period, else
+    `storage_or_dataloader` (irregular stalls); None when there are too few to call it a pattern."""
+    if len(spikes) < MIN_SPIKES:
+        return None
+    t = sorted(e.start.timestamp() for e in spikes)
+    gaps = [b - a for a, b in zip(t, t[1:], strict=False)]
+    mean = sum(gaps) / len(gaps)
+    if mean <= 0:
+        return None
+    sd = (sum((g - mean) ** 2 for g in gaps) / len(gaps)) ** 0.5
+    return "gc_or_periodic" if sd / mean < 0.25 else "storage_or_dataloader"
 
 
 def dcgm_stragglers(samples: pl.DataFrame | None, episodes: list[Episode]) -> list[Straggler]:
@@ -85,7 +134,8 @@ def dcgm_stragglers(samples: pl.DataFrame | None, episodes: list[Episode]) -> li
     # Only samples while the job computes: idle GPUs (clock near 0) are not stragglers.
     clk = clk.with_columns(pl.col("value").median().over("ts").alias("peer"))
     clk = clk.filter(pl.col("peer") > 0).with_columns((pl.col("value") < pl.col("peer") * PEER_FACTOR).alias("low"))
-    windows = [(e.start, e.end) for e in episodes] or [(clk["ts"].min(), clk["ts"].max())]
+    sustained = [e for e in episodes if not e.spike]
+    windows = [(e.start, e.end) for e in sustained] or [(clk["ts"].min(), clk["ts"].max())]
     found: dict[tuple, Straggler] = {}
     for lo, hi in windows:
         w = clk.filter((pl.col("ts") >= lo) & (pl.col("ts") <= hi))
@@ -124,3 +174,34 @@ def _cause(samples: pl.DataFrame, host: str, gpu: int, lo: datetime, hi: datetim
     if replay.len() >= 2 and replay[-1] > replay[0]:
         return "pcie_degraded", f"PCIe replay counter grew by {replay[-1] - replay[0]:.0f}"
     return "clocks_low", "SM clock low without a throttle reason"
+
+
+def pcie_stragglers(samples: pl.DataFrame | None, episodes: list[Episode]) -> list[Straggler]:
+    """A GPU whose PCIe replay counter grows during a slow episode while its peers' stay flat
+    (clocks can look normal: the GPU waits on a degraded link)."""
+    if samples is None or samples.is_empty():
+        return []
+    rep = samples.filter((pl.col("field") == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER") & pl.col("value").is_not_null()
+                         & pl.col("ts").is_not_null())
+    sustained = [e for e in episodes if not e.spike]
+    if rep.is_empty() or not sustained:
+        return []
+    out: dict[tuple, Straggler] = {}
+    for e in sustained:
+        w = rep.filter((pl.col("ts") >= e.start) & (pl.col("ts") <= e.end)).sort("ts")
+        growth = w.group_by("host", "gpu").agg(
+            (pl.col("value").last() - pl.col("value").first()).alias("grew"), pl.len().alias("n"),
+            pl.col("pci_bus_id").drop_nulls().first(), pl.col("ts").min().alias("t0"), pl.col("ts").max().alias("t1"),
+        ).filter(pl.col("n") >= MIN_SAMPLES).sort("host", "gpu")
+        if growth.is_empty():
+            continue
+        bad = growth.filter(pl.col("grew") > 0)
+        if bad.is_empty() or bad.height > max(1, growth.height // 4):
+            continue
+        for r in bad.iter_rows(named=True):
+            key = (r["host"], r["gpu"])
+            if key not in out:
+                out[key] = Straggler(r["host"], None, r["gpu"], r["pci_bus_id"], e.start, e.end, round(e.slowdown, 3),
+                                     "pcie_degraded", f"PCIe replay counter grew by {r['grew']:.0f} during the slow "
+                                     f"episode while its peers stayed flat")
+    return list(out.values())

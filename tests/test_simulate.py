@@ -45,8 +45,16 @@ SLURM_CANCEL = re.compile(r"^slurmstepd: error: \*\*\* (JOB|STEP) [\d.]+ ON \S+ 
                           r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d( DUE (TO|to) .+)? \*\*\*$")
 
 
+def _scenario_path(name: str) -> Path:
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    path = fixtures / "scenarios" / f"{name}.toml"
+    if not path.exists():  # large scenarios live apart so the end-to-end suites stay quick
+        path = fixtures / "scenarios-large" / f"{name}.toml"
+    return path
+
+
 def _sim(tmp: Path, name: str, seed: int = 11) -> tuple[Path, dict]:
-    scen = load_scenario(Path(__file__).resolve().parents[1] / "fixtures" / "scenarios" / f"{name}.toml")
+    scen = load_scenario(_scenario_path(name))
     out = simulate(scen, tmp / name, seed)
     return out, tomllib.loads((out / "expected.toml").read_text())
 
@@ -285,3 +293,261 @@ def test_scale_smoke(tmp_path: Path) -> None:
     assert min(sizes) > 1500 and sum(sizes) < 20_000_000
     info = (out / "job" / "logs" / "attempt-0" / "node-003" / "rank-30.log").read_text().count("NCCL INFO")
     assert 20 <= info <= 24  # init block plus the abort line
+
+
+# ----------------------------------------------------------------------------- added fault types
+
+NEW = ["gpu_microcontroller", "job_wide_slowdown", "network_congestion", "periodic_gc", "periodic_gc_megatron",
+       "dataloader_stall", "silent_kill", "power_straggler", "clocks_low_straggler", "pcie_straggler",
+       "power_brake_straggler_512", "noisy_dcgm_sample"]
+ITER_MS = re.compile(r"iteration +(?P<it>\d+)/ +\d+ \|.*elapsed time per iteration \(ms\): (?P<ms>[\d.]+) \|")
+TIMER = re.compile(r"^    (?P<name>[a-z-]+) \.+: \((?P<min>[\d.]+), (?P<max>[\d.]+)\)$")
+
+
+def _dcgm(out: Path, host: str) -> list[tuple[str, str, int, str]]:
+    """(timestamp, metric, gpu, value) rows of one host's DCGM export."""
+    rows = (out / "job" / "nodes" / host / "dcgm.csv").read_text().splitlines()[1:]
+    return [(c[0], c[1], int(c[2]), c[6]) for c in (r.split(",") for r in rows)]
+
+
+def _series(rows: list[tuple[str, str, int, str]], metric: str, gpu: int) -> list[tuple[str, str]]:
+    return [(ts, v) for ts, m, g, v in rows if m == f"DCGM_FI_{metric}" and g == gpu]
+
+
+def _in(ts: str, start: str, end: str) -> bool:
+    return start[:19] <= ts[:19] <= end[:19]
+
+
+def _iters(path: Path) -> list[tuple[int, float, list[str]]]:
+    """Megatron iteration lines with the timer lines that follow them."""
+    lines = path.read_text().splitlines()
+    out = []
+    for i, ln in enumerate(lines):
+        if m := ITER_MS.search(ln):
+            out.append((int(m["it"]), float(m["ms"]), lines[i + 1:i + 6]))
+    return out
+
+
+def _timers(block: list[str]) -> dict[str, tuple[float, float]]:
+    return {m["name"]: (float(m["min"]), float(m["max"])) for ln in block if (m := TIMER.match(ln))}
+
+
+def test_new_scenarios_exist() -> None:
+    large = (Path(__file__).resolve().parents[1] / "fixtures" / "scenarios-large").glob("*.toml")
+    assert set(NEW) <= {p.stem for p in SCENARIOS} | {p.stem for p in large}
+
+
+@pytest.mark.parametrize("name", [n for n in NEW if n != "power_brake_straggler_512"])
+def test_new_scenarios_deterministic_and_small(tmp_path: Path, name: str) -> None:
+    a, ta = _sim(tmp_path / "a", name, seed=5)
+    b, tb = _sim(tmp_path / "b", name, seed=5)
+    c, _ = _sim(tmp_path / "c", name, seed=6)
+    assert _digest(a) == _digest(b) and ta == tb
+    assert _digest(a) != _digest(c)
+
+
+def test_gpu_microcontroller(tmp_path: Path) -> None:
+    out, truth = _sim(tmp_path, "gpu_microcontroller")
+    v = truth["verdict"]
+    assert (v["kind"], v["category"], v["domain"], v["action"]) == ("crash", "gpu_other_hardware", "hardware",
+                                                                      "exclude_node_and_restart")
+    assert (v["culprit_host"], v["culprit_rank"], v["culprit_gpu"], v["culprit_pci_bus_id"]) == \
+        ("node-000", 4, 4, "0000:9a:00")
+    dmesg = (out / "job" / "nodes" / "node-000" / "dmesg.log").read_text().splitlines()
+    xids = [(i, m) for i, ln in enumerate(dmesg) if (m := XID.search(ln))]
+    assert [m["xid"] for _, m in xids] == ["62", "45", "45", "45"]
+    assert all(m["pci"] == "0000:9a:00" for _, m in xids)
+    assert xids[0][1]["pid"] == "'<unknown>'" and {m["name"] for _, m in xids[1:]} == {"python3"}
+    assert [m["body"] for _, m in xids[1:]] == ["Ch 00000008", "Ch 00000009", "Ch 0000000a"]
+    ident = next(i for i, ln in enumerate(dmesg) if "NVRM: GPU at PCI:0000:9a:00: GPU-" in ln)
+    assert ident < xids[0][0]
+    logs = out / "job" / "logs" / "attempt-0"
+    culprit = (logs / "node-000" / "rank-4.log").read_text()
+    assert "[rank4]: RuntimeError: CUDA error: unspecified launch failure" in culprit
+    assert "[rank4]: For debugging consider passing CUDA_LAUNCH_BLOCKING=1" in culprit
+    assert "Watchdog caught" not in culprit
+    assert "Watchdog caught" in (logs / "node-001" / "rank-12.log").read_text()
+    table = (logs / "node-000" / "torchrun.log").read_text()
+    root = table.split("Root Cause (first observed failure):")[1]
+    assert "(local_rank: 4)" in root and "exitcode  : 1 (pid:" in root
+    assert not any("Xid" in ln for ln in (out / "job" / "nodes" / "node-001" / "dmesg.log").read_text().splitlines())
+
+
+def _no_gpu_deviates(out: Path, hosts: list[str], start: str, end: str) -> None:
+    for host in hosts:
+        rows = _dcgm(out, host)
+        for g in range(8):
+            clocks = [int(v) for ts, v in _series(rows, "DEV_SM_CLOCK", g) if _in(ts, start, end)]
+            reasons = {int(v) for ts, v in _series(rows, "DEV_CLOCKS_EVENT_REASONS", g) if _in(ts, start, end)}
+            assert clocks and min(clocks) >= 1950, (host, g)
+            assert reasons <= {0, 4}, (host, g, reasons)
+
+
+@pytest.mark.parametrize("name", ["job_wide_slowdown", "network_congestion"])
+def test_job_wide_slowdowns(tmp_path: Path, name: str) -> None:
+    out, truth = _sim(tmp_path, name)
+    scen = load_scenario(_scenario_path(name))
+    f = scen["faults"][0]
+    assert truth["verdict"]["kind"] == "completed" and "stragglers" not in truth
+    (item,) = truth["interruptions"]
+    assert (item["kind"], item["category"], item["action"], item["fault"]) == ("slowdown", "slowdown_transient",
+                                                                             "none", name)
+    assert not any(k.startswith("culprit") for k in item)
+    # excess of a (1 + s) slowdown over duration D is about D * s / (1 + s)
+    want = f["duration_s"] * f["slowdown"] / (1 + f["slowdown"])
+    assert want * 0.85 < truth["downtime"]["slowdown_s"] < want * 1.15
+    end = truth["attempts"][0]["end"]
+    _no_gpu_deviates(out, truth["job"]["hosts"], truth["attempts"][0]["start"][:11] + "08:03:00", end)
+    iters = _iters(out / "job" / "logs" / "attempt-0" / "node-001" / "rank-15.log")
+    slow = [ms for _, ms, _ in iters if ms > 2000 * (1 + f["slowdown"] * 0.7)]
+    assert len(slow) >= f["duration_s"] / (2.0 * (1 + f["slowdown"])) / 5 * 0.8  # the logged step time rises
+    if name == "network_congestion":
+        t = [_timers(block) for _, ms, block in iters]
+        assert all(set(x) == {"forward-backward", "batch-generator", "all-grads-sync", "optimizer"} for x in t)
+        hot = [x["all-grads-sync"][0] for (_, ms, _), x in zip(iters, t, strict=True) if ms > 2400]
+        cold = [x["all-grads-sync"][0] for (_, ms, _), x in zip(iters, t, strict=True) if ms < 2100]
+        assert hot and cold and min(hot) > 3 * max(cold)  # the excess is communication time
+        fb = [x["forward-backward"][1] for x in t]
+        assert max(fb) < 1.1 * min(fb)
+
+
+def test_periodic_gc_torchtitan(tmp_path: Path) -> None:
+    out, truth = _sim(tmp_path, "periodic_gc")
+    (item,) = truth["interruptions"]
+    assert (item["kind"], item["category"], item["fault"]) == ("slowdown", "slowdown_workload", "periodic_gc")
+    assert not any(k.startswith("culprit") for k in item) and "stragglers" not in truth
+    rank0 = (out / "job" / "logs" / "attempt-0" / "node-000" / "rank-0.log").read_text().splitlines()
+    gc = [float(m[1]) for ln in rank0 if (m := re.search(r" - root - INFO - \[GC\] Performing periodic GC collection "
+                                                          r"took (\d+\.\d\d) seconds$", ln))]
+    assert len(gc) == 1500 // 50 - 0 and all(2.8 <= x <= 3.2 for x in gc)
+    assert truth["downtime"]["slowdown_s"] == pytest.approx(sum(gc), abs=0.01 * len(gc))
+    assert item["time"] < truth["attempts"][0]["start"][:11] + "08:04:00"
+    _no_gpu_deviates(out, truth["job"]["hosts"], "2026-11-02T08:03:00", truth["attempts"][0]["end"])
+
+
+def test_periodic_gc_megatron(tmp_path: Path) -> None:
+    out, truth = _sim(tmp_path, "periodic_gc_megatron")
+    iters = _iters(out / "job" / "logs" / "attempt-0" / "node-001" / "rank-15.log")
+    assert [it for it, _, _ in iters] == list(range(1, 1001))  # log_interval 1
+    spikes = [it for it, ms, _ in iters if ms > 3500]
+    assert spikes == list(range(100, 1001, 100))
+    excess = sum(ms - 2000 for it, ms, _ in iters if it in spikes) / 1000
+    assert truth["downtime"]["slowdown_s"] == pytest.approx(excess, abs=1.0)
+    assert truth["interruptions"][0]["category"] == "slowdown_workload"
+
+
+def test_dataloader_stall(tmp_path: Path) -> None:
+    out, truth = _sim(tmp_path, "dataloader_stall")
+    (item,) = truth["interruptions"]
+    assert (item["category"], item["fault"]) == ("slowdown_workload", "dataloader_stall")
+    iters = _iters(out / "job" / "logs" / "attempt-0" / "node-001" / "rank-15.log")
+    stalls = [(it, ms, _timers(block)) for it, ms, block in iters if ms > 5000]
+    assert len(stalls) >= 10
+    gaps = {b[0] - a[0] for a, b in zip(stalls, stalls[1:], strict=False)}
+    assert len(gaps) > 3  # irregular, not periodic
+    for _, ms, t in stalls:
+        lo, hi = t["batch-generator"]
+        assert lo < 5 and hi > 3000 and hi > 0.5 * (ms - 2000)  # the wait is in batch fetch
+    assert truth["downtime"]["slowdown_s"] == pytest.approx(sum(ms - 2000 for _, ms, _ in stalls) / 1000, rel=0.02)
+    _no_gpu_deviates(out, truth["job"]["hosts"], "2026-11-02T08:03:00", truth["attempts"][0]["end"])
+
+
+def test_silent_kill(tmp_path: Path) -> None:
+    out, truth = _sim(tmp_path, "silent_kill")
+    v = truth["verdict"]
+    assert (v["kind"], v["category"], v["domain"], v["action"]) == ("unknown", "unknown", "unknown", "investigate")
+    assert truth["attempts"][0]["end_reason"] == "crash"
+    assert not any(k.startswith("culprit") for k in v)
+    logs = out / "job" / "logs" / "attempt-0"
+    for host in ("node-000", "node-001"):
+        table = (logs / host / "torchrun.log").read_text()
+        codes = re.findall(r"exitcode  : (-?\d+) \(pid", table)
+        assert len(codes) == 8 and set(codes) == {"-9"}
+        assert "Signal 9 (SIGKILL) received by PID" in table and "SIGTERM" not in table
+        dmesg = (out / "job" / "nodes" / host / "dmesg.log").read_text()
+        assert "oom" not in dmesg.lower() and "Xid" not in dmesg
+    ranks = "\n".join(_lines(sorted(logs.glob("*/rank-*.log"))))
+    assert "Traceback" not in ranks and "Watchdog caught" not in ranks and "Error" not in ranks
+    slurm = next((out / "job" / "slurm").glob("slurm-*.out")).read_text()
+    assert "CANCELLED" not in slurm and "oom_kill" not in slurm
+    assert "|FAILED|1:0|" in (out / "job" / "slurm" / "sacct.txt").read_text()
+
+
+STRAGGLERS = {
+    # scenario: (host, gpu, rank, cause, slowdown)
+    "power_straggler": ("node-000", 3, 3, "power", 0.10),
+    "clocks_low_straggler": ("node-005", 2, 42, "clocks_low", 0.20),
+    "pcie_straggler": ("node-001", 1, 9, "pcie_degraded", 0.30),
+}
+
+
+def _check_straggler(out: Path, truth: dict, name: str, host: str, gpu: int, rank: int, cause: str,
+                     slowdown: float) -> None:
+    assert truth["verdict"]["kind"] == "completed"
+    (s,) = truth["stragglers"]
+    assert (s["host"], s["gpu"], s["rank"], s["cause"], s["slowdown"]) == (host, gpu, rank, cause, slowdown)
+    (item,) = truth["interruptions"]
+    assert (item["kind"], item["category"], item["culprit_host"], item["culprit_gpu"]) == \
+        ("slowdown", "straggler_hardware", host, gpu)
+    assert truth["downtime"]["slowdown_s"] > 0
+    rows = _dcgm(out, host)
+    inside = lambda ts: s["start"][:19] < ts[:19] < s["end"][:19]  # noqa: E731
+    clock = [int(v) for ts, v in _series(rows, "DEV_SM_CLOCK", gpu) if inside(ts)]
+    reasons = {int(v) for ts, v in _series(rows, "DEV_CLOCKS_EVENT_REASONS", gpu) if inside(ts)}
+    power = [float(v) for ts, v in _series(rows, "DEV_POWER_USAGE", gpu) if inside(ts)]
+    peer = (gpu + 1) % 8
+    peer_clock = [int(v) for ts, v in _series(rows, "DEV_SM_CLOCK", peer) if inside(ts)]
+    assert clock and min(peer_clock) >= 1950
+    if cause == "power":
+        scen = load_scenario(_scenario_path(name))
+        cap = scen["faults"][0]["power_limit_w"]
+        assert max(clock) < 1950
+        assert all(cap * 0.98 <= p <= cap for p in power)
+        want = 0x84 if scen["faults"][0].get("power_brake") else 0x4
+        assert reasons == {want}
+    elif cause == "clocks_low":
+        assert max(clock) < 1950 and reasons == {0}
+    else:  # pcie_degraded: clocks normal, replays growing, link downtrained
+        assert min(clock) >= 1950 and reasons <= {0, 4}
+        replay = [int(v) for ts, v in _series(rows, "DEV_PCIE_REPLAY_COUNTER", gpu) if inside(ts)]
+        assert replay == sorted(replay) and replay[-1] - replay[0] > 20 * len(replay)
+        assert {int(v) for ts, v in _series(rows, "DEV_PCIE_REPLAY_COUNTER", peer)} == {0}
+        assert {v for ts, v in _series(rows, "DEV_PCIE_LINK_WIDTH", gpu) if inside(ts)} == {"8"}
+        assert {v for ts, v in _series(rows, "DEV_PCIE_LINK_GEN", gpu) if inside(ts)} == {"4"}
+        assert {v for ts, v in _series(rows, "DEV_PCIE_LINK_WIDTH", peer)} == {"16"}
+    before = [int(v) for ts, v in _series(rows, "DEV_SM_CLOCK", gpu)
+              if "2026-11-02T08:03:00" <= ts < s["start"][:19]]
+    assert before and min(before) >= 1950  # normal before the episode
+
+
+@pytest.mark.parametrize("name", sorted(STRAGGLERS))
+def test_straggler_causes(tmp_path: Path, name: str) -> None:
+    out, truth = _sim(tmp_path, name)
+    _check_straggler(out, truth, name, *STRAGGLERS[name])
+
+
+def test_power_straggler_persistent_and_timers(tmp_path: Path) -> None:
+    out, truth = _sim(tmp_path, "power_straggler")
+    (s,) = truth["stragglers"]
+    assert s["end"] == truth["job"]["end"]  # persistent: slow until the end
+    assert truth["job"]["gpus"] == 8
+    iters = _iters(out / "job" / "logs" / "attempt-0" / "node-000" / "rank-7.log")
+    late = [_timers(block) for it, ms, block in iters if it > 1000]
+    # the straggler computes longer (forward-backward max), its peers wait in all-grads-sync
+    assert all(t["forward-backward"][1] - t["forward-backward"][0] > 100 for t in late)
+
+
+def test_512_gpu_straggler(tmp_path: Path) -> None:
+    out, truth = _sim(tmp_path, "power_brake_straggler_512")
+    assert truth["job"]["gpus"] == 512 and len(truth["job"]["hosts"]) == 64
+    _check_straggler(out, truth, "power_brake_straggler_512", "node-041", 6, 334, "power", 0.08)
+
+
+def test_noisy_dcgm_sample_is_not_a_straggler(tmp_path: Path) -> None:
+    out, truth = _sim(tmp_path, "noisy_dcgm_sample")
+    assert truth["verdict"] == {"kind": "completed", "action": "none"}
+    assert not truth.get("interruptions") and "stragglers" not in truth
+    assert truth["downtime"]["slowdown_s"] == 0.0
+    low = [(h, g, ts) for h in truth["job"]["hosts"] for ts, m, g, v in _dcgm(out, h)
+           if m == "DCGM_FI_DEV_SM_CLOCK" and 600 < int(v) < 1900]
+    assert len(low) == 1 and low[0][:2] == ("node-001", 2)

@@ -1,0 +1,187 @@
+"""report.html: one self-contained file, verdict card first, every section, all job text escaped."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from forensics import html_report
+from forensics.analysis import Analysis, analyze
+from forensics.cli import app
+from forensics.simulate import load_scenario, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ["verdict", "interruptions", "timeline", "steps", "stragglers", "advice", "coverage", "warnings"]
+EVIL = "<script>document.title='PWNED'</script><img src=x onerror=alert(1)>&amp;\"'"
+
+
+class Page(HTMLParser):
+    """Tags, section ids, img srcs and text of a page, as a browser's tokenizer sees them."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+        self.sections: list[str | None] = []
+        self.imgs: list[str] = []
+        self.text: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if tag == "section":
+            self.sections.append(a.get("id"))
+        if tag == "img":
+            self.imgs.append(a.get("src") or "")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
+    tmp = tmp_path_factory.mktemp("html")
+    case = simulate(load_scenario(ROOT / "fixtures" / "scenarios" / "gpu_fell_off_bus.toml"), tmp / "case", 31)
+    return analyze(case / "job", tmp / "out")
+
+
+def _evil_report(base: dict) -> dict:
+    """The analysis' report with job-controlled text everywhere a log can put it."""
+    rep = {**base, "job": {**base["job"], "name": EVIL, "dir": "/jobs/" + EVIL, "hosts": [EVIL]}}
+    v = dict(base["interruptions"][0])
+    v["summary"] = "summary " + EVIL
+    v["culprit"] = {**v["culprit"], "host": EVIL}
+    v["evidence"] = [{"path": "logs/" + EVIL, "line": 7, "time": None, "signature": EVIL, "role": "root",
+                      "text": "Xid 79 " + EVIL}]
+    v["missing_evidence"] = [EVIL]
+    rep["verdict"] = v
+    rep["interruptions"] = [v]
+    rep["stragglers"] = [{"host": EVIL, "rank": 1, "gpu": 2, "start": None, "end": None, "slowdown": 0.2,
+                          "cause": EVIL, "evidence": EVIL}]
+    rep["sources"] = [{**base["sources"][0], "path": EVIL, "parser": EVIL, "warnings": [EVIL]}]
+    rep["unparsed_errors"] = [{"path": EVIL, "line": 3, "text": "ERROR " + EVIL}]
+    rep["warnings"] = ["missing ranks " + EVIL]
+    rep["advice"] = {"interval": EVIL, "rows": [{EVIL: EVIL}], "notes": [EVIL]}
+    return rep
+
+
+def test_analyze_writes_a_self_contained_report_with_the_verdict_first(crashed: Analysis) -> None:
+    out = crashed.out_dir
+    text = (out / "report.html").read_text(encoding="utf-8")
+    page = Page(text)
+    assert page.sections[0] == "verdict"
+    assert page.sections == [s for s in ORDER if s != "advice" or crashed.report.get("advice") is not None]
+    # self-contained: no scripts, no external anything
+    assert not any(t == "script" for t, _ in page.tags)
+    assert not any(t in ("link", "iframe", "object", "embed", "base") for t, _ in page.tags)
+    assert not re.search(r"(?i)(src|href)\s*=\s*[\"']?(https?:|//|file:)", text)
+    assert "@import" not in text and "url(" not in text and "@font-face" not in text
+    assert not any(k.startswith("on") for _, a in page.tags for k in a)
+    # every image inline and a valid PNG
+    assert len(page.imgs) == 4
+    for src in page.imgs:
+        assert src.startswith("data:image/png;base64,")
+        Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1], validate=True))).verify()
+    assert sorted(p.name for p in (out / "plots").iterdir()) == ["downtime.png", "step_time.png",
+                                                                 "straggler_heatmap.png", "timeline.png"]
+
+
+def test_verdict_card_says_what_happened(crashed: Analysis) -> None:
+    text = (crashed.out_dir / "report.html").read_text(encoding="utf-8")
+    card = text[text.index('<section id="verdict"'):text.index("</section>")]
+    x = crashed.report["interruptions"][0]
+    body = " ".join(Page(card).text)
+    for want in (x["category"], x["action"], x["culprit"]["host"], "Auto-recoverable", "Confidence",
+                 str(x["confidence"])):
+        assert want in body, want
+    ev = x["evidence"][0]
+    assert f"{ev['path']}:{ev['line']}" in body
+    assert ev["text"].strip()[:60] in body
+
+
+def test_every_interruption_and_source_is_listed(crashed: Analysis) -> None:
+    body = " ".join(Page((crashed.out_dir / "report.html").read_text(encoding="utf-8")).text)
+    for x in crashed.report["interruptions"]:
+        assert x["summary"] in body
+    for s in crashed.report["sources"]:
+        assert s["path"] in body
+    for b in ("productive", "startup", "checkpoint", "lost_work", "termination", "restart", "slowdown"):
+        assert b in body
+    assert "Per host" in body
+
+
+def test_all_job_text_is_escaped(crashed: Analysis, tmp_path: Path) -> None:
+    rep = _evil_report(crashed.report)
+    out = html_report.write_html(rep, tmp_path / "r.html", pngs={})
+    text = out.read_text(encoding="utf-8")
+    page = Page(text)
+    assert not any(t == "script" for t, _ in page.tags)
+    assert [a.get("src") for t, a in page.tags if t == "img"] == []  # the evil <img> is text, no image
+    assert not any(k.startswith("on") for _, a in page.tags for k in a)
+    assert "<script" not in text.lower() and "<img" not in text.lower()
+    body = "".join(page.text)
+    # the text survives, shown as text, in every place it was put
+    assert body.count("<script>document.title='PWNED'</script>") >= 14
+    assert page.sections[:1] == ["verdict"] and "advice" in page.sections
+
+
+def test_advice_renders_whatever_dict_is_there(crashed: Analysis, tmp_path: Path) -> None:
+    rep = {**crashed.report, "advice": {
+        "young_daly_interval_s": 1843.2, "current_interval_s": 1000.0, "gpu_hours_saved": 1.25,
+        "by_size": [{"gpus": 8, "interval_s": 3600}, {"gpus": 1024, "interval_s": 600}],
+        "collective_timeout": {"termination_s": 600.0, "with_timeout_s": {"120": 480.0}}, "notes": ["one", "two"]}}
+    page = Page(html_report.render(rep, {}))
+    assert page.sections.index("advice") == page.sections.index("stragglers") + 1
+    body = " ".join(page.text)
+    for want in ("young daly interval s", "1843", "gpu hours saved", "1024", "termination s", "with timeout s",
+                 "one", "two"):
+        assert want in body, want
+
+
+def test_no_advice_no_section(crashed: Analysis) -> None:
+    rep = {k: v for k, v in crashed.report.items() if k != "advice"}
+    assert Page(html_report.render(rep, {})).sections == [s for s in ORDER if s != "advice"]
+
+
+def test_missing_plots_and_empty_report_still_render(crashed: Analysis) -> None:
+    rep = {"schema_version": 1, "job": {"name": "j", "dir": "/x", "hosts": [], "ranks": None, "gpus": None,
+                                        "start": None, "end": None},
+           "sources": [], "attempts": [], "interruptions": [], "stragglers": [],
+           "verdict": {"id": None, "attempt": None, "time": None, "kind": "unknown", "category": "unknown",
+                       "domain": "unknown", "action": "investigate", "auto_recoverable": False, "recurring": False,
+                       "culprit": {"host": None, "rank": None, "gpu": None, "pci_bus_id": None}, "confidence": 0.0,
+                       "method": "rules", "summary": "No recognizable log content found", "evidence": []},
+           "downtime": {"wall_s": 0.0}, "warnings": ["the job directory holds no files"]}
+    page = Page(html_report.render(rep, {}, {"timeline": "ValueError: boom"}))
+    assert page.sections[0] == "verdict"
+    body = " ".join(page.text)
+    assert "No recognizable log content found" in body and "plot timeline could not be drawn" in body
+
+
+def test_same_job_same_html(crashed: Analysis, tmp_path: Path) -> None:
+    again = analyze(crashed.job_dir, tmp_path / "again")
+    assert (again.out_dir / "report.html").read_bytes() == (crashed.out_dir / "report.html").read_bytes()
+
+
+def test_cli_summary_ends_with_the_html_report_path(crashed: Analysis, tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["analyze", str(crashed.job_dir), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    last = res.output.strip().splitlines()[-1]
+    assert last == f"Report: {tmp_path / 'o' / 'report.html'}"
+
+
+def test_make_demo_prints_the_html_path_last() -> None:
+    """`make demo` analyzes the demo job into forensics-out/demo and its last output is the
+    path of that report.html."""
+    mk = (ROOT / "Makefile").read_text()
+    recipe = mk.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    cmds = [ln.strip() for ln in recipe.splitlines()[1:] if ln.startswith("\t")]
+    assert any("forensics analyze" in c and "--out forensics-out/demo" in c for c in cmds)
+    assert cmds[-1].startswith("@echo") and cmds[-1].rstrip('"').endswith("forensics-out/demo/report.html)")

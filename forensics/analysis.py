@@ -144,9 +144,11 @@ def _check_out(root: Path, out: Path) -> None:
 
 
 def analyze(path: Path | str, out: Path | str | None = None,
-            progress: Callable[[int, int], None] | None = None, limits: Limits | None = None) -> Analysis:
-    """Analyze the job directory (or .tar/.tar.gz) at `path`, write report.json, report.md and
-    forensics.duckdb under `out` (default ./forensics-out/<job-name>/), return the Analysis."""
+            progress: Callable[[int, int], None] | None = None, limits: Limits | None = None,
+            html: bool = True) -> Analysis:
+    """Analyze the job directory (or .tar/.tar.gz) at `path`, write report.json, report.md,
+    forensics.duckdb and (unless `html=False`) report.html with plots/ under `out` (default
+    ./forensics-out/<job-name>/), return the Analysis."""
     root = Path(path)
     if not root.exists():
         raise JobDirError(f"no such file or directory: {root}")
@@ -166,7 +168,7 @@ def analyze(path: Path | str, out: Path | str | None = None,
     finally:
         disc.close()
     result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host)
-    _write_outputs(out_dir, result)
+    _write_outputs(out_dir, result, html)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
 
@@ -400,7 +402,7 @@ def _saves(c: pl.DataFrame, epoch: datetime) -> tuple[list[tuple[float, float]],
     return saves, durable
 
 
-def _write_outputs(out_dir: Path, result: dict) -> None:
+def _write_outputs(out_dir: Path, result: dict, html: bool = True) -> None:
     """Write into a temporary sibling directory, then swap it in: an interrupted run never
     leaves a half report that looks complete."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -420,17 +422,18 @@ def _write_outputs(out_dir: Path, result: dict) -> None:
         st.close()
         (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
         write_markdown(rep, tmp / "report.md")
-        from forensics import html_report, plots  # matplotlib loads only when a report is written
+        if html:
+            from forensics import html_report, plots  # matplotlib loads only when a report is written
 
-        tables = result["tables"]
-        frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
-                  "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
-        plot_errors: dict[str, str] = {}
-        pngs = plots.render_all(rep, frames, plot_errors)
-        (tmp / "plots").mkdir()
-        for name, png in pngs.items():
-            (tmp / "plots" / f"{name}.png").write_bytes(png)
-        html_report.write_html(rep, tmp / "report.html", pngs=pngs, plot_errors=plot_errors)
+            tables = result["tables"]
+            frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
+                      "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
+            plot_errors: dict[str, str] = {}
+            pngs = plots.render_all(rep, frames, plot_errors)
+            (tmp / "plots").mkdir()
+            for name, png in pngs.items():
+                (tmp / "plots" / f"{name}.png").write_bytes(png)
+            html_report.write_html(rep, tmp / "report.html", pngs=pngs, plot_errors=plot_errors)
         old = None
         if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"

@@ -189,6 +189,8 @@ def fleet_ingest(
     store: Annotated[Path, typer.Option("--store", help="The fleet store (Parquet, partitioned by ISO week).")],
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Parallel analyses (default: CPUs, at most 8).")] = None,
     engine: Annotated[str, typer.Option("--engine", help="Execution engine: local (process pool).")] = "local",
+    job_html: Annotated[bool, typer.Option("--job-html/--no-job-html",
+                                           help="Also write each job's report.html and plots.")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
 ) -> None:
     """Analyze every job dir under ROOT... and replace its rows in the store (see docs/fleet.md)."""
@@ -212,7 +214,7 @@ def fleet_ingest(
                       soft_wrap=True)
 
     try:
-        res = run(roots, store, workers=workers, engine=engine, progress=progress)
+        res = run(roots, store, workers=workers, engine=engine, progress=progress, job_html=job_html)
     except NotImplementedError as exc:
         _fail(str(exc))
         return
@@ -246,6 +248,102 @@ def weekly(
     out.print(f"{rep['week']}: {s['jobs']} jobs, {s['gpu_hours']} GPU-hours, goodput {goodput}, "
               f"{s['interruptions']} interruptions, {len(rep['repeat_offenders']['hosts'])} lemon candidate(s)")
     out.print(f"Report: {escape(str(out_dir / 'weekly.html'))}", soft_wrap=True)
+
+
+@app.command(name="eval")
+def eval_cmd(
+    cases_dir: Annotated[Path, typer.Argument(help="Directory of cases: each holds expected.toml and the job (in job/ or beside it).")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Where the per-case analyses go.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+) -> None:
+    """Score the analyzer on labelled cases: accuracy per field, confusion, calibration, failures."""
+    from forensics.evaluate import FIELDS, evaluate
+
+    if not cases_dir.is_dir():
+        _fail(f"no such directory: {cases_dir}")
+    res = evaluate(cases_dir, out_dir)
+    if as_json:
+        sys.stdout.write(json.dumps(res.as_dict(), indent=2, default=str) + "\n")
+        return
+    if not res.cases:
+        _fail(f"no case (a directory with expected.toml) under {cases_dir}", 1)
+    t = Table(title=f"{len(res.cases)} cases")
+    t.add_column("field")
+    t.add_column("accuracy", justify="right")
+    t.add_column("scored", justify="right")
+    for k in FIELDS:
+        acc = res.accuracy.get(k)
+        t.add_row(k, "-" if acc is None else f"{acc:.3f}", str(res.counts.get(k, 0)))
+    out.print(t)
+    cm = Table(title="confusion (expected -> got)")
+    for col in ("expected", "got", "n"):
+        cm.add_column(col)
+    for r in res.confusion.iter_rows(named=True):
+        cm.add_row(str(r["expected"]), str(r["got"]), str(r["n"]))
+    out.print(cm)
+    out.print(f"Brier score (confidence vs category correct): {res.brier}")
+    rel = Table(title="reliability")
+    for col in ("from", "to", "n", "mean confidence", "accuracy"):
+        rel.add_column(col, justify="right")
+    for r in res.reliability.iter_rows(named=True):
+        rel.add_row(f"{r['from']:.1f}", f"{r['to']:.1f}", str(r["n"]), f"{r['mean_confidence']:.2f}", f"{r['accuracy']:.2f}")
+    out.print(rel)
+    for c in res.failures:
+        wrong = ", ".join(f"{k}: want {c.expected.get(k)!r} got {c.got.get(k)!r}" for k, ok in c.correct.items() if not ok)
+        out.print(f"[red]FAIL[/red] {escape(c.name)}: {escape(c.error or wrong)}")
+
+
+@app.command()
+def train(
+    scenarios: Annotated[Path, typer.Option("--scenarios", help="Folder of scenario TOMLs to simulate.")] = Path("fixtures/scenarios"),
+    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Training seeds per scenario (default 4; from 1000 up).")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", help="Artifact path (default forensics/data/classifier.json).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel simulations (default: CPUs, at most 4).")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="Scratch folder for the simulated cases (default: a temp dir).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the training report as JSON.")] = False,
+) -> None:
+    """Train the attribution classifier on simulated scenarios and write its JSON artifact."""
+    import tempfile
+
+    from forensics import classifier as clf
+
+    paths = sorted(scenarios.glob("*.toml")) if scenarios.is_dir() else []
+    if not paths:
+        _fail(f"no scenario TOMLs in {scenarios}")
+    n = seeds if seeds is not None else clf.DEFAULT_SEEDS
+    if n > len(clf.TRAIN_SEEDS):
+        _fail(f"--seeds is at most {len(clf.TRAIN_SEEDS)}")
+    target = out_path or Path(clf.__file__).parent / "data" / "classifier.json"
+    show = not as_json and err.is_terminal
+    with tempfile.TemporaryDirectory(prefix="forensics-train-") as tmp:
+        work = workdir or Path(tmp)
+        try:
+            if show:
+                with Progress(TextColumn("simulating + analyzing"), BarColumn(), MofNCompleteColumn(),
+                              TimeElapsedColumn(), console=err, transient=True) as prog:
+                    task = prog.add_task("train", total=len(paths) * n)
+                    model, rep = clf.train_from_scenarios(paths, n, work, jobs=jobs,
+                                                          progress=lambda d, t: prog.update(task, completed=d))
+            else:
+                model, rep = clf.train_from_scenarios(paths, n, work, jobs=jobs)
+        except ValueError as exc:
+            _fail(str(exc), 1)
+            return
+    model.to_json(target)
+    rep = {**rep, "artifact": str(target), "bytes": target.stat().st_size}
+    if as_json:
+        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+        return
+    out.print(f"{rep['samples']} labelled interruptions from {len(rep['scenarios'])} scenarios x {n} seeds; "
+              f"{len(model.classes)} categories")
+    if rep["cv_accuracy"] is not None:
+        out.print(f"cross-validated (grouped by seed, {rep['cv_folds']} folds): accuracy {rep['cv_accuracy']:.3f}, "
+                  f"Brier {rep['cv_brier']:.3f}")
+    for e in rep["cv_errors"][:10]:
+        out.print(f"  [dim]cv miss[/dim] {escape(e)}", highlight=False)
+    for e in rep["failed_cases"]:
+        out.print(f"[yellow]skipped:[/yellow] {escape(e)}", highlight=False)
+    out.print(f"Model: {escape(str(target))} ({rep['bytes']} bytes)", soft_wrap=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

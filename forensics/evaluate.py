@@ -99,7 +99,7 @@ def evaluate(cases_dir: Path | str, out: Path | str | None = None) -> EvalResult
         job = case / "job" if (case / "job").is_dir() else case
         dest = (out_root / name) if out_root else Path("forensics-out") / "eval" / name
         try:
-            rep = analyze(job, dest).report
+            rep = analyze(job, dest, html=False).report
         except Exception as exc:  # noqa: BLE001 - one broken case is a failure to report, not a crash
             results.append(CaseResult(name, expected_target(exp), {}, dict.fromkeys(expected_target(exp), False),
                                       0.0, f"{type(exc).__name__}: {exc}"))

@@ -37,7 +37,7 @@ def primary(expected: dict, report: dict) -> tuple[dict, dict]:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.stem for s in SCENARIOS])
 def test_scenario_verdict_culprit_and_downtime(tmp_path: Path, scenario: Path) -> None:
     case, exp = _case(tmp_path, scenario)
-    rep = analyze(case / "job", tmp_path / "out").report
+    rep = analyze(case / "job", tmp_path / "out", html=False).report
     # downtime (DESIGN §7): every bucket within max(30 s, 1 % of wall), goodput within 0.01
     d, truth = rep["downtime"], exp["downtime"]
     tol = max(30.0, 0.01 * truth["wall_s"])

@@ -296,7 +296,7 @@ def eval_cmd(
 @app.command()
 def train(
     scenarios: Annotated[Path, typer.Option("--scenarios", help="Folder of scenario TOMLs to simulate.")] = Path("fixtures/scenarios"),
-    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Training seeds per scenario (default 4; from 1000 up).")] = None,
+    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Training seeds per scenario (default 3; from 1000 up).")] = None,
     out_path: Annotated[Path | None, typer.Option("--out", help="Artifact path (default forensics/data/classifier.json).")] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel simulations (default: CPUs, at most 4).")] = None,
     workdir: Annotated[Path | None, typer.Option("--workdir", help="Scratch folder for the simulated cases (default: a temp dir).")] = None,

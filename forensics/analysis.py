@@ -281,7 +281,7 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     attempts = attempts.with_columns(pl.Series("end_reason", [
         ("completed" if i in completed else (by_attempt[i].kind if i in by_attempt else "unknown"))
         for i in attempts["index"].to_list()], dtype=pl.Utf8))
-    gpus = int(rmap["rank"].n_unique()) if not rmap.is_empty() else None
+    gpus = _gpu_count(rmap, tables, files, file_attempt)
     down, spans = _downtime(attempts, tables, events, by_attempt, episodes, slow_ids, gpus)
     report = build_report(name, root, files, events, attempts, inters, stragglers, down, ing, rmap, unparsed, completed)
     report["advice"] = {
@@ -293,6 +293,24 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     return {"report": report, "files": files, "events": events, "tables": tables, "unparsed": unparsed,
             "rank_map": rmap, "attempts": attempts, "hits": hits, "interruptions": inters,
             "stragglers": stragglers, "downtime": down}
+
+
+def _gpu_count(rmap: pl.DataFrame, tables: dict[str, pl.DataFrame], files: pl.DataFrame,
+               file_attempt: dict[int, int]) -> int | None:
+    """GPUs of the job: the most of the ranks seen, the size of the largest NCCL communicator,
+    and one per-rank log per rank in the largest attempt."""
+    cands = []
+    if not rmap.is_empty():
+        cands.append(int(rmap["rank"].n_unique()))
+    comms = tables.get("nccl_comms")
+    if comms is not None and not comms.is_empty() and comms["nranks"].drop_nulls().len():
+        cands.append(int(comms["nranks"].max()))
+    rank_files = files.filter(pl.col("path").str.contains(r"(?i)(?:^|/)rank[-_]?\d+[^/]*$"))
+    if file_attempt and not rank_files.is_empty():
+        per = rank_files.with_columns(pl.col("file_id").replace_strict(file_attempt, default=None,
+                                                                        return_dtype=pl.Int32).alias("a"))
+        cands.append(int(per.group_by("a").len()["len"].max()))
+    return max(cands) if cands else None
 
 
 def _slowdowns(steps: pl.DataFrame, samples: pl.DataFrame | None, rmap: pl.DataFrame, saves: list[tuple]

@@ -77,7 +77,10 @@ def analyze(
         sys.stdout.write(json.dumps(rep, indent=2) + "\n")
         return
     if json_path:
-        Path(json_path).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
+        target = Path(json_path).resolve()
+        if job_dir.is_dir() and (target == job_dir.resolve() or job_dir.resolve() in target.parents):
+            _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
+        target.write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
     if not quiet:
         _summary(rep, result.out_dir)
 

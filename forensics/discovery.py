@@ -8,29 +8,43 @@ followed out of it.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
 import os
 import re
+import stat
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import zstandard
+
+from parsers.lines import MAX_LINE_CHARS
 
 HEAD_BYTES = 64 * 1024
 CHUNK_BYTES = 64 * 1024 * 1024
 READ_BYTES = 256 * 1024
+MIN_CAPPED_BYTES = 64 * 1024 * 1024  # the ratio limit never stops a stream before this many bytes
 
 
 @dataclass(frozen=True)
 class Limits:
-    max_expanded_bytes: int = 64 * 1024**3  # all archive members together
-    max_ratio: float = 1000.0  # expanded / compressed for one member or file
-    max_files: int = 200_000
+    """Resource limits against hostile or broken input (docs/hostile.md). The defaults suit real
+    job bundles; tests pass small ones."""
+
+    max_expanded_bytes: int = 64 * 1024**3  # all members of one archive together, once unpacked
+    max_ratio: float = 1000.0  # expanded / compressed, per archive and per compressed file ...
+    min_capped_bytes: int = MIN_CAPPED_BYTES  # ... once past this many expanded bytes
+    max_files: int = 200_000  # files read per job (directory entries plus archive members)
+    max_depth: int = 64  # directory levels walked below the job dir
+    max_line_bytes: int = MAX_LINE_CHARS  # longer lines are cut (and counted) while streaming
+    chunk_bytes: int = CHUNK_BYTES  # bytes per piece handed to the parsers (memory per file)
 
 
 @dataclass
@@ -43,6 +57,7 @@ class SourceFile:
     rank_hint: int | None = None
     attempt_hint: int | None = None
     warnings: list[str] = field(default_factory=list)
+    mtime_ns: int | None = None  # at discovery: a file that changes while it is read is reported
 
 
 @dataclass
@@ -92,106 +107,189 @@ def path_hints(rel_path: str) -> tuple[str | None, int | None, int | None]:
     rank = None
     m = _RANK_IN_NAME.search(name)
     if m:
-        rank = int(m.group(1))
+        rank = _hint_int(m.group(1))
     attempt = None
     for p in parts:
         m = _ATTEMPT.fullmatch(p) or _ATTEMPT.search(p)
         if m:
-            attempt = int(m.group(1))
+            attempt = _hint_int(m.group(1))
     return host, rank, attempt
 
 
-def _magic(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(6)
+_MAX_HINT = 2**31 - 1  # a 'rank12345678901234567890.log' is a name, not a rank
 
 
-def _is_tar(path: Path, magic: bytes) -> bool:
-    name = path.name.lower()
-    if name.endswith((".tar", ".tar.gz", ".tgz", ".tar.zst")):
-        return True
-    if magic.startswith(GZIP_MAGIC) or magic.startswith(ZSTD_MAGIC):
-        return False
+def _hint_int(s: str) -> int | None:
+    v = int(s)
+    return v if v <= _MAX_HINT else None
+
+
+def safe_open(path: Path) -> BinaryIO:
+    """Open a regular file for reading without following a final symlink and without blocking on a
+    FIFO that replaced a file after discovery (OSError otherwise)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
     try:
-        return tarfile.is_tarfile(path)
-    except OSError:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _head_bytes(path: Path, n: int = 512) -> bytes:
+    with safe_open(path) as fh:
+        return fh.read(n)
+
+
+def _is_tar(path: Path, head: bytes) -> bool:
+    name = path.name.lower()
+    if head.startswith(GZIP_MAGIC) or head.startswith(ZSTD_MAGIC):
+        return name.endswith((".tar.gz", ".tgz", ".tar.zst", ".tzst"))
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return True
+    if len(head) < 512:
+        return False
+    try:  # old (v7) tar without the ustar magic: tarfile checks the header checksum
+        with safe_open(path) as fh:
+            return tarfile.is_tarfile(fh)
+    except (OSError, tarfile.TarError, ValueError):
         return False
 
 
 def is_archive(path: Path) -> bool:
     """A .tar / .tar.gz / .tar.zst job bundle (what `analyze` accepts besides a directory)."""
     try:
-        return _is_tar(path, _magic(path)) and tarfile.is_tarfile(path)
+        return _is_tar(path, _head_bytes(path))
     except OSError:
         return False
 
 
+def _compression(head: bytes) -> str | None:
+    return "gzip" if head.startswith(GZIP_MAGIC) else "zstd" if head.startswith(ZSTD_MAGIC) else None
+
+
 def discover(root: Path, limits: Limits | None = None) -> Discovery:
-    """List every readable file below `root` (or inside `root` when it is an archive)."""
+    """List every readable file below `root` (or inside `root` when it is an archive).
+
+    Never raises for content: unreadable entries, links out of the job, special files, unsafe or
+    oversized archive members become warnings. JobDirError only when `root` itself is unusable."""
     limits = limits or Limits()
     if not root.exists():
         raise JobDirError(f"no such file or directory: {root}")
     warnings: list[str] = []
     files: list[SourceFile] = []
     tmp: tempfile.TemporaryDirectory | None = None
+    full = False
 
     def add(rel: str, real: Path) -> None:
-        nonlocal tmp
+        nonlocal tmp, full
+        if len(files) >= limits.max_files:
+            if not full:
+                warnings.append(f"more than {limits.max_files} files: the rest were not read")
+                full = True
+            return
         try:
             st = real.stat()
-            magic = _magic(real)
+            if not stat.S_ISREG(st.st_mode):
+                warnings.append(f"{rel}: not a regular file (device, socket or pipe), skipped")
+                return
+            head = _head_bytes(real)
         except OSError as exc:
             warnings.append(f"{rel}: unreadable ({exc.strerror or exc})")
             return
-        if _is_tar(real, magic):
+        if _is_tar(real, head):
             if tmp is None:
                 tmp = tempfile.TemporaryDirectory(prefix="forensics-")
-            files.extend(_unpack_tar(rel, real, Path(tmp.name), limits, warnings))
+            files.extend(_unpack_tar(rel, real, Path(tmp.name), limits, warnings, limits.max_files - len(files)))
+            if len(files) >= limits.max_files and not full:
+                warnings.append(f"more than {limits.max_files} files: the rest were not read")
+                full = True
             return
-        comp = "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if magic.startswith(ZSTD_MAGIC) else None
         h, r, a = path_hints(rel)
-        files.append(SourceFile(rel, real, comp, st.st_size, h, r, a))
+        files.append(SourceFile(rel, real, _compression(head), st.st_size, h, r, a, mtime_ns=st.st_mtime_ns))
 
     if root.is_file():
         add(root.name, root)
     elif root.is_dir():
-        root_real = root.resolve()
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames.sort()
-            for fn in sorted(filenames):
-                p = Path(dirpath) / fn
-                rel = p.relative_to(root).as_posix()
-                if p.is_symlink():
-                    try:
-                        target = p.resolve()
-                        target.relative_to(root_real)
-                    except (ValueError, OSError, RuntimeError):
-                        warnings.append(f"{rel}: symlink pointing outside the job directory, not followed")
-                        continue
-                    if not target.exists():
-                        warnings.append(f"{rel}: dangling symlink, skipped")
-                        continue
-                    if not target.is_file():
-                        continue
-                elif not p.is_file():
-                    warnings.append(f"{rel}: not a regular file (device, socket or pipe), skipped")
-                    continue
-                if len(files) >= limits.max_files:
-                    warnings.append(f"more than {limits.max_files} files: the rest were not read")
-                    return Discovery(files, warnings, tmp)
-                add(rel, p)
+        _walk(root, limits, warnings, add)
     else:
         raise JobDirError(f"not a directory or archive: {root}")
     return Discovery(files, warnings, tmp)
 
 
-def _unpack_tar(rel: str, path: Path, tmpdir: Path, limits: Limits, warnings: list[str]) -> list[SourceFile]:
+def _walk(root: Path, limits: Limits, warnings: list[str], add) -> None:  # noqa: ANN001
+    """Depth-first, sorted, iterative (no recursion limit), never following a directory symlink."""
+    root_real = root.resolve()
+    stack: list[tuple[Path, str, int]] = [(root, "", 0)]
+    while stack:
+        d, rel_d, depth = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            warnings.append(f"{rel_d or '.'}: directory unreadable ({exc.strerror or exc}), skipped")
+            continue
+        subdirs: list[tuple[Path, str, int]] = []
+        for e in entries:
+            rel = f"{rel_d}/{e.name}" if rel_d else e.name
+            p = Path(e.path)
+            try:
+                is_link = e.is_symlink()
+                if not is_link and e.is_dir(follow_symlinks=False):
+                    if depth + 1 > limits.max_depth:
+                        warnings.append(f"{rel}: nested deeper than {limits.max_depth} directories, not read")
+                    else:
+                        subdirs.append((p, rel, depth + 1))
+                    continue
+            except OSError as exc:
+                warnings.append(f"{rel}: unreadable ({exc.strerror or exc})")
+                continue
+            if is_link:
+                try:
+                    target = p.resolve(strict=True)
+                except FileNotFoundError:
+                    warnings.append(f"{rel}: dangling symlink, skipped")
+                    continue
+                except (OSError, RuntimeError):
+                    warnings.append(f"{rel}: symlink loop or unreadable link, skipped")
+                    continue
+                try:
+                    target.relative_to(root_real)
+                except ValueError:
+                    warnings.append(f"{rel}: symlink pointing outside the job directory, not followed")
+                    continue
+                if target.is_dir():
+                    warnings.append(f"{rel}: symlink to a directory, not followed")
+                    continue
+                add(rel, target)  # opened by its real path: a link swapped in later is refused
+                continue
+            add(rel, p)
+        stack.extend(reversed(subdirs))
+
+
+def _unique_target(dest_root: Path, clean: Path) -> Path:
+    target = dest_root / clean
+    k = 0
+    while target.exists() or target.is_symlink():
+        k += 1
+        target = dest_root / f"__dup{k}" / clean
+    return target
+
+
+def _unpack_tar(rel: str, path: Path, tmpdir: Path, limits: Limits, warnings: list[str],
+                room: int) -> list[SourceFile]:
+    """Unpack the regular members of one tar into the private temp dir, one by one, bounded."""
     out: list[SourceFile] = []
     dest_root = tmpdir / f"a{len(list(tmpdir.iterdir()))}"
     dest_root.mkdir()
     total = 0
     try:
-        with tarfile.open(path, mode="r:*") as tf:
+        compressed = max(1, path.stat().st_size)
+        with safe_open(path) as raw, tarfile.open(fileobj=raw, mode="r:*") as tf:
             for member in tf:
                 name = member.name
                 if member.issym() or member.islnk():
@@ -203,30 +301,45 @@ def _unpack_tar(rel: str, path: Path, tmpdir: Path, limits: Limits, warnings: li
                     warnings.append(f"{rel}!{name}: special file inside archive, skipped")
                     continue
                 clean = Path(name)
-                if clean.is_absolute() or ".." in clean.parts or name.startswith("/"):
+                if (clean.is_absolute() or ".." in clean.parts or name.startswith("/") or "\x00" in name
+                        or not clean.parts or clean == Path(".")):
                     warnings.append(f"{rel}!{name}: unsafe member path, skipped")
                     continue
-                if total + member.size > limits.max_expanded_bytes:
-                    warnings.append(f"{rel}: expanded size limit reached; later members skipped")
+                if len(out) >= room:
+                    warnings.append(f"{rel}: file limit reached; later members skipped")
                     break
-                target = dest_root / clean
-                target.parent.mkdir(parents=True, exist_ok=True)
-                src = tf.extractfile(member)
-                if src is None:
-                    continue
-                with src, open(target, "wb") as dst:
-                    while True:
-                        buf = src.read(1 << 20)
-                        if not buf:
-                            break
-                        dst.write(buf)
-                total += member.size
+                if total + member.size > limits.max_expanded_bytes:
+                    warnings.append(f"{rel}: expanded size limit ({limits.max_expanded_bytes} bytes) reached; "
+                                    "later members skipped")
+                    break
+                if (total + member.size > limits.min_capped_bytes
+                        and total + member.size > compressed * limits.max_ratio):
+                    warnings.append(f"{rel}: expansion ratio above {limits.max_ratio:g} (possible decompression "
+                                    "bomb); later members skipped")
+                    break
                 member_rel = f"{rel}!{clean.as_posix()}"
-                magic = _magic(target)
-                comp = "gzip" if magic.startswith(GZIP_MAGIC) else "zstd" if magic.startswith(ZSTD_MAGIC) else None
+                try:
+                    target = _unique_target(dest_root, clean)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    src = tf.extractfile(member)
+                    if src is None:
+                        continue
+                    with src, open(target, "xb") as dst:
+                        while True:
+                            buf = src.read(1 << 20)
+                            if not buf:
+                                break
+                            dst.write(buf)
+                    head = _head_bytes(target, 8)
+                except OSError as exc:
+                    if exc.errno is None:  # a corrupt stream (BadGzipFile, ...), not a bad member name
+                        raise
+                    warnings.append(f"{member_rel}: could not be unpacked ({exc.strerror or exc}), skipped")
+                    continue
+                total += member.size
                 h, r, a = path_hints(member_rel)
-                out.append(SourceFile(member_rel, target, comp, member.size, h, r, a))
-    except (tarfile.TarError, EOFError, OSError) as exc:
+                out.append(SourceFile(member_rel, target, _compression(head), member.size, h, r, a))
+    except (tarfile.TarError, EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
         warnings.append(f"{rel}: archive truncated or corrupt ({exc}); members read so far are analyzed")
     return out
 
@@ -242,7 +355,8 @@ class _Capped(io.RawIOBase):
 
     def readinto(self, b: bytearray) -> int:  # type: ignore[override]
         if self.seen >= self.limit:
-            self.capped = True
+            if not self.capped:
+                self.capped = bool(self.inner.read(1))  # capped only if something was left
             return 0
         want = min(len(b), self.limit - self.seen)
         reader = getattr(self.inner, "read1", self.inner.read)
@@ -252,83 +366,150 @@ class _Capped(io.RawIOBase):
         self.seen += n
         return n
 
+    def close(self) -> None:
+        try:
+            self.inner.close()
+        finally:
+            super().close()
+
 
 def open_stream(sf: SourceFile, limits: Limits | None = None) -> BinaryIO:
     limits = limits or Limits()
-    fh = open(sf.real_path, "rb")
-    if sf.compression == "gzip":
-        inner: BinaryIO = gzip.GzipFile(fileobj=fh)  # type: ignore[assignment]
-    elif sf.compression == "zstd":
-        inner = zstandard.ZstdDecompressor().stream_reader(fh, closefd=True)  # type: ignore[assignment]
-    else:
-        return fh
-    cap = max(int(sf.size * limits.max_ratio), 64 * 1024 * 1024)
-    return _Capped(inner, cap)  # type: ignore[return-value]
+    fh = safe_open(sf.real_path)
+    try:
+        if sf.compression == "gzip":
+            inner: BinaryIO = gzip.GzipFile(fileobj=fh)  # type: ignore[assignment]
+        elif sf.compression == "zstd":
+            inner = zstandard.ZstdDecompressor().stream_reader(fh, closefd=True)  # type: ignore[assignment]
+        else:
+            return fh
+    except BaseException:
+        fh.close()
+        raise
+    cap = max(int(sf.size * limits.max_ratio), limits.min_capped_bytes)
+    capped = _Capped(inner, cap)
+    capped._raw = fh  # type: ignore[attr-defined] # closed with it (GzipFile does not close fileobj)
+    return capped  # type: ignore[return-value]
 
 
-def iter_chunks(sf: SourceFile, limits: Limits | None = None,
-                chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[bytes, int]]:
-    """Yield (bytes, first_line_no) pieces cut at newlines. Truncated compressed streams yield
-    what could be read and record a warning on `sf`."""
+def _close(stream: BinaryIO) -> None:
+    try:
+        stream.close()
+    finally:
+        raw = getattr(stream, "_raw", None)
+        if raw is not None:
+            raw.close()
+
+
+def _cut_long_lines(piece: bytes, max_line: int) -> tuple[bytes, int]:
+    """Cut the '\n'-terminated lines of `piece` longer than max_line bytes; return the count cut."""
+    if len(piece) <= max_line + 1:
+        return piece, 0
+    nl = np.flatnonzero(np.frombuffer(piece, dtype=np.uint8) == 10)
+    starts = np.concatenate(([0], nl[:-1] + 1))
+    long_ = np.flatnonzero(nl - starts > max_line)
+    if long_.size == 0:
+        return piece, 0
+    parts, pos = [], 0
+    for k in long_.tolist():
+        s, e = int(starts[k]), int(nl[k])
+        parts.append(piece[pos:s + max_line])
+        pos = e  # keep the newline
+    parts.append(piece[pos:])
+    return b"".join(parts), int(long_.size)
+
+
+def iter_chunks(sf: SourceFile, limits: Limits | None = None, chunk_bytes: int | None = None,
+                hasher=None) -> Iterator[tuple[bytes, int]]:  # noqa: ANN001
+    """Yield (bytes, first_line_no) pieces cut at newlines, each at most about chunk_bytes (plus one
+    line). Lines longer than limits.max_line_bytes are cut to that length while streaming (memory
+    stays bounded whatever the line length) and counted in a warning on `sf`. Truncated compressed
+    streams yield what could be read and record a warning on `sf`. `hasher` (hashlib) sees the
+    decompressed bytes as read, before any cut."""
+    limits = limits or Limits()
+    chunk_bytes = max(1, chunk_bytes or limits.chunk_bytes)
+    max_line = max(1, limits.max_line_bytes)
     stream = open_stream(sf, limits)
     line_no = 1
-    rest = b""
+    rest = b""  # the unfinished last line (at most max_line bytes)
+    skipping = False  # inside an overlong line whose head is kept in `rest`: drop up to its newline
+    cut = 0
     try:
-        broken = False
-        while not broken:
+        eof = False
+        while not eof:
             pieces: list[bytes] = []
             got = 0
             while got < chunk_bytes:
                 try:
                     piece = stream.read(min(READ_BYTES, chunk_bytes - got))
-                except (EOFError, OSError, zstandard.ZstdError) as exc:
+                except (EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
                     sf.warnings.append(f"truncated or corrupt {sf.compression} stream ({exc}); read up to the damage")
-                    broken = True
+                    eof = True
                     break
                 if not piece:
+                    eof = True
                     break
+                if hasher is not None:
+                    hasher.update(piece)
+                if skipping:
+                    k = piece.find(b"\n")
+                    if k < 0:
+                        continue
+                    piece = piece[k:]
+                    skipping = False
                 pieces.append(piece)
                 got += len(piece)
             buf = b"".join(pieces)
             if not buf:
-                break
-            data = rest + buf
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
                 continue
-            piece, rest = data[: cut + 1], data[cut + 1:]
-            yield piece, line_no
-            line_no += piece.count(b"\n")
+            data = rest + buf if rest else buf
+            end = data.rfind(b"\n")
+            if end < 0:
+                complete, rest = b"", data
+            else:
+                complete, rest = data[: end + 1], data[end + 1:]
+            if len(rest) > max_line:
+                rest = rest[:max_line]
+                skipping = True
+                cut += 1
+            if complete:
+                complete, n = _cut_long_lines(complete, max_line)
+                cut += n
+                yield complete, line_no
+                line_no += complete.count(b"\n")
         if rest:
             yield rest, line_no
         if isinstance(stream, _Capped) and stream.capped:
-            sf.warnings.append("decompressed size limit reached (possible decompression bomb); rest not read")
+            sf.warnings.append(f"decompressed size limit ({stream.limit} bytes, ratio {limits.max_ratio:g}) reached "
+                               "(possible decompression bomb); rest not read")
+        if cut:
+            sf.warnings.append(f"{cut} line(s) longer than {max_line} bytes cut to {max_line} bytes")
     finally:
-        stream.close()
+        _close(stream)
 
 
 def read_head(sf: SourceFile, limits: Limits | None = None) -> bytes:
-    try:
-        stream = open_stream(sf, limits)
-    except OSError:
-        return b""
+    """The first HEAD_BYTES (decompressed) of a file; b'' when a compressed stream is corrupt.
+    OSError when the file cannot be opened (gone, permissions)."""
+    stream = open_stream(sf, limits)
     try:
         return stream.read(HEAD_BYTES)
-    except (EOFError, OSError, zstandard.ZstdError):
+    except (EOFError, OSError, zlib.error, zstandard.ZstdError):
         return b""
     finally:
-        stream.close()
+        _close(stream)
 
 
 def looks_binary(head: bytes) -> bool:
     """Mostly non-text bytes (an image, a core dump, a pickle, random data). A log with some
-    invalid UTF-8 or a few NULs is still text."""
+    invalid UTF-8 or NUL bytes is still text."""
     if not head:
         return False
-    sample = head[:8192]
-    if sample.count(b"\x00") > len(sample) // 100 + 1:
-        return True
+    # NUL runs are what a crashed node leaves in a log (allocated, never written blocks) and UTF-16
+    # text is half NULs: judge the rest of the bytes
+    sample = head[:8192].replace(b"\x00", b"")
+    if not sample:
+        return False
     text = sample.decode("utf-8", errors="replace")
     bad = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c"))
     return bad > len(text) // 10

@@ -18,10 +18,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
 import polars as pl
 
 from forensics.config import JobConfig
-from forensics.discovery import Discovery, Limits, SourceFile, iter_chunks, looks_binary, read_head
+from forensics.discovery import (
+    HEAD_BYTES,
+    Discovery,
+    Limits,
+    SourceFile,
+    iter_chunks,
+    looks_binary,
+    read_head,
+)
+from forensics.report import MAX_UNPARSED_LISTED
 from parsers import ParserInfo, registry
 from parsers import timestamps as ts
 from parsers.elastic import parse_error_json, sniff_error_json
@@ -36,9 +46,14 @@ from parsers.records import (
 from parsers.timestamps import derive_missing
 
 SPAN_LINES = 2000
+MAX_KEPT_ERRORS = 10_000  # error-like unparsed lines kept per file (all are counted)
+MAX_ERROR_CHARS = 2000  # of each kept line
+BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this much per batch
+SCREEN_SMALL_FILES = True  # tests turn it off to compare with file-by-file parsing
 _ISO_ANY = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 _GLOG = r"^\[?[IWEF](\d{3,4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
 ERRORISH = r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic"
+_BLANK_RUN = re.compile(r"\n(?:[ \t\r\f\v]*\n)+")
 _UPTIME_S = re.compile(rb"^\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)\s*$")
 _YEAR_RE = re.compile(r"\b((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]|\b\w{3} \w{3} +\d+ \d\d:\d\d:\d\d ((?:19|20)\d\d)\b")
 
@@ -59,6 +74,7 @@ class FileResult:
     unparsed_errors: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8}))
     warnings: list[str] = field(default_factory=list)
+    unparsed_error_lines: int = 0  # all error-like unparsed lines; `unparsed_errors` keeps MAX_KEPT_ERRORS
     first_ts: datetime | None = None  # earliest / latest stamped line among the file's first and
     last_ts: datetime | None = None  # last SPAN_LINES lines (any stamp shape a process log prints)
 
@@ -77,16 +93,19 @@ def line_span(lines: pl.DataFrame, ctx: ParseContext) -> tuple[datetime | None, 
     if lines.is_empty():
         return None, None
     part = pl.concat([lines.head(SPAN_LINES), lines.tail(SPAN_LINES)]).unique("line_no", maintain_order=True)
-    g = pl.col("body").str.extract_groups(_GLOG)
-    t = part.select(
-        pl.coalesce(
-            ts.iso(pl.col("body").str.extract(_ISO_ANY, 1).str.replace("_", " "), ctx.tz),
-            ts.mmdd_time(g.struct.field("1"), g.struct.field("2"), ctx.ref_year, ctx.tz),
-        ).alias("t")
-    )["t"].drop_nulls()
+    t = part.select(_stamp_expr(ctx).alias("t"))["t"].drop_nulls()
     if t.is_empty():
         return None, None
     return t.min(), t.max()
+
+
+def _stamp_expr(ctx: ParseContext) -> pl.Expr:
+    """The time stamp a line prints, in any shape a process log uses (null when none)."""
+    g = pl.col("body").str.extract_groups(_GLOG)
+    return pl.coalesce(
+        ts.iso(pl.col("body").str.extract(_ISO_ANY, 1).str.replace("_", " "), ctx.tz),
+        ts.mmdd_time(g.struct.field("1"), g.struct.field("2"), ctx.ref_year, ctx.tz),
+    )
 
 
 def _boot_time_file(head: bytes, cfg: JobConfig) -> datetime | None:
@@ -111,7 +130,14 @@ def _ref_year(heads: list[bytes], cfg: JobConfig) -> int | None:
     return years.most_common(1)[0][0] if years else None
 
 
+def sniff_text(head_text: str) -> str:
+    r"""The head as sniffs see it: runs of blank lines collapsed. Blank lines carry no format signal,
+    and a `(?m)^\s*...` search in Python `re` is quadratic over a run of them."""
+    return _BLANK_RUN.sub("\n", head_text)
+
+
 def _choose(head_text: str, parsers: list[ParserInfo]) -> list[ParserInfo]:
+    head_text = sniff_text(head_text)
     scores = []
     for p in parsers:
         try:
@@ -163,9 +189,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     events, tables, claimed_counts = [], {}, Counter()
     invalid_utf8 = False
     nul = 0
-    for chunk, first in iter_chunks(sf, limits):
-        if hasher is not None:
-            hasher.update(chunk)
+    for chunk, first in iter_chunks(sf, limits, hasher=hasher):
         dec = decode_lines(chunk, first)
         invalid_utf8 |= dec.invalid_utf8
         nul += dec.nul_bytes
@@ -207,10 +231,12 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         res.ignored += ignored.len()
         rest = lines.filter(~pl.col("line_no").is_in(claimed.implode()) & ~pl.col("line_no").is_in(ignored.implode()))
         res.unparsed += rest.height
-        errs = rest.filter(pl.col("text").str.contains(ERRORISH)).select("line_no", pl.col("text").str.slice(0, 2000))
-        if not errs.is_empty():
-            res.unparsed_errors = pl.concat([res.unparsed_errors, errs])
+        _keep_errors(res, rest)
     res.sha256 = hasher.hexdigest() if hasher is not None else _sha256(sf)
+    _check_unchanged(sf, res)
+    if res.unparsed_error_lines > res.unparsed_errors.height:
+        res.warnings.append(f"{res.unparsed_error_lines} error-like unparsed lines; the first "
+                            f"{res.unparsed_errors.height} are kept")
     if invalid_utf8:
         res.warnings.append("invalid UTF-8 replaced with U+FFFD")
     if nul:
@@ -242,6 +268,32 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     return res
 
 
+def _keep_errors(res: FileResult, rest: pl.DataFrame) -> None:
+    """Unparsed lines that look like errors: counted, and the first MAX_KEPT_ERRORS kept (memory)."""
+    errs = rest.filter(pl.col("text").str.contains(ERRORISH))
+    res.unparsed_error_lines += errs.height
+    room = MAX_KEPT_ERRORS - res.unparsed_errors.height
+    if errs.is_empty() or room <= 0:
+        return
+    errs = errs.head(room).select("line_no", pl.col("text").str.slice(0, MAX_ERROR_CHARS))
+    res.unparsed_errors = pl.concat([res.unparsed_errors, errs])
+
+
+def _check_unchanged(sf: SourceFile, res: FileResult) -> None:
+    """A file that grew, shrank, was rewritten or vanished while it was read is analyzed as read,
+    with a warning (its sha256 is of the bytes read, for uncompressed files)."""
+    if sf.mtime_ns is None:
+        return
+    try:
+        st = os.stat(sf.real_path)
+    except OSError:
+        res.warnings.append("file disappeared while it was being analyzed; analyzed as read")
+        return
+    if st.st_size != sf.size or st.st_mtime_ns != sf.mtime_ns:
+        res.warnings.append(f"file changed while it was being analyzed (size {sf.size} -> {st.st_size} bytes); "
+                            "analyzed as read")
+
+
 def _safe_head(sf: SourceFile, limits: Limits) -> bytes:
     try:
         return read_head(sf, limits)
@@ -260,11 +312,110 @@ def _sha256(sf: SourceFile) -> str | None:
     return h.hexdigest()
 
 
+def _small_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[ParserInfo]) -> bool:
+    """A small plain text file that every line parser would read (no structured format, no error
+    file, no boot-time file): it can be pre-screened in a batch with other small files."""
+    if sf.compression is not None or not head or len(head) != sf.size or len(head) >= HEAD_BYTES:
+        return False
+    if looks_binary(head) or _boot_time_file(head, cfg) is not None:
+        return False
+    if head.count(b"\n") > 2 * SPAN_LINES:
+        return False
+    text = head.decode("utf-8", errors="replace")
+    if sniff_error_json(text):
+        return False
+    return all(not p.exclusive for p in _choose(text, parsers))
+
+
+def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, ref_year: int | None,
+                  boot_times: dict[str, datetime], parsers: list[ParserInfo]) -> tuple[dict[int, FileResult], list[int]]:
+    """Run every line parser once over many small files (joined, a blank line between files).
+    Files in which no parser claimed or ignored a non-blank line and no event fell are final as
+    they are: all their lines unparsed or blank. The others are parsed again alone (parse_one),
+    so their results are exactly those of a lone parse. This removes the per-file cost of the
+    parsers for the thousands of tiny unrecognized files some bundles hold."""
+    starts, counts, blobs, line = [], [], [], 1
+    for _, _, data in items:
+        n = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        starts.append(line)
+        counts.append(n)
+        blobs.append(data if data.endswith(b"\n") else data + b"\n")
+        blobs.append(b"\n")
+        line += n + 1
+    lines = with_body(decode_lines(b"".join(blobs)).lines)
+    ctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone, boot_times=boot_times)
+    starts_a = np.asarray(starts, dtype=np.int64)
+    ends_a = starts_a + np.asarray(counts, dtype=np.int64)  # exclusive: the separator line
+
+    def owners(nos: pl.Series) -> set[int]:
+        a = nos.drop_nulls().cast(pl.Int64).to_numpy()
+        k = np.searchsorted(starts_a, a, side="right") - 1
+        ok = (k >= 0) & (a < ends_a[np.clip(k, 0, None)])
+        return set(k[ok].tolist())
+
+    blank = lines.filter(pl.col("text").str.strip_chars() == "")["line_no"]
+    touched: set[int] = set()
+    for p in parsers:
+        if p.exclusive:
+            continue
+        try:
+            ext = p.module.parse(lines, ctx)
+        except Exception:  # noqa: BLE001 - parse them one by one; parse_one reports the failure
+            return {}, [i for i, _, _ in items]
+        nos = [ext.claimed, ext.ignored.filter(~ext.ignored.is_in(blank.implode()))]
+        if not ext.events.is_empty():
+            nos.append(ext.events["line_no"])
+        nos += [t["line_no"] for t in ext.tables.values() if "line_no" in t.columns and not t.is_empty()]
+        for s in nos:
+            touched |= owners(s)
+    nos_all = lines["line_no"].to_numpy()
+    k_all = np.searchsorted(starts_a, nos_all, side="right") - 1
+    tagged = lines.with_columns(pl.Series("_k", k_all, dtype=pl.Int64)).filter(
+        pl.Series(nos_all < ends_a[k_all]))  # separator lines belong to no file
+    tagged = tagged.with_columns(
+        (pl.col("text").str.strip_chars() == "").alias("_blank"),
+        pl.col("text").str.contains(ERRORISH).alias("_err"),
+        _stamp_expr(ctx).alias("_t"),
+    )
+    per = tagged.group_by("_k").agg(pl.col("_blank").sum().alias("blank"), pl.col("_t").min().alias("lo"),
+                                    pl.col("_t").max().alias("hi"))
+    stats = {r["_k"]: r for r in per.iter_rows(named=True)}
+    errs = tagged.filter(pl.col("_err") & ~pl.col("_blank")).select("_k", "line_no", "text")
+    err_by_k = errs.partition_by("_k", as_dict=True) if not errs.is_empty() else {}
+    done: dict[int, FileResult] = {}
+    again: list[int] = []
+    for k, (i, sf, data) in enumerate(items):
+        if k in touched:
+            again.append(i)
+            continue
+        res = FileResult(sf.rel_path, sf.size, hashlib.sha256(data).hexdigest(), None, None)
+        st = stats.get(k, {})
+        res.lines = counts[k]
+        res.ignored = int(st.get("blank") or 0)
+        res.unparsed = res.lines - res.ignored
+        res.first_ts, res.last_ts = st.get("lo"), st.get("hi")
+        e = err_by_k.get((k,))
+        if e is not None:
+            rest = e.select((pl.col("line_no") - starts[k] + 1).alias("line_no"), "text")
+            _keep_errors(res, rest)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            res.warnings.append("invalid UTF-8 replaced with U+FFFD")
+        if b"\x00" in data:
+            res.warnings.append(f"{data.count(bytes(1))} NUL bytes removed")
+        res.warnings.extend(sf.warnings)
+        done[i] = res
+    return done, again
+
+
 def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
            progress: Callable[[int, int], None] | None = None, workers: int | None = None) -> Ingested:
     limits = limits or Limits()
     parsers = registry()
-    heads = [_safe_head(sf, limits) for sf in disc.files]
+    # small files whole (they may be screened in a batch), the first 16 KiB of the others (all that
+    # the year and boot-time guesses read): memory stays small with tens of thousands of files
+    heads = [h if len(h) < HEAD_BYTES else h[:16384] for h in (_safe_head(sf, limits) for sf in disc.files)]
     ref_year = _ref_year(heads, cfg)
     boot_times = dict(cfg.boot_times)
     for sf, head in zip(disc.files, heads, strict=True):
@@ -287,12 +438,46 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             r = FileResult(sf.rel_path, sf.size, None, None, None)
             r.warnings.append(f"could not be read ({type(exc).__name__}: {exc})")
             return i, r
+        except Exception as exc:  # noqa: BLE001 - a bug on one hostile file must not take the job down
+            r = FileResult(sf.rel_path, sf.size, _sha256(sf), None, None)
+            r.warnings.append(f"internal error while reading this file ({type(exc).__name__}: "
+                              f"{str(exc)[:300]}); it was skipped, please report it")
+            return i, r
 
+    # small unrecognizable files are screened in batches (no per-file parser cost)
+    cands = [i for i in order if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers)]
+    batches: list[list[tuple[int, SourceFile, bytes]]] = [[]]
+    size = 0
+    for i in cands:
+        if size > BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append((i, disc.files[i], heads[i]))
+        size += len(heads[i]) + 1
+    single = set(order) - set(cands)
+    if len(cands) > 1:
+        for b in batches:
+            if not b:
+                continue
+            got, again = _screen_batch(b, cfg, ref_year, boot_times, parsers)
+            for i, r in got.items():
+                results[i] = r
+                done += 1
+            single.update(again)
+        if progress and done:
+            progress(done, len(order))
+    else:
+        single.update(cands)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for i, r in pool.map(work, order):
+        for i, r in pool.map(work, [i for i in order if i in single]):
             results[i] = r
             done += 1
             if progress:
                 progress(done, len(order))
     files = [results[i] for i in order]
+    n_err = sum(f.unparsed_error_lines for f in files if f is not None)
+    if n_err > MAX_UNPARSED_LISTED:
+        warnings.append(f"{n_err} unparsed lines look like errors; report.json lists the first {MAX_UNPARSED_LISTED}, "
+                        f"{n_err - MAX_UNPARSED_LISTED} more are not listed (the unparsed_lines table of "
+                        f"forensics.duckdb keeps up to {MAX_KEPT_ERRORS} per file)")
     return Ingested([f for f in files if f is not None], ref_year, boot_times, warnings)

@@ -209,11 +209,24 @@ def _attempt_rows(spans: pl.DataFrame, ev: pl.DataFrame, tables: dict[str, pl.Da
                     ld = ld.filter(pl.col("step").is_not_null())
                     if not ld.is_empty():
                         resumed = int(ld["step"][-1])
-                base = resumed if resumed is not None else (0 if i == 0 else None)
+                base = resumed
+                if base is None:
+                    # a fresh start: the first attempt, or a later one whose first logged step
+                    # comes within two logging intervals of step 0 (nothing was loaded)
+                    inc = s["step"].diff().drop_nulls()
+                    inc = int(inc.median()) if inc.len() else first_step
+                    if i == 0 or first_step <= 2 * max(inc, 1):
+                        base = 0
                 per = _step_time(s)
                 if base is not None and per is not None and s["ts"][0] is not None:
                     fss = s["ts"][0] - timedelta(seconds=per * max(first_step - base, 0))
                     fss = max(fss, r["start"])
+                elif s["ts"].drop_nulls().is_empty():
+                    # step lines without stamps (HF Trainer dicts): training began at the
+                    # framework's start-of-training line when there is one
+                    st = ev.filter((pl.col("attempt") == i) & (pl.col("kind") == "train_start")
+                                   & pl.col("ts").is_not_null())["ts"]
+                    fss = st.min() if st.len() else None
         rows.append({"index": i, "start": r["start"], "end": r["end"], "first_step": first_step,
                      "last_step": last_step, "resumed_from": resumed, "end_reason": None,
                      "first_step_start": fss, "last_progress": lp})

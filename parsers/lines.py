@@ -82,10 +82,10 @@ def with_body(lines: pl.DataFrame) -> pl.DataFrame:
     return lines.with_columns(
         pl.col("text").str.slice(0).alias("_t"),
         prefix_len.fill_null(0).alias("_plen"),
-        g.struct.field("pt_rank").cast(pl.Int64).alias("_pt_rank"),
-        g.struct.field("mpi_rank").cast(pl.Int64).alias("_mpi_rank"),
-        g.struct.field("tr_local").cast(pl.Int64).alias("prefix_local_rank"),
-        g.struct.field("srun_task").cast(pl.Int64).alias("prefix_task"),
+        g.struct.field("pt_rank").cast(pl.Int64, strict=False).alias("_pt_rank"),
+        g.struct.field("mpi_rank").cast(pl.Int64, strict=False).alias("_mpi_rank"),
+        g.struct.field("tr_local").cast(pl.Int64, strict=False).alias("prefix_local_rank"),
+        g.struct.field("srun_task").cast(pl.Int64, strict=False).alias("prefix_task"),
         g.struct.field("mpi_ts").alias("prefix_ts"),
     ).with_columns(
         pl.col("_t").str.slice(pl.col("_plen")).alias("body"),

@@ -76,11 +76,14 @@ ABORT_TEST = r"is in abort state|commReclaim|ncclCommSetAsyncError"
 
 
 def sniff(head: str) -> float:
-    if re.search(r"\S+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (?:INFO|WARN|TRACE)", head):
+    if "NCCL" not in head:
+        return 0.0
+    lines = pl.Series(head.split("\n"), dtype=pl.Utf8)  # Rust regex, line by line: linear on hostile heads
+    if lines.str.contains(r"\S+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (?:INFO|WARN|TRACE)").any():
         return 0.9
-    if re.search(r"^\s*NCCL version \d+\.\d+\.\d+ compiled with CUDA", head, re.M):
+    if lines.str.contains(r"^\s*NCCL version \d+\.\d+\.\d+ compiled with CUDA").any():
         return 0.8
-    if re.search(r"^\s*NCCL version \d+\.\d+\.\d+", head, re.M) or "NCCL WARN" in head:
+    if lines.str.contains(r"^\s*NCCL version \d+\.\d+\.\d+").any() or "NCCL WARN" in head:
         return 0.5
     return 0.0
 

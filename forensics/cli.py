@@ -60,6 +60,10 @@ def analyze(
     from forensics.discovery import JobDirError
 
     _check_job_path(job_dir)
+    if json_path and json_path != "-":
+        target = Path(json_path).resolve()
+        if job_dir.is_dir() and (target == job_dir.resolve() or job_dir.resolve() in target.parents):
+            _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
     show_progress = not quiet and err.is_terminal and json_path != "-"
     try:
         if show_progress:
@@ -77,10 +81,7 @@ def analyze(
         sys.stdout.write(json.dumps(rep, indent=2) + "\n")
         return
     if json_path:
-        target = Path(json_path).resolve()
-        if job_dir.is_dir() and (target == job_dir.resolve() or job_dir.resolve() in target.parents):
-            _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
-        target.write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
+        Path(json_path).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
     if not quiet:
         _summary(rep, result.out_dir)
 

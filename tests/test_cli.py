@@ -121,3 +121,13 @@ def test_dangling_symlink_is_a_warning(tmp_path: Path) -> None:
     r = run("sources", str(job), "--json")
     assert r.returncode == 0
     assert any("link.log" in w and "dangling" in w for w in json.loads(r.stdout)["warnings"])
+
+
+def test_json_path_inside_job_dir_refused(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "a.log").write_text("x\n")
+    before = tree_hash(job)
+    r = run("analyze", str(job), "--out", str(tmp_path / "out"), "--json", str(job / "r.json"))
+    assert r.returncode == 2 and "inside the job directory" in r.stderr
+    assert tree_hash(job) == before

@@ -22,7 +22,7 @@ CATEGORIES = (
     "numerics", "collective_desync", "comm_hang_unknown", "preemption", "time_limit", "user_cancelled",
     "straggler_hardware", "slowdown_transient", "slowdown_workload", "unknown",
 )
-SOURCES = ("kernel", "nccl", "pytorch", "elastic", "steps", "dcgm", "sacct", "slurm", "nvsmi")
+SOURCES = ("kernel", "nccl", "pytorch", "elastic", "steps", "dcgm", "sacct", "slurm", "nvsmi", "k8s")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-PARSER_MODULES = ("dcgm", "sacct", "elastic", "kernel", "nccl", "pytorch", "steps", "slurm")
+PARSER_MODULES = ("dcgm", "sacct", "elastic", "kernel", "nccl", "pytorch", "steps", "slurm", "nvsmi", "k8s")
 
 
 @dataclass(frozen=True)

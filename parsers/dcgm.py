@@ -32,14 +32,17 @@ from parsers.timestamps import epoch_seconds, iso
 
 NAME = "dcgm"
 EXCLUSIVE = True
-DESCRIPTION = "DCGM telemetry: dcgm-exporter metrics, CSV time series, dcgmi dmon tables, Prometheus JSON"
+DESCRIPTION = ("DCGM telemetry: dcgm-exporter metrics, CSV time series, dcgmi dmon tables, Prometheus JSON, "
+               "dcgmi health and diag results")
 FORMATS = (
     "dcgm-exporter Prometheus text (optional ms timestamps)",
-    "long CSV timestamp,metric,<labels>,value",
+    "long CSV (timestamp, metric, label columns, value)",
     "dcgmi dmon table",
     "Prometheus query_range / query JSON",
+    "dcgmi health -c (old and new table layouts)",
+    "dcgmi diag -r N",
 )
-EXTRACTS = ("dcgm_xid", "dcgm_health", "dcgm_samples")
+EXTRACTS = ("dcgm_xid", "dcgm_health", "dcgm_diag", "dcgm_samples")
 
 _DATA = Path(__file__).with_name("data")
 XID_FIELD = "DCGM_FI_DEV_XID_ERRORS"
@@ -367,6 +370,64 @@ def _json(lines: pl.DataFrame, ctx: ParseContext, text: str) -> Extraction:
     return _finish(out, lines["line_no"], pl.Series("line_no", [], dtype=pl.Int64), [])
 
 
+HEALTH_MARK = "Health Monitor Report"
+DIAG_HDR_RE = r"^\|\s*Diagnostic\s*\|\s*Result\s*\|"
+CELLS_RE = r"^\|\s*(?P<left>.*?)\s*\|\s*(?P<right>.*?)\s*\|\s*$"
+NEW_HEALTH_RE = r"^(?P<sys>[A-Za-z][\w ./-]*?):\s*(?P<st>Healthy|Warning|Failure)(?:\s*-\s*(?P<msg>.*))?$"
+STATUS_WORDS = ["Healthy", "Warning", "Failure"]
+
+
+def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
+    """`dcgmi health -c` (DCGM 2.x/3.x `-> GPU` tree or DCGM 3.3+/4.x `GPU ID: N` rows) and
+    `dcgmi diag` tables. Non-healthy subsystems -> `dcgm_health` (code = Warning | Failure);
+    failed or warning tests and their detail rows -> `dcgm_diag` (code = Fail | Warn | detail)."""
+    t = pl.col("text")
+    c = t.str.extract_groups(CELLS_RE)
+    left, right = pl.col("left"), pl.col("right")
+    df = lines.select("line_no", "text").with_columns(c.alias("_c")).unnest("_c")
+    gpu_here = pl.coalesce(left.str.extract(r"^->\s*(\d+)$", 1), left.str.extract(r"^GPU ID:\s*(\d+)$", 1))
+    df = df.with_columns(gpu_here.cast(pl.Int64, strict=False).forward_fill().alias("gpu"))
+    tableish = t.str.contains(r"^\s*[+|]") | t.str.contains(HEALTH_MARK, literal=True)
+    if health:
+        nh = right.str.extract_groups(NEW_HEALTH_RE)
+        old_sys = left.str.extract(r"^->\s*([A-Za-z][\w ./-]*)$", 1)
+        overall = pl.coalesce(
+            pl.when(left == "Overall Health").then(right), right.str.extract(r"Overall Health:\s*(\w+)", 1))
+        status = pl.coalesce(
+            nh.struct.field("st"),
+            pl.when(old_sys.is_not_null() & right.is_in(STATUS_WORDS)).then(right),
+            overall)
+        df = df.with_columns(status.alias("code"))
+        ev = df.filter(pl.col("code").is_not_null() & (pl.col("code") != "Healthy")).with_columns(
+            pl.lit("dcgm_health").alias("kind"),
+            pl.when(pl.col("code") == "Failure").then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
+            pl.when(overall.is_not_null()).then(pl.lit(None, dtype=pl.Int64)).otherwise(pl.col("gpu")).alias("gpu"))
+    else:
+        res = right.str.extract(r"^(Pass|Fail|Warn|Skip)\b", 1)
+        detail = left.str.contains(r"^(?:Warning|Error)\b")
+        gpus = right.str.extract(r"GPUs?:\s*(\d+)", 1).cast(pl.Int64, strict=False)
+        dgpu = pl.coalesce(left.str.extract(r"GPU\s*(\d+)", 1), right.str.extract(r"\bGPU\s*(\d+)", 1)) \
+            .cast(pl.Int64, strict=False)
+        df = df.with_columns(
+            pl.when(detail).then(pl.lit("detail")).when(res.is_in(["Fail", "Warn"])).then(res).alias("code"),
+            pl.when(detail).then(dgpu).otherwise(gpus).alias("gpu"))
+        ev = df.filter(pl.col("code").is_not_null()).with_columns(
+            pl.lit("dcgm_diag").alias("kind"),
+            pl.when(pl.col("code") == "Warn").then(pl.lit("warning")).otherwise(pl.lit("error")).alias("severity"))
+    ev = ev.with_columns(
+        pl.lit(NAME).alias("source"), pl.lit("missing").alias("ts_quality"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), t.alias("message"))
+    events = events_frame(ev).sort("line_no")
+    understood = df.filter(tableish | (t.str.strip_chars() == "")
+                           | t.str.contains(r"^Successfully ran diagnostic|^Health Monitor Report"))["line_no"]
+    # detail text continued in the right-hand cell belongs to the record above it
+    cont = df.filter((left == "") & (right != "") & right.is_not_null() & pl.col("code").is_null())["line_no"]
+    claimed = pl.concat([events["line_no"], cont])
+    ignored = understood.filter(~understood.is_in(claimed.implode()))
+    return Extraction(events=events, tables={"dcgm_samples": empty_table("dcgm_samples")},
+                      claimed=claimed.unique().sort(), ignored=ignored.sort(), warnings=[])
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -377,6 +438,8 @@ def sniff(head: str) -> float:
     if s.startswith("{") and '"resultType"' in head and re.search(r"DCGM_|dcgm_", head):
         return 0.95
     if re.search(r"(?m)^#Entity\s+\S", head):
+        return 0.95
+    if HEALTH_MARK in head or re.search(r"(?m)" + DIAG_HDR_RE, head):
         return 0.95
     first = next((ln for ln in s.splitlines() if ln.strip() and not ln.startswith("#")), "")
     cols = [c.strip().strip('"').lower() for c in first.split(",")]
@@ -401,6 +464,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             return _json(lines, ctx, text)
     if lines["text"].str.starts_with("#Entity").any():
         return _dmon(lines, ctx)
+    if lines["text"].str.contains(HEALTH_MARK, literal=True).any():
+        return _dcgmi(lines, ctx, health=True)
+    if lines["text"].str.contains(DIAG_HDR_RE).any():
+        return _dcgmi(lines, ctx, health=False)
     hdr = _csv_header(lines)
     if hdr is not None:
         return _csv(lines, ctx, hdr[0])

@@ -127,6 +127,8 @@ def _tables(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
         partial: dict | None = {"lines": [], "fields": {}}  # fields seen before any `[i]:`
         root_next = False
         in_tb = False
+        rules: list[int] = []  # rule lines: claimed only when the block holds a table
+        n_claimed, n_entries = len(claimed), len(entries)
 
         def flush_partial(partial: dict | None) -> None:
             # an entry cut at the top of an excerpt: kept when it still names an exit code
@@ -153,7 +155,7 @@ def _tables(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
                 flush_partial(partial)
                 partial = None
                 in_tb = False
-                claimed.append(ln)
+                rules.append(ln)
                 continue
             em = ENTRY_RE.match(body)
             if em:
@@ -192,6 +194,8 @@ def _tables(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
             in_tb = False
         close()
         flush_partial(partial)
+        if len(claimed) > n_claimed or len(entries) > n_entries:
+            claimed.extend(rules)
     return entries, claimed, ignored
 
 

@@ -42,6 +42,7 @@ FORMATS = (
     "journalctl short / short-iso / short-precise",
     "syslog kern.log (wall clock + uptime)",
     "rsyslog RFC3339",
+    "journalctl -o json",
     "bare kernel: / prefix-less NVRM lines",
 )
 EXTRACTS = (
@@ -203,6 +204,35 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                      "kernel_src", "kernel_line")
 
 
+JOURNAL_JSON_RE = r'^\s*\{.*"MESSAGE"\s*:'
+
+
+def _journal_json(lines: pl.DataFrame) -> pl.DataFrame:
+    """`journalctl -o json` lines -> the short-iso line journalctl would have printed
+    (`<iso> <host> <ident>: <MESSAGE>`), so that one grammar reads both. Time from
+    `__REALTIME_TIMESTAMP` (µs since the epoch, UTC); kernel when `_TRANSPORT` or
+    `SYSLOG_IDENTIFIER` says so."""
+    is_j = pl.col("body").str.contains(JOURNAL_JSON_RE)
+    js = lines.filter(is_j)
+    if js.is_empty():
+        return lines
+    b = pl.col("body")
+    msg = b.str.json_path_match("$.MESSAGE")
+    stamp = (b.str.json_path_match("$.__REALTIME_TIMESTAMP").cast(pl.Int64, strict=False)
+             .cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"))
+    host = b.str.json_path_match("$._HOSTNAME").str.replace_all(r"[\s\[:]", "_")
+    ident = pl.when((b.str.json_path_match("$._TRANSPORT") == "kernel")
+                    | (b.str.json_path_match("$.SYSLOG_IDENTIFIER") == "kernel")).then(pl.lit("kernel")) \
+        .otherwise(pl.coalesce(b.str.json_path_match("$.SYSLOG_IDENTIFIER"), b.str.json_path_match("$._COMM"),
+                               pl.lit("unknown")).str.replace_all(r"[\s\[:]", "_"))
+    head = pl.concat_str([stamp, host, ident], separator=" ", ignore_nulls=True)
+    js = js.with_columns(
+        pl.when(msg.is_not_null() & stamp.is_not_null())
+        .then(pl.concat_str([head, pl.lit(": "), msg.str.replace_all(r"[\r\n]+", " ")]))
+        .otherwise(b).alias("body"))
+    return pl.concat([lines.filter(~is_j), js]).sort("line_no")
+
+
 def _when_chain(conds: list[tuple[pl.Expr, pl.Expr]], default: pl.Expr | None = None) -> pl.Expr:
     expr = pl.when(conds[0][0]).then(conds[0][1])
     for c, v in conds[1:]:
@@ -219,7 +249,8 @@ def sniff(head: str) -> float:
         return 0.0
     stamp = re.compile(
         r"^\s*(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}\]"
-        r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: )")
+        r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
+        r'|\{.*"_TRANSPORT"\s*:\s*"kernel")')
     k = sum(1 for ln in lines if stamp.match(ln))
     if k == 0:
         return 0.0
@@ -232,6 +263,7 @@ def sniff(head: str) -> float:
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return Extraction(events=empty_events(), tables={"xid_events": empty_table("xid_events")})
+    lines = _journal_json(lines)
     df = _stamp_frame(lines, ctx)
     m = pl.col("msg")
     # neighbour flags for the multi-line forms (cheap literal checks over the whole file)

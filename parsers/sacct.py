@@ -1,5 +1,8 @@
-"""Slurm accounting: `sacct -P` (`|`-separated), `sacct -p` (trailing `|`) and the default
-fixed-width output (header + `----------` rule line, columns cut on the rule's dash runs).
+"""Slurm accounting: `sacct -P` (`|`-separated), `sacct -p` (trailing `|`), the default
+fixed-width output (header + `----------` rule line, columns cut on the rule's dash runs) and
+`sacct --json` (data_parser plugins of every version: `state.current` as a string or a list,
+numbers plain or wrapped as `{"set", "infinite", "number"}`, `signal.id` or `signal_id`; one record
+per job and per step, at the line of its `job_id` / step `id`).
 
 Rows -> `sched_records`; one `sched_state` event per record (code = state, ts = End else Start).
 Columns are found by name in the header, in any order; missing columns stay null.
@@ -7,7 +10,10 @@ Columns are found by name in the header, in any order; missing columns stay null
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import UTC, datetime
+from typing import Any
 
 import polars as pl
 
@@ -17,7 +23,7 @@ from parsers.timestamps import iso
 NAME = "sacct"
 EXCLUSIVE = True
 DESCRIPTION = "Slurm sacct output (-P, -p, fixed-width): job/step states, exit codes, nodes"
-FORMATS = ("sacct -P / --parsable2", "sacct -p / --parsable", "sacct fixed-width (default)")
+FORMATS = ("sacct -P / --parsable2", "sacct -p / --parsable", "sacct fixed-width (default)", "sacct --json")
 EXTRACTS = ("sched_state", "sched_records")
 
 STATE_SEVERITY = {
@@ -35,6 +41,9 @@ _NULL_WORDS = ["", "Unknown", "None", "N/A", "(null)", "None assigned"]
 
 
 def sniff(head: str) -> float:
+    h = head.lstrip()
+    if h.startswith("{") and re.search(r'"jobs"\s*:', head) and re.search(r'"(?:job_id|exit_code|state)"\s*:', head):
+        return 0.95
     lines = [ln for ln in head.splitlines() if ln.strip()]
     for i, ln in enumerate(lines[:20]):
         if _HEADER_RE.match(ln):
@@ -72,9 +81,130 @@ def _empty() -> Extraction:
                       tables={"sched_records": empty_table("sched_records")})
 
 
+def _num(v: Any) -> int | None:
+    """Plain numbers, or the newer `{"set": true, "infinite": false, "number": N}` wrapper."""
+    if isinstance(v, dict):
+        if not v.get("set", True) or v.get("infinite"):
+            return None
+        v = v.get("number")
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _first(v: Any) -> str | None:
+    if isinstance(v, list):
+        v = v[0] if v else None
+    return str(v) if v not in (None, "") else None
+
+
+def _epoch(v: Any) -> datetime | None:
+    n = _num(v)
+    return datetime.fromtimestamp(n, tz=UTC) if n else None
+
+
+def _json_record(obj: dict, job_id: str | None, step_id: str | None, name: Any, line_no: int) -> dict:
+    state = obj.get("state")
+    if isinstance(state, dict):
+        cur, reason = _first(state.get("current")), state.get("reason")
+    else:
+        cur, reason = _first(state), None
+    ec = obj.get("exit_code") or {}
+    if isinstance(ec, dict):
+        rc = _num(ec.get("return_code"))
+        sig = ec.get("signal") or {}
+        signal = _num(sig.get("id", sig.get("signal_id"))) if isinstance(sig, dict) else _num(sig)
+    else:
+        rc, signal = _num(ec), None
+    tm = obj.get("time") or {}
+    nodes = obj.get("nodes")
+    if isinstance(nodes, dict):
+        nodes = nodes.get("range") or nodes.get("list")
+    if isinstance(nodes, list):
+        nodes = ",".join(map(str, nodes))
+    if isinstance(reason, str) and reason in _NULL_WORDS:
+        reason = None
+    return {
+        "line_no": line_no, "job_id": job_id, "step_id": step_id, "name": _first(name),
+        "state": cur.split()[0] if cur else None, "exit_code": rc, "signal": signal,
+        "start": _epoch(tm.get("start")), "end": _epoch(tm.get("end")),
+        "node_list": nodes or None, "failed_node": obj.get("failed_node") or None,
+        "restarts": _num(obj.get("restart_cnt")), "reason": reason,
+    }
+
+
+def _parse_json(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    try:
+        doc = json.loads("\n".join(lines["text"].to_list()))
+    except ValueError as e:
+        return Extraction(events=empty_events(), tables={"sched_records": empty_table("sched_records")},
+                          warnings=[f"sacct JSON could not be read: {e}"])
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(jobs, list):
+        return Extraction(events=empty_events(), tables={"sched_records": empty_table("sched_records")},
+                          warnings=["sacct JSON without a jobs list"])
+    # line of each `"job_id": N` and step `"id": "N.x"` (in order) for the evidence line numbers
+    texts = lines["text"].to_list()
+    nos = lines["line_no"].to_list()
+    cursor = 0
+
+    def find(pattern: str) -> int:
+        nonlocal cursor
+        rx = re.compile(pattern)
+        for i in range(cursor, len(texts)):
+            if rx.search(texts[i]):
+                cursor = i + 1
+                return int(nos[i])
+        return int(nos[0]) if len(texts) == 1 else 0
+
+    recs = []
+    for job in jobs:
+        if not isinstance(job, dict):
+            continue
+        jid = _first(job.get("job_id"))
+        ln = find(rf'"job_id"\s*:\s*{re.escape(str(jid))}\b') if jid else 0
+        recs.append(_json_record(job, jid, None, job.get("name"), ln))
+        for st in job.get("steps") or []:
+            if not isinstance(st, dict):
+                continue
+            sinfo = st.get("step") or {}
+            sid = sinfo.get("id") if isinstance(sinfo, dict) else None
+            if isinstance(sid, dict):  # {"job_id": 1, "step_id": "batch"} in some versions
+                sid = f"{sid.get('job_id')}.{sid.get('step_id')}"
+            sid = str(sid) if sid is not None else None
+            sln = find(rf'"{re.escape(sid)}"') if sid else 0
+            rec = _json_record(st, jid, sid.split(".", 1)[1] if sid and "." in sid else sid,
+                               sinfo.get("name") if isinstance(sinfo, dict) else None, sln)
+            recs.append(rec)
+    schema = {k: v for k, v in empty_table("sched_records").schema.items()}
+    rec = pl.DataFrame(recs, schema=schema) if recs else empty_table("sched_records")
+    ts = pl.coalesce(pl.col("end"), pl.col("start"))
+    events = events_frame(rec.filter(pl.col("state").is_not_null()).with_columns(
+        pl.lit(NAME).alias("source"), pl.lit("sched_state").alias("kind"), ts.alias("ts"),
+        ts.dt.strftime("%Y-%m-%dT%H:%M:%SZ").alias("ts_raw"),
+        pl.when(ts.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.coalesce(pl.col("failed_node"),
+                    pl.when(~pl.col("node_list").str.contains(r"[\[,]")).then(pl.col("node_list")),
+                    pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
+        pl.col("state").replace_strict(STATE_SEVERITY, default="warning", return_dtype=pl.Utf8).alias("severity"),
+        pl.col("state").alias("code"),
+        pl.concat_str([pl.lit("sacct --json "), pl.col("job_id"), pl.lit("."), pl.col("step_id").fill_null(""),
+                       pl.lit(" "), pl.col("state")]).str.replace(r"\. ", " ").alias("message"),
+    ))
+    # the whole document is one structured record set: every line belongs to it
+    return Extraction(events=events, tables={"sched_records": rec}, claimed=lines["line_no"].sort(),
+                      ignored=pl.Series("line_no", [], dtype=pl.Int64))
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return _empty()
+    first = lines.filter(pl.col("text").str.strip_chars() != "").head(1)["text"]
+    if first.len() and first[0].lstrip().startswith("{"):
+        return _parse_json(lines, ctx)
     t = pl.col("text")
     df = lines.select("line_no", "text").with_columns(t.str.strip_chars_end().alias("text"))
     is_hdr = t.str.contains(r"(?i)^\s*JobID(?:Raw)?(?:\s|\||$)")

@@ -82,7 +82,7 @@ KEYWORDS = [
     "Loaded model", "Loading", "Saving", "Saved", "Loaded", "training ...", "Ran out of data",
     "[GC]", "Trainer.fit", "across ranks", "RunningAvgSamplesPerSec", "time (ms)",
     "zero partition", "Removing unfinished", "Removed checkpoint", "Checkpointing active",
-    "fresh start", "Validation", "Dumping", "Deleting older",
+    "fresh start", "Validation", "Dumping", "Deleting older", "Model weights saved",
 ]
 
 # Megatron timer blocks.
@@ -248,6 +248,8 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
         (r"^Training completed\. Do not forget", ev("train_end", "done", framework=pl.lit("hf"))),
         (r"^Saving model checkpoint to (?P<path>\S+?)\.?\s*$",
          ckpt("save_start", "hf", path=g("path"))),
+        # transformers' save_pretrained: the end of a Trainer checkpoint save
+        (r"^Model weights saved in (?P<path>\S+?)\.?\s*$", ckpt("save_end", "hf", path=g("path"))),
         (r"^Deleting older checkpoint", IGNORE),
         (r"^Loading model from (?P<path>\S+?)\.?\s*$", ckpt("load_start", "hf", path=g("path"))),
         # --- DeepSpeed

@@ -88,9 +88,13 @@ def derive_missing(events: pl.DataFrame) -> pl.DataFrame:
         return events
     ev = events.sort("line_no")
     filled = pl.col("ts").forward_fill().fill_null(pl.col("ts").backward_fill())
+    # an uptime / `dmesg -H` stamp with no boot time has its own clock: it stays `relative`
+    # (ts null, ts_raw kept) rather than borrowing a neighbour's time
+    relative = pl.col("ts").is_null() & (pl.col("ts_quality") == "relative").fill_null(False)
     return ev.with_columns(
-        pl.when(pl.col("ts").is_null() & filled.is_not_null()).then(pl.lit("derived"))
+        pl.when(relative).then(pl.lit("relative"))
+        .when(pl.col("ts").is_null() & filled.is_not_null()).then(pl.lit("derived"))
         .when(pl.col("ts").is_null()).then(pl.lit("missing"))
         .otherwise(pl.col("ts_quality")).alias("ts_quality"),
-        filled.alias("ts"),
+        pl.when(relative).then(pl.col("ts")).otherwise(filled).alias("ts"),
     )

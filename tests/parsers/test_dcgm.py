@@ -179,3 +179,35 @@ def test_sniff_ranks_dcgm_fixtures_first() -> None:
             continue
         head = f.read_text()
         assert dcgm.sniff(head) > max(m.sniff(head) for m in (kernel, sacct, slurm)), f.name
+
+
+# ---- dcgmi health / diag -------------------------------------------------------------------
+
+
+def test_dcgmi_health_old_tree_layout() -> None:
+    ex = fixture("dcgmi_health_old.txt")
+    got = [(r["line_no"], r["kind"], r["gpu"], r["code"], r["severity"]) for r in ex.events.iter_rows(named=True)]
+    assert got == [(4, "dcgm_health", None, "Warning", "warning"), (8, "dcgm_health", 0, "Warning", "warning"),
+                   (13, "dcgm_health", 3, "Failure", "error")]
+    # the detail text under a subsystem belongs to it
+    assert {9, 10, 14} <= set(ex.claimed.to_list())
+    check_contract(ex, 15)
+    assert dcgm.sniff((FIX / "dcgmi_health_old.txt").read_text()) >= 0.9
+
+
+def test_dcgmi_health_new_gpu_id_layout() -> None:
+    ex = fixture("dcgmi_health_new.txt")
+    got = [(r["line_no"], r["gpu"], r["code"]) for r in ex.events.iter_rows(named=True)]
+    assert got == [(3, None, "Failure"), (6, 1, "Warning"), (9, 5, "Failure")]
+    assert "NVLink system: Warning" in ex.events["message"][1]
+    check_contract(ex, 11)
+
+
+def test_dcgmi_diag_failed_and_warned_tests() -> None:
+    ex = fixture("dcgmi_diag.txt")
+    got = [(r["line_no"], r["kind"], r["gpu"], r["code"], r["severity"]) for r in ex.events.iter_rows(named=True)]
+    assert got == [(16, "dcgm_diag", 2, "Fail", "error"), (17, "dcgm_diag", 2, "detail", "error"),
+                   (22, "dcgm_diag", 1, "Warn", "warning"), (23, "dcgm_diag", 1, "detail", "error")]
+    assert 18 in ex.claimed.to_list()  # the wrapped second line of the warning
+    assert set(ex.claimed.to_list()) | set(ex.ignored.to_list()) == set(range(1, 29))
+    check_contract(ex, 28)

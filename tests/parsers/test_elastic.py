@@ -178,3 +178,9 @@ def test_error_json_never_raises(text):
 def test_fixture_accounting(name):
     text = (FIX / name).read_text()
     check_accounting(run(text), len(decode_lines(text.encode()).lines))
+
+
+def test_rule_lines_without_a_table_are_not_claimed():
+    # NCCL RAS output underlines its headings with '=====': not a ChildFailedError table
+    ex = run("Job summary\n===========\n\nErrors\n======\n")
+    assert ex.claimed.is_empty() and ex.events.is_empty()

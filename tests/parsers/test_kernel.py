@@ -338,3 +338,17 @@ def test_sniff_ranks_kernel_fixtures_first() -> None:
         for f in sorted((ROOT / "fixtures" / folder).iterdir()):
             if f.name != "README.md":
                 assert kernel.sniff(f.read_text()) < 0.5, f.name
+
+
+def test_journalctl_json_kernel_records() -> None:
+    ex = fixture("journal_json.log")
+    got = [(r["line_no"], r["kind"], r["code"], r["host"], r["pci_bus_id"]) for r in ex.events.iter_rows(named=True)]
+    assert got == [(1, "xid", "79", "gpu-node-17", "0000:9b:00"),
+                   (3, "pcie_aer", "Uncorrected (Fatal)", "gpu-node-17", "0000:97:01"),
+                   (4, "ib_port", "CABLE_UNPLUGGED", "gpu-node-17", "0000:5e:00")]
+    assert ex.events["ts"][0] == datetime(2025, 2, 23, 16, 24, 18, 123456, tzinfo=UTC)
+    assert set(ex.events["ts_quality"].to_list()) == {"exact"}
+    assert 2 not in ex.claimed.to_list() and 2 not in ex.ignored.to_list()  # slurmd's record is not ours
+    assert ex.tables["xid_events"]["xid"].to_list() == [79]
+    check_contract(ex, 4)
+    assert kernel.sniff((FIX / "journal_json.log").read_text()) >= 0.5

@@ -97,3 +97,32 @@ def test_sniff_ranks_sacct_fixtures_first() -> None:
     for f in sorted(FIX.glob("*.txt")):
         head = f.read_text()
         assert sacct.sniff(head) > max(m.sniff(head) for m in (kernel, dcgm, slurm)), f.name
+
+
+def test_sacct_json_data_parser_v0040_wrapped_numbers() -> None:
+    ex = fixture("sacct_json_v0040.json")
+    rec = ex.tables["sched_records"]
+    assert rec.select("line_no", "job_id", "step_id", "state", "exit_code", "signal", "node_list", "restarts").rows() == [
+        (5, "4242", None, "NODE_FAIL", 0, 9, "node[01-04]", 1),
+        (15, "4242", "batch", "CANCELLED", 0, 15, "node01", None),
+        (22, "4242", "0", "NODE_FAIL", 0, 9, "node[01-04]", None),
+    ]
+    assert rec["end"][2] == datetime(2024, 5, 1, 12, 59, 50, tzinfo=UTC)
+    assert ex.events.select("line_no", "code", "severity").rows() == [
+        (5, "NODE_FAIL", "error"), (15, "CANCELLED", "warning"), (22, "NODE_FAIL", "error")]
+    assert sacct.sniff((FIX / "sacct_json_v0040.json").read_text()) >= 0.9
+    check_contract(ex, 31)
+
+
+def test_sacct_json_old_plain_numbers_single_line() -> None:
+    ex = fixture("sacct_json_v0037.json")
+    rec = ex.tables["sched_records"]
+    assert rec.select("job_id", "step_id", "state", "signal", "node_list").rows() == [
+        ("777", None, "TIMEOUT", 15, "gpu-a7"), ("777", "0", "CANCELLED", 15, "gpu-a7")]
+    assert ex.events["host"].to_list() == ["gpu-a7", "gpu-a7"]
+    assert ex.events["ts"][0] == datetime(2023, 11, 15, 22, 13, 20, tzinfo=UTC)
+
+
+def test_sacct_json_invalid_gives_a_warning() -> None:
+    ex = run('{"jobs": [ {"job_id": 1, \n')
+    assert ex.events.is_empty() and "could not be read" in ex.warnings[0]

@@ -485,3 +485,13 @@ def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
 def test_property_mutated_lines_never_raise(data: st.DataObject) -> None:
     picked = data.draw(st.lists(st.sampled_from(SAMPLES), min_size=1, max_size=10))
     _check_props("\n".join(_mutate(line, data) for line in picked) + "\n")
+
+
+def test_hf_checkpoint_save_end_from_save_pretrained() -> None:
+    text = ("[INFO|trainer.py:3410] 2026-05-01 12:00:00,123 >> Saving model checkpoint to /out/checkpoint-500\n"
+            "[INFO|modeling_utils.py:2627] 2026-05-01 12:00:31,500 >> Model weights saved in /out/checkpoint-500/model.safetensors\n")
+    ext = parse(text)
+    ck = ext.tables["checkpoints"].sort("line_no")
+    assert ck["event"].to_list() == ["save_start", "save_end"]
+    assert ck["step"].to_list() == [500, 500]
+    assert ck["duration_s"][1] == pytest.approx(31.377, abs=0.001)

@@ -1,0 +1,127 @@
+"""Kubernetes pod status: `kubectl describe pod`, `kubectl get pod -o yaml` / `-o json`
+(containerStatuses `state`/`lastState.terminated`, pod `status.reason`, `DisruptionTarget`
+conditions), `kubectl get pods` tables and `kubectl get events` / describe event rows.
+
+Events: `k8s_terminated` (a container's termination: code = reason such as `OOMKilled`, `Error`,
+`Completed`; its exit code goes to `exits` with origin `k8s`), `k8s_pod_status` (pod-level reasons
+and warning events: code = `Evicted`, `Preempting`, `CrashLoopBackOff`, `DeletionByTaintManager`,
+`PreemptionByScheduler`, ...).
+
+A line parser gated by content: nothing is read unless the text carries a Kubernetes marker
+(`kind: Pod`, `"kind": "Pod"`, `containerStatuses`, describe's `Containers:` + `Namespace:`, or a
+`kubectl get pods` header), because `Reason:` / `reason:` alone is too common to trust.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers.records import Extraction, ParseContext, empty_events, empty_table, events_frame, table_frame
+from parsers.timestamps import iso
+
+NAME = "k8s"
+EXCLUSIVE = False
+DESCRIPTION = "Kubernetes pod termination reasons: kubectl describe / get -o yaml|json / get pods / events"
+FORMATS = ("kubectl describe pod", "kubectl get pod -o yaml", "kubectl get pod -o json", "kubectl get pods",
+           "kubectl get events")
+EXTRACTS = ("k8s_terminated", "k8s_pod_status", "exits")
+
+TERM_REASONS = ["OOMKilled", "Error", "Completed", "ContainerCannotRun", "StartError", "DeadlineExceeded",
+                "Evicted", "ContainerStatusUnknown"]
+POD_REASONS = ["Evicted", "Preempting", "Preempted", "NodeShutdown", "Terminated", "DeadlineExceeded",
+               "UnexpectedAdmissionError", "NodeLost"]
+DISRUPTION = ["PreemptionByScheduler", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC",
+              "TerminationByKubelet"]
+WAITING = ["CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError"]
+SEVERITY = {"OOMKilled": "error", "Error": "error", "Completed": "info", "Evicted": "error",
+            "CrashLoopBackOff": "error", "ContainerCannotRun": "error", "StartError": "error"}
+
+MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Namespace:\s+\S|^NAME\s+READY\s+STATUS\b|' \
+          r'^LAST SEEN\s+TYPE\s+REASON\b'
+# key / value in any of the three shapes: `Reason:   OOMKilled`, `reason: OOMKilled`, `"reason": "OOMKilled",`
+KV_RE = r'^\s*(?:-\s*)?"?(?P<key>[A-Za-z][A-Za-z ]*?)"?\s*:\s*(?:[{\[]\s*$|"?(?P<val>[^"{}\[]*?)"?\s*,?\s*$)'
+
+
+def sniff(head: str) -> float:
+    if re.search(MARKERS, head):
+        return 0.85
+    return 0.0
+
+
+def _empty() -> Extraction:
+    return Extraction(events=empty_events(), tables={"exits": empty_table("exits")})
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    if lines.is_empty() or not lines["body"].str.contains(MARKERS).any():
+        return _empty()
+    b = pl.col("body")
+    kv = b.str.extract_groups(KV_RE)
+    df = lines.select("line_no", "body").with_columns(
+        kv.struct.field("key").str.to_lowercase().str.replace_all(" ", "").alias("key"),
+        kv.struct.field("val").str.strip_chars().alias("val"))
+    key, val = pl.col("key"), pl.col("val")
+    # a termination block starts at `terminated:` (yaml/json) or `State: Terminated` (describe)
+    block_start = (key == "terminated") | (key.is_in(["state", "laststate"]) & (val == "Terminated"))
+    block_end = key.is_in(["running", "waiting", "state", "laststate", "ready", "restartcount", "image", "name"]) & ~block_start
+    df = df.with_columns(
+        pl.when(block_start).then(pl.col("line_no")).when(block_end).then(pl.lit(-1)).otherwise(None)
+        .forward_fill().alias("_blk"))
+    in_blk = pl.col("_blk").is_not_null() & (pl.col("_blk") > 0)
+    blk = df.filter(in_blk)
+    agg = blk.group_by("_blk").agg(
+        pl.col("line_no").filter(pl.col("key") == "reason").first().alias("line_no"),
+        pl.col("val").filter(pl.col("key") == "reason").first().alias("code"),
+        pl.col("val").filter(pl.col("key") == "exitcode").first().cast(pl.Int64, strict=False).alias("exitcode"),
+        pl.col("val").filter(pl.col("key").is_in(["finished", "finishedat"])).first().alias("ts_raw"),
+        pl.col("val").filter(pl.col("key") == "message").first().alias("detail"),
+        pl.col("line_no").alias("_lines"),
+    ).with_columns(pl.coalesce(pl.col("line_no"), pl.col("_blk")).alias("line_no"))
+    stamp = pl.coalesce(iso(pl.col("ts_raw"), ctx.tz),
+                        pl.col("ts_raw").str.to_datetime("%a, %d %b %Y %H:%M:%S %z", strict=False)
+                        .dt.convert_time_zone("UTC"))
+    term = agg.with_columns(
+        stamp.alias("ts"), pl.lit("k8s_terminated").alias("kind"),
+        pl.col("code").fill_null("Terminated").alias("code"))
+    # pod-level reasons, disruption conditions, waiting reasons, event rows, get-pods rows
+    pod_reason = (key == "reason") & ~in_blk & val.is_in(POD_REASONS + DISRUPTION + WAITING)
+    event_row = b.str.extract(r"^\s*(?:\S+\s+)?Warning\s+(\w+)\s", 1)
+    table_row = b.str.extract(r"^\S+\s+\d+/\d+\s+(\w+)\s+\d+", 1)
+    other = df.with_columns(
+        pl.when(pod_reason).then(val)
+        .when(event_row.is_in(POD_REASONS + ["BackOff", "Killing", "OOMKilling", "FailedScheduling"]))
+        .then(event_row)
+        .when(table_row.is_in(TERM_REASONS + WAITING + ["ContainerStatusUnknown"]) & (table_row != "Completed"))
+        .then(table_row).alias("code"),
+        pl.lit(None, dtype=pl.Int64).alias("exitcode"),
+    ).filter(pl.col("code").is_not_null()).with_columns(
+        pl.lit("k8s_pod_status").alias("kind"), pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
+        pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("ts"))
+    msgs = lines.select("line_no", pl.col("body").alias("message"))
+    ev = pl.concat([term.select("line_no", "kind", "code", "exitcode", "ts", "ts_raw"),
+                    other.select("line_no", "kind", "code", "exitcode", "ts", "ts_raw")])
+    host = df.filter(key == "node").select(val.str.extract(r"^([^/\s]+)", 1)).to_series()
+    host = host[0] if host.len() else None
+    host = host or (df.filter(key == "nodename")["val"][0] if (df["key"] == "nodename").any() else None)
+    ev = ev.join(msgs, on="line_no", how="left").with_columns(
+        pl.lit(NAME).alias("source"),
+        pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.lit(host or ctx.host_hint, dtype=pl.Utf8).alias("host"),
+        pl.lit(ctx.rank_hint, dtype=pl.Int64).alias("rank"),
+        pl.col("code").replace_strict(SEVERITY, default="warning", return_dtype=pl.Utf8).alias("severity"),
+    )
+    events = events_frame(ev).sort("line_no")
+    exits = table_frame("exits", term.join(msgs, on="line_no", how="left").with_columns(
+        pl.lit(host or ctx.host_hint, dtype=pl.Utf8).alias("host"), pl.lit("k8s").alias("origin"),
+        pl.when(pl.col("exitcode") == 137).then(pl.lit("SIGKILL")).when(pl.col("exitcode") == 143)
+        .then(pl.lit("SIGTERM")).when(pl.col("exitcode") == 134).then(pl.lit("SIGABRT"))
+        .when(pl.col("exitcode") == 139).then(pl.lit("SIGSEGV")).alias("signal"),
+        pl.coalesce(pl.col("detail"), pl.col("code")).alias("message")))
+    claimed = pl.concat([events["line_no"], term.explode("_lines")["_lines"].alias("line_no")]).unique().sort()
+    ignored = df.filter(key.is_not_null() | b.str.contains(r"^\s*[{}\[\],]*\s*$")
+                        | b.str.contains(r"^NAME\s+READY|^LAST SEEN|^Events:|^\s+Type\s+Reason"))["line_no"]
+    ignored = ignored.filter(~ignored.is_in(claimed.implode())).sort()
+    return Extraction(events=events, tables={"exits": exits}, claimed=claimed.alias("line_no"),
+                      ignored=ignored.alias("line_no"))

@@ -1,0 +1,411 @@
+"""nvidia-smi output: `nvidia-smi -q` reports (ECC errors, retired pages, remapped rows, clocks
+event / throttle reasons, temperatures, power), the default `nvidia-smi` table, `nvidia-smi dmon`
+(with or without `-o DT`) and the errors nvidia-smi/NVML print when a GPU is gone
+(`Unable to determine the device handle for GPU0000:03:00.0: Unknown Error`, `GPU is lost`,
+`Failed to initialize NVML: ...`, `No devices were found`).
+
+Numeric values become `dcgm_samples` rows under the classic DCGM field name where one exists
+(`DCGM_FI_DEV_ECC_DBE_VOL_TOTAL`, `DCGM_FI_DEV_ROW_REMAP_PENDING`, ...), else under
+`nvsmi:<section path>/<key>`. Events: `gpu_lost` (code = the reason nvidia-smi gave, or `ERR!`),
+`nvml_error`, `gpu_ecc` (uncorrectable ECC count > 0; code = count), `gpu_row_remap`
+(code `pending` | `failure`), `gpu_retired_pages` (code `pending` or the DBE page count),
+`gpu_clock_event` (an active HW slowdown / HW thermal / HW power brake / SW thermal reason; code =
+that reason).
+
+A line parser (the error lines show up in job stdout), but the block formats are read only inside
+their own region: after an `NVSMI LOG` banner, inside a table that holds an `NVIDIA-SMI` header,
+after a `# gpu` dmon header. Lines of those regions that carry no value are `ignored`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers.records import (
+    UTC_DT,
+    Extraction,
+    ParseContext,
+    empty_events,
+    empty_table,
+    events_frame,
+    normalize_pci,
+    table_frame,
+)
+from parsers.timestamps import ctime
+
+NAME = "nvsmi"
+EXCLUSIVE = False
+DESCRIPTION = "nvidia-smi: -q reports, the GPU table, dmon, and NVML errors for lost GPUs"
+FORMATS = (
+    "nvidia-smi -q (ECC errors, retired pages, remapped rows, clocks event/throttle reasons)",
+    "nvidia-smi table",
+    "nvidia-smi dmon (optionally -o DT)",
+    "nvidia-smi / NVML error lines",
+)
+EXTRACTS = ("gpu_lost", "nvml_error", "gpu_ecc", "gpu_row_remap", "gpu_retired_pages", "gpu_clock_event",
+            "dcgm_samples")
+
+_PCI = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?"
+HANDLE_RE = rf"Unable to determine the device handle for (?:GPU|gpu)?\s*(?P<pci>{_PCI}):\s*(?P<why>.*?)\s*$"
+NVML_INIT_RE = r"Failed to initialize NVML: (?P<why>.*?)\s*$"
+NO_DRIVER = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+NO_DEVICES_RE = r"^\s*No devices were found\s*$"
+
+Q_MARKER_RE = r"^=+\s*NVSMI LOG\s*=+\s*$"
+KV_RE = r"^(?P<ind> *)(?P<key>\S.*?)\s+:\s?(?P<val>.*?)\s*$"
+HDR_RE = r"^(?P<ind> *)(?P<key>\S.*?)\s*$"
+Q_GPU_RE = rf"^GPU (?P<pci>{_PCI})\s*$"
+
+TABLE_ROW1_RE = (
+    rf"^\|\s*(?P<idx>\d+)\s+(?P<name>.*?)\s+(?P<persist>On|Off|ERR!)\s*\|\s*(?P<pci>{_PCI})\s+(?P<disp>\S+)\s*"
+    r"\|\s*(?P<ecc>\S+)\s*\|\s*$"
+)
+TABLE_ROW2_RE = (
+    r"^\|\s*(?P<fan>\S+)\s+(?P<temp>\d+C|N/A|ERR!)\s+(?P<perf>P\d+|ERR!|N/A)\s+(?:\S+\s+)?(?P<pwr>\S+?)\s*/\s*"
+    r"(?P<cap>\S+)\s*\|\s*(?P<used>\S+?)\s*/\s*(?P<total>\S+)\s*\|\s*(?P<util>\S+)\s+(?P<mode>.*?)\s*\|\s*$"
+)
+
+DMON_COLS = ("pwr|gtemp|mtemp|sm|mem|enc|dec|jpg|ofa|mclk|pclk|fb|bar1|ccpm|sbecc|dbecc|pci|rxpci|txpci|pviol|tviol"
+             "|rxpd|txpd|mpt")
+DMON_HDR_RE = rf"^#\s*(?:Date\s+Time\s+)?gpu(?:\s+(?:{DMON_COLS}))+\s*$"
+DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
+DMON_ROW_RE = r"^\s*(?:\d{8}\s+\d\d:\d\d:\d\d\s+)?\d+(?:\s+(?:-|[\d.]+))+\s*$"
+
+# classic DCGM names for the values nvidia-smi prints
+DMON_FIELDS = {
+    "pwr": "DCGM_FI_DEV_POWER_USAGE", "gtemp": "DCGM_FI_DEV_GPU_TEMP", "mtemp": "DCGM_FI_DEV_MEMORY_TEMP",
+    "sm": "DCGM_FI_DEV_GPU_UTIL", "mem": "DCGM_FI_DEV_MEM_COPY_UTIL", "enc": "DCGM_FI_DEV_ENC_UTIL",
+    "dec": "DCGM_FI_DEV_DEC_UTIL", "mclk": "DCGM_FI_DEV_MEM_CLOCK", "pclk": "DCGM_FI_DEV_SM_CLOCK",
+    "fb": "DCGM_FI_DEV_FB_USED",
+}
+CLOCK_SECTIONS = ["Clocks Event Reasons", "Clocks Throttle Reasons"]
+CLOCK_EVENTS = {
+    "HW Slowdown": "hw_slowdown", "HW Thermal Slowdown": "hw_thermal",
+    "HW Power Brake Slowdown": "hw_power_brake", "SW Thermal Slowdown": "sw_thermal",
+}
+
+
+def _empty(warnings: list[str] | None = None) -> Extraction:
+    return Extraction(events=empty_events(), tables={"dcgm_samples": empty_table("dcgm_samples")},
+                      warnings=warnings or [])
+
+
+def _ids(df: pl.DataFrame) -> pl.Series:
+    return df["line_no"] if "line_no" in df.columns else pl.Series("line_no", [], dtype=pl.Int64)
+
+
+# --------------------------------------------------------------------------------------------
+# error lines (anywhere)
+
+
+def _errors(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    b = pl.col("body")
+    cand = lines.filter(b.str.contains_any(["device handle", "NVML", "NVIDIA-SMI has failed", "No devices were found"]))
+    if cand.is_empty():
+        return pl.DataFrame()
+    h = b.str.extract_groups(HANDLE_RE)
+    why = h.struct.field("why")
+    lost = cand.filter(h.struct.field("pci").is_not_null()).select(
+        "line_no", pl.lit("gpu_lost").alias("kind"), pl.lit("critical").alias("severity"),
+        pl.when(why.str.contains("(?i)GPU is lost")).then(pl.lit("GPU is lost"))
+        .otherwise(why.str.replace(r"\.$", "")).alias("code"),
+        normalize_pci(h.struct.field("pci")).alias("pci_bus_id"), b.alias("message"))
+    init = cand.filter(b.str.contains(NVML_INIT_RE)).select(
+        "line_no", pl.lit("nvml_error").alias("kind"), pl.lit("error").alias("severity"),
+        b.str.extract(NVML_INIT_RE, 1).alias("code"), b.alias("message"))
+    other = cand.filter(b.str.contains(NO_DRIVER, literal=True) | b.str.contains(NO_DEVICES_RE)).select(
+        "line_no", pl.lit("nvml_error").alias("kind"), pl.lit("error").alias("severity"),
+        pl.when(b.str.contains(NO_DRIVER, literal=True)).then(pl.lit("driver_unreachable"))
+        .otherwise(pl.lit("no_devices")).alias("code"), b.alias("message"))
+    return pl.concat([lost, init, other], how="diagonal_relaxed")
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi -q
+
+
+def _value(val: pl.Expr) -> pl.Expr:
+    """'45 C' / '71.25 W' / '3' / 'Yes' / 'Active' -> float; anything else null."""
+    v = val.str.strip_chars()
+    num = v.str.extract(r"^(-?\d+(?:\.\d+)?)(?:\s*[A-Za-z%()/]+)*$", 1).cast(pl.Float64, strict=False)
+    return (pl.when(v.is_in(["Yes", "Active"])).then(pl.lit(1.0))
+            .when(v.is_in(["No", "Not Active"])).then(pl.lit(0.0))
+            .otherwise(num))
+
+
+def _query(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
+    t = pl.col("body")
+    kv = t.str.extract_groups(KV_RE)
+    hd = t.str.extract_groups(HDR_RE)
+    df = lines.select("line_no", "body").with_columns(
+        t.str.contains(Q_MARKER_RE).alias("_mark"),
+        (t.str.strip_chars() == "").alias("_blank"),
+        kv.struct.field("key").alias("key"),
+        kv.struct.field("val").alias("val"),
+        pl.coalesce(kv.struct.field("ind"), hd.struct.field("ind")).str.len_chars().fill_null(0).alias("_ind"),
+        t.str.extract(Q_GPU_RE, 1).alias("_gpu_pci"),
+    ).with_columns(
+        (pl.col("_ind") // 4).alias("lvl"),
+        pl.when(pl.col("key").is_null() & ~pl.col("_blank")).then(t.str.strip_chars()).alias("_hdr"),
+    )
+    bad = ~(pl.col("_blank") | (pl.col("lvl") > 0) | pl.col("key").is_not_null() | pl.col("_gpu_pci").is_not_null()
+            | pl.col("_mark"))
+    df = df.with_columns(pl.col("_mark").cum_sum().alias("_region")).with_columns(
+        (bad.cast(pl.Int64).cum_sum().over("_region") > 0).alias("_ended"))
+    df = df.filter((pl.col("_region") > 0) & ~pl.col("_ended"))
+    if df.is_empty():
+        return pl.DataFrame(), pl.DataFrame(), pl.Series("line_no", [], dtype=pl.Int64)
+    hcols = []
+    for lv in (1, 2, 3):
+        hcols.append(pl.when(pl.col("_hdr").is_not_null() & (pl.col("lvl") == lv)).then(pl.col("_hdr"))
+                     .when(~pl.col("_blank") & (pl.col("lvl") <= lv)).then(pl.lit(""))
+                     .otherwise(None).forward_fill().over("_region").fill_null("").alias(f"h{lv}"))
+    stamp = pl.when((pl.col("lvl") == 0) & (pl.col("key") == "Timestamp")).then(ctime(pl.col("val"), ctx.tz))
+    df = df.with_columns(
+        *hcols,
+        pl.col("_gpu_pci").forward_fill().over("_region").alias("_pci"),
+        (pl.col("_gpu_pci").is_not_null().cum_sum().over("_region") - 1).alias("_gord"),
+        stamp.forward_fill().over("_region").alias("ts"),
+        pl.when((pl.col("lvl") == 0) & (pl.col("key") == "Timestamp")).then(pl.col("val"))
+        .forward_fill().over("_region").alias("ts_raw"),
+    )
+    key, h1, h2, h3 = pl.col("key"), pl.col("h1"), pl.col("h2"), pl.col("h3")
+    in_vol = (h1 == "ECC Errors") & (h2 == "Volatile")
+    in_agg = (h1 == "ECC Errors") & (h2 == "Aggregate")
+    dbe_key = (key == "DRAM Uncorrectable") | ((h3 == "Double Bit") & (key == "Total"))
+    sbe_key = (key == "DRAM Correctable") | ((h3 == "Single Bit") & (key == "Total"))
+    in_clock = h1.is_in(CLOCK_SECTIONS)
+    field = (
+        pl.when(in_vol & dbe_key).then(pl.lit("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"))
+        .when(in_vol & sbe_key).then(pl.lit("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL"))
+        .when(in_agg & dbe_key).then(pl.lit("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"))
+        .when(in_agg & sbe_key).then(pl.lit("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL"))
+        .when((h1 == "Retired Pages") & (key == "Double Bit ECC")).then(pl.lit("DCGM_FI_DEV_RETIRED_DBE"))
+        .when((h1 == "Retired Pages") & (key == "Single Bit ECC")).then(pl.lit("DCGM_FI_DEV_RETIRED_SBE"))
+        .when((h1 == "Retired Pages") & key.str.starts_with("Pending")).then(pl.lit("DCGM_FI_DEV_RETIRED_PENDING"))
+        .when((h1 == "Remapped Rows") & (h2 == "") & (key == "Correctable Error"))
+        .then(pl.lit("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"))
+        .when((h1 == "Remapped Rows") & (h2 == "") & (key == "Uncorrectable Error"))
+        .then(pl.lit("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"))
+        .when((h1 == "Remapped Rows") & (h2 == "") & (key == "Pending")).then(pl.lit("DCGM_FI_DEV_ROW_REMAP_PENDING"))
+        .when((h1 == "Remapped Rows") & key.str.starts_with("Remapping Failure"))
+        .then(pl.lit("DCGM_FI_DEV_ROW_REMAP_FAILURE"))
+        .when((h1 == "Temperature") & (key == "GPU Current Temp")).then(pl.lit("DCGM_FI_DEV_GPU_TEMP"))
+        .when((h1 == "Temperature") & (key == "Memory Current Temp")).then(pl.lit("DCGM_FI_DEV_MEMORY_TEMP"))
+        .when(h1.str.contains("Power Readings") & (key == "Power Draw")).then(pl.lit("DCGM_FI_DEV_POWER_USAGE"))
+        .otherwise(pl.concat_str([pl.lit("nvsmi:"), pl.concat_str([h1, h2, h3, key], separator="/")
+                                  .str.replace_all("/{2,}", "/").str.strip_prefix("/")]))
+    )
+    value = _value(pl.col("val"))
+    # a value at the top of a GPU section (serial, minor number) is an identity, not a sample
+    q = df.with_columns(field.alias("field"), value.alias("value")).filter(
+        pl.col("key").is_not_null() & pl.col("value").is_not_null()
+        & ((pl.col("lvl") > 1) | ~pl.col("field").str.starts_with("nvsmi:")))
+    samples = q.select(
+        "line_no", "ts", "ts_raw", pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact"))
+        .otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), pl.col("_gord").alias("gpu"),
+        normalize_pci(pl.col("_pci")).alias("pci_bus_id"), "field", "value", pl.col("body").alias("message"))
+    f, v = pl.col("field"), pl.col("value")
+    clock_slug = pl.col("key").replace_strict(CLOCK_EVENTS, default=None)
+    ev = q.with_columns(
+        pl.when(f.is_in(["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"]) & (v > 0))
+        .then(pl.lit("gpu_ecc"))
+        .when(f.is_in(["DCGM_FI_DEV_ROW_REMAP_PENDING", "DCGM_FI_DEV_ROW_REMAP_FAILURE"]) & (v > 0))
+        .then(pl.lit("gpu_row_remap"))
+        .when(f.is_in(["DCGM_FI_DEV_RETIRED_PENDING", "DCGM_FI_DEV_RETIRED_DBE"]) & (v > 0))
+        .then(pl.lit("gpu_retired_pages"))
+        .when(in_clock & clock_slug.is_not_null() & (v > 0)).then(pl.lit("gpu_clock_event"))
+        .alias("kind"),
+    ).filter(pl.col("kind").is_not_null()).select(
+        "line_no", "kind", "ts", "ts_raw",
+        pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.col("_gord").alias("gpu"), normalize_pci(pl.col("_pci")).alias("pci_bus_id"),
+        pl.when(pl.col("kind") == "gpu_clock_event").then(clock_slug)
+        .when(f.str.ends_with("PENDING")).then(pl.lit("pending"))
+        .when(f == "DCGM_FI_DEV_ROW_REMAP_FAILURE").then(pl.lit("failure"))
+        .otherwise(v.cast(pl.Int64).cast(pl.Utf8)).alias("code"),
+        pl.when(f == "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL").then(pl.lit("error"))
+        .when(f == "DCGM_FI_DEV_ROW_REMAP_FAILURE").then(pl.lit("critical"))
+        .otherwise(pl.lit("warning")).alias("severity"),
+        pl.col("body").alias("message"))
+    ignored = df.filter(~pl.col("line_no").is_in(q["line_no"].implode()))["line_no"]
+    return samples, ev, ignored
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi table
+
+
+def _table(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
+    t = pl.col("body")
+    tableish = t.str.contains(r"^\s*[+|]")
+    df = lines.select("line_no", "body").with_columns(
+        tableish.alias("_tab"), (~tableish).cum_sum().alias("_grp"),
+        ctime(t.str.strip_chars(), ctx.tz).alias("_stamp"), t.str.strip_chars().alias("_raw"))
+    df = df.with_columns(
+        pl.col("_stamp").shift(1).alias("_prev_stamp"), pl.col("_raw").shift(1).alias("_prev_raw"))
+    smi_groups = df.filter(pl.col("_tab") & t.str.contains(r"NVIDIA-SMI \d|\|\s*Processes:"))["_grp"].unique()
+    df = df.filter(pl.col("_tab") & pl.col("_grp").is_in(smi_groups.implode()))
+    if df.is_empty():
+        return pl.DataFrame(), pl.DataFrame(), pl.Series("line_no", [], dtype=pl.Int64)
+    first = pl.col("line_no") == pl.col("line_no").min().over("_grp")
+    df = df.with_columns(
+        pl.when(first).then(pl.col("_prev_stamp")).max().over("_grp").alias("ts"),
+        pl.when(first & pl.col("_prev_stamp").is_not_null()).then(pl.col("_prev_raw")).max().over("_grp")
+        .alias("ts_raw"),
+        t.str.extract_groups(TABLE_ROW1_RE).alias("_r1"), t.str.extract_groups(TABLE_ROW2_RE).alias("_r2"))
+    df = df.with_columns(pl.col("_r1").shift(1).alias("_r1_prev"), pl.col("line_no").shift(1).alias("_l1"))
+    r1 = df.filter(pl.col("_r1").struct.field("pci").is_not_null())
+    r2 = df.filter(pl.col("_r2").struct.field("temp").is_not_null()
+                   & pl.col("_r1_prev").struct.field("pci").is_not_null())
+    gpu1 = pl.col("_r1").struct.field("idx").cast(pl.Int64, strict=False)
+    pci1 = normalize_pci(pl.col("_r1").struct.field("pci"))
+    base = ["line_no", "ts", "ts_raw",
+            pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+            pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), pl.col("body").alias("message")]
+    s_ecc = r1.select(*base, gpu1.alias("gpu"), pci1.alias("pci_bus_id"),
+                      pl.lit("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL").alias("field"),
+                      pl.col("_r1").struct.field("ecc").cast(pl.Float64, strict=False).alias("value"))
+    r2g = pl.col("_r1_prev").struct.field("idx").cast(pl.Int64, strict=False)
+    r2p = normalize_pci(pl.col("_r1_prev").struct.field("pci"))
+    num = lambda e: e.str.extract(r"^(\d+(?:\.\d+)?)", 1).cast(pl.Float64, strict=False)  # noqa: E731
+    s2 = []
+    for fname, expr in (("DCGM_FI_DEV_GPU_TEMP", num(pl.col("_r2").struct.field("temp"))),
+                        ("DCGM_FI_DEV_POWER_USAGE", num(pl.col("_r2").struct.field("pwr"))),
+                        ("DCGM_FI_DEV_FB_USED", num(pl.col("_r2").struct.field("used"))),
+                        ("DCGM_FI_DEV_GPU_UTIL", num(pl.col("_r2").struct.field("util")))):
+        s2.append(r2.select(*base, r2g.alias("gpu"), r2p.alias("pci_bus_id"), pl.lit(fname).alias("field"),
+                            expr.alias("value")))
+    samples = pl.concat([s_ecc, *s2]).filter(pl.col("value").is_not_null())
+    err1 = r1.filter(t.str.contains("ERR!", literal=True)).select(*base, gpu1.alias("gpu"), pci1.alias("pci_bus_id"))
+    err2 = r2.filter(t.str.contains("ERR!", literal=True)).select(*base, r2g.alias("gpu"), r2p.alias("pci_bus_id"))
+    lost = pl.concat([err1, err2]).with_columns(pl.lit("gpu_lost").alias("kind"), pl.lit("ERR!").alias("code"),
+                                                pl.lit("critical").alias("severity"))
+    ecc_v = pl.col("_r1").struct.field("ecc").cast(pl.Int64, strict=False)
+    ecc = r1.filter(ecc_v > 0).select(*base, gpu1.alias("gpu"), pci1.alias("pci_bus_id"),
+                                      pl.lit("gpu_ecc").alias("kind"), ecc_v.cast(pl.Utf8).alias("code"),
+                                      pl.lit("error").alias("severity"))
+    ev = pl.concat([lost, ecc], how="diagonal_relaxed")
+    taken = pl.concat([r1["line_no"], r2["line_no"]])
+    # the `date` line printed just above the table (its time stamp) is understood too
+    stamp_lines = df.filter(first & pl.col("_prev_stamp").is_not_null()).select(pl.col("line_no") - 1)["line_no"]
+    ignored = pl.concat([df.filter(~pl.col("line_no").is_in(taken.implode()))["line_no"], stamp_lines])
+    return samples, ev, ignored
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi dmon
+
+
+def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Series, list[str]]:
+    t = pl.col("body")
+    is_hdr = t.str.contains(DMON_HDR_RE)
+    is_units = t.str.contains(DMON_UNITS_RE)
+    is_row = t.str.contains(DMON_ROW_RE)
+    df = lines.select("line_no", "body").with_columns(
+        pl.when(is_hdr).then(t).when(~(is_row | is_units)).then(pl.lit("")).otherwise(None)
+        .forward_fill().alias("_hdr"), is_row.alias("_row"), is_units.alias("_units"), is_hdr.alias("_ishdr"))
+    df = df.filter(pl.col("_hdr").is_not_null() & (pl.col("_hdr") != ""))
+    if df.is_empty():
+        return pl.DataFrame(), pl.Series("line_no", [], dtype=pl.Int64), []
+    rows = df.filter(pl.col("_row"))
+    ignored = df.filter(pl.col("_ishdr") | pl.col("_units"))["line_no"]
+    parts = []
+    for hdr in rows["_hdr"].unique(maintain_order=True).to_list():
+        names = hdr.lstrip("#").split()
+        sub = rows.filter(pl.col("_hdr") == hdr)
+        split = pl.col("body").str.strip_chars().str.replace_all(r"\s+", " ").str.split(" ")
+        cols = [split.list.get(i, null_on_oob=True).alias(n) for i, n in enumerate(names)]
+        wide = sub.select("line_no", pl.col("body").alias("message"), *cols)
+        has_dt = "Date" in names and "Time" in names
+        stamp = (pl.concat_str([pl.col("Date"), pl.col("Time")], separator=" ")
+                 if has_dt else pl.lit(None, dtype=pl.Utf8))
+        metrics = [n for n in names if n not in ("Date", "Time", "gpu")]
+        long = wide.with_columns(stamp.alias("ts_raw"), pl.col("gpu").cast(pl.Int64, strict=False).alias("gpu")) \
+            .unpivot(index=["line_no", "message", "ts_raw", "gpu"], on=metrics, variable_name="_name",
+                     value_name="_raw")
+        parts.append(long)
+    if not parts:
+        return pl.DataFrame(), ignored, []
+    long = pl.concat(parts)
+    naive = pl.col("ts_raw").str.to_datetime("%Y%m%d %H:%M:%S", strict=False, time_unit="us")
+    key = getattr(ctx.tz, "key", "UTC") or "UTC"
+    ts = naive.dt.replace_time_zone(key, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC") \
+        .cast(UTC_DT)
+    samples = long.select(
+        "line_no", ts.alias("ts"), "ts_raw",
+        pl.when(ts.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), "gpu",
+        pl.col("_name").replace_strict(DMON_FIELDS, default=pl.concat_str([pl.lit("nvsmi:dmon/"), pl.col("_name")]))
+        .alias("field"),
+        pl.col("_raw").cast(pl.Float64, strict=False).alias("value"), "message")
+    warnings = [] if samples["ts"].is_not_null().any() else ["nvidia-smi dmon without -o DT: sample ts left null"]
+    return samples, ignored, warnings
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def sniff(head: str) -> float:
+    if re.search(r"(?m)^=+\s*NVSMI LOG\s*=+\s*$", head):
+        return 0.95
+    if re.search(r"(?m)^\|\s*NVIDIA-SMI \d", head):
+        return 0.9
+    if re.search(r"(?m)" + DMON_HDR_RE + r"\n#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b", head):
+        return 0.9
+    if re.search(r"Unable to determine the device handle for|Failed to initialize NVML|" + re.escape(NO_DRIVER), head):
+        return 0.8
+    return 0.0
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    if lines.is_empty():
+        return _empty()
+    warnings: list[str] = []
+    b = pl.col("body")
+    flags = lines.select(
+        b.str.contains(Q_MARKER_RE).any().alias("q"),
+        b.str.contains("NVIDIA-SMI", literal=True).any().alias("t"),
+        b.str.contains(DMON_HDR_RE).any().alias("d"),
+    ).row(0, named=True)
+    sample_parts, event_parts, ignored_parts = [], [], []
+    err = _errors(lines, ctx)
+    if not err.is_empty():
+        event_parts.append(err)
+    if flags["q"]:
+        s, e, ig = _query(lines, ctx)
+        sample_parts.append(s)
+        event_parts.append(e)
+        ignored_parts.append(ig)
+    if flags["t"]:
+        s, e, ig = _table(lines, ctx)
+        sample_parts.append(s)
+        event_parts.append(e)
+        ignored_parts.append(ig)
+    if flags["d"]:
+        s, ig, w = _dmon(lines, ctx)
+        sample_parts.append(s)
+        ignored_parts.append(ig)
+        warnings.extend(w)
+    sample_parts = [p for p in sample_parts if not p.is_empty()]
+    event_parts = [p for p in event_parts if not p.is_empty()]
+    samples = table_frame("dcgm_samples", pl.concat(sample_parts, how="diagonal_relaxed")) \
+        if sample_parts else empty_table("dcgm_samples")
+    if event_parts:
+        ev = events_frame(pl.concat(event_parts, how="diagonal_relaxed"))
+        events = ev.with_columns(
+            pl.lit(NAME).alias("source"),
+            pl.col("host").fill_null(pl.lit(ctx.host_hint, dtype=pl.Utf8)),
+            pl.col("ts_quality").fill_null("missing"),
+        ).sort("line_no", maintain_order=True)
+    else:
+        events = empty_events()
+    claimed = pl.concat([_ids(samples), _ids(events)]).unique().sort()
+    ignored = pl.concat([p.cast(pl.Int64) for p in ignored_parts]).unique() if ignored_parts else \
+        pl.Series("line_no", [], dtype=pl.Int64)
+    ignored = ignored.filter(~ignored.is_in(claimed.implode())).sort()
+    return Extraction(events=events, tables={"dcgm_samples": samples}, claimed=claimed.alias("line_no"),
+                      ignored=ignored.alias("line_no"), warnings=warnings)

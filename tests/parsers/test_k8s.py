@@ -1,0 +1,99 @@
+"""Tests for parsers.k8s: Kubernetes termination reasons (reference/scheduler.md §2)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parsers import k8s
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "k8s"
+
+
+def run(text: str) -> Extraction:
+    return k8s.parse(with_body(decode_lines(text.encode()).lines), ParseContext(path="pod.txt", host_hint="hint"))
+
+
+def rows(ex: Extraction) -> list[tuple]:
+    return [(r["line_no"], r["kind"], r["code"], r["host"]) for r in ex.events.iter_rows(named=True)]
+
+
+def check_contract(ex: Extraction, n_lines: int) -> None:
+    assert dict(ex.events.schema) == EVENT_SCHEMA
+    for name, t in ex.tables.items():
+        assert dict(t.schema) == TABLE_SCHEMAS[name]
+    claimed, ignored = set(ex.claimed.to_list()), set(ex.ignored.to_list())
+    assert not claimed & ignored
+    assert all(1 <= n <= n_lines for n in claimed | ignored)
+    assert set(ex.events["line_no"].to_list()) <= claimed
+
+
+def test_describe_pod_last_state_oomkilled() -> None:
+    ex = run((FIX / "describe_pod.txt").read_text())
+    assert rows(ex) == [(14, "k8s_terminated", "OOMKilled", "gpu-node-17"),
+                        (23, "k8s_pod_status", "BackOff", "gpu-node-17")]
+    assert ex.events["ts"][0] == datetime(2024, 1, 1, 12, 4, 31, tzinfo=UTC)
+    e = ex.tables["exits"].row(0, named=True)
+    assert (e["line_no"], e["exitcode"], e["signal"], e["origin"]) == (14, 137, "SIGKILL", "k8s")
+    check_contract(ex, 23)
+
+
+def test_yaml_terminated_error_disruption_and_crashloop() -> None:
+    ex = run((FIX / "pod_status.yaml").read_text())
+    assert rows(ex) == [(12, "k8s_pod_status", "DeletionByTaintManager", "gpu-node-04"),
+                        (22, "k8s_terminated", "Error", "gpu-node-04"),
+                        (30, "k8s_pod_status", "CrashLoopBackOff", "gpu-node-04")]
+    e = ex.tables["exits"].row(0, named=True)
+    assert (e["exitcode"], e["signal"]) == (134, "SIGABRT")
+    assert ex.events["ts"][1] == datetime(2024, 1, 1, 12, 4, 31, tzinfo=UTC)
+
+
+def test_json_evicted_pod() -> None:
+    ex = run((FIX / "pod_evicted.json").read_text())
+    assert rows(ex) == [(9, "k8s_pod_status", "Evicted", "hint"),
+                        (17, "k8s_terminated", "ContainerStatusUnknown", "hint")]
+    assert ex.tables["exits"]["exitcode"].to_list() == [137]
+    assert ex.tables["exits"]["message"].to_list() == [
+        "The container could not be located when the pod was terminated"]
+
+
+def test_get_pods_table() -> None:
+    ex = run((FIX / "get_pods.txt").read_text())
+    assert rows(ex) == [(3, "k8s_pod_status", "CrashLoopBackOff", "hint"), (4, "k8s_pod_status", "OOMKilled", "hint"),
+                        (5, "k8s_pod_status", "Error", "hint")]
+
+
+def test_reason_lines_without_kubernetes_context_are_left_alone() -> None:
+    ex = run("Reason: OOMKilled\nexitCode: 137\n  reason: Evicted\n")
+    assert ex.events.is_empty() and ex.claimed.is_empty() and ex.ignored.is_empty()
+
+
+def test_sniff() -> None:
+    for f in FIX.glob("*"):
+        if f.name != "README.md":
+            assert k8s.sniff(f.read_text()) >= 0.8, f.name
+    assert k8s.sniff("NCCL INFO x\n") == 0.0
+
+
+LINES = [ln for f in sorted(FIX.glob("*")) if f.name != "README.md" for ln in f.read_text().splitlines()]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.text(max_size=100), st.sampled_from(LINES)), max_size=40))
+def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
+    text = "\n".join(["kind: Pod", *lines])
+    ex = run(text)
+    check_contract(ex, len(decode_lines(text.encode()).lines))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(LINES), st.integers(0, 60), st.text(max_size=4)), max_size=30))
+def test_property_mutated_lines(muts: list[tuple[str, int, str]]) -> None:
+    text = "\n".join(["Namespace: x", *[ln[:i] + j + ln[i:] for ln, i, j in muts]])
+    ex = run(text)
+    check_contract(ex, len(decode_lines(text.encode()).lines))

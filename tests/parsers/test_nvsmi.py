@@ -1,0 +1,172 @@
+"""Tests for parsers.nvsmi: nvidia-smi -q sections, the GPU table, dmon, NVML error lines."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import polars as pl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parsers import nvsmi
+from parsers.lines import decode_lines, with_body
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "nvsmi"
+
+
+def run(text: str, **ctx: object) -> Extraction:
+    lines = with_body(decode_lines(text.encode()).lines)
+    return nvsmi.parse(lines, ParseContext(path="nvidia-smi.txt", host_hint="node-17", **ctx))  # type: ignore[arg-type]
+
+
+def fixture(name: str, **ctx: object) -> Extraction:
+    return run((FIX / name).read_text(), **ctx)
+
+
+def rows(ex: Extraction) -> list[tuple]:
+    return [(r["line_no"], r["kind"], r["gpu"], r["pci_bus_id"], r["code"], r["severity"])
+            for r in ex.events.iter_rows(named=True)]
+
+
+def sample(ex: Extraction, field: str, gpu: int) -> list[float]:
+    t = ex.tables["dcgm_samples"]
+    return t.filter((pl.col("field") == field) & (pl.col("gpu") == gpu))["value"].to_list()
+
+
+def check_contract(ex: Extraction, n_lines: int) -> None:
+    assert dict(ex.events.schema) == EVENT_SCHEMA
+    for name, t in ex.tables.items():
+        assert dict(t.schema) == TABLE_SCHEMAS[name]
+    claimed, ignored = set(ex.claimed.to_list()), set(ex.ignored.to_list())
+    assert not claimed & ignored
+    assert all(1 <= n <= n_lines for n in claimed | ignored)
+    assert set(ex.events["line_no"].to_list()) <= claimed
+
+
+def test_query_ecc_remapped_rows_and_clocks_event_reasons() -> None:
+    ex = fixture("query_modern.txt")
+    assert rows(ex) == [
+        (18, "gpu_clock_event", 0, "0000:18:00", "hw_slowdown", "warning"),
+        (19, "gpu_clock_event", 0, "0000:18:00", "hw_thermal", "warning"),
+        (33, "gpu_ecc", 0, "0000:18:00", "2", "error"),
+        (39, "gpu_ecc", 0, "0000:18:00", "2", "warning"),
+        (48, "gpu_row_remap", 0, "0000:18:00", "pending", "warning"),
+        (79, "gpu_row_remap", 1, "0000:2a:00", "failure", "critical"),
+    ]
+    assert ex.events["ts"].unique().to_list() == [datetime(2024, 1, 2, 10, 11, 12, tzinfo=UTC)]
+    assert set(ex.events["ts_quality"].to_list()) == {"exact"}
+    assert sample(ex, "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", 0) == [12.0]
+    assert sample(ex, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", 0) == [2.0]
+    assert sample(ex, "DCGM_FI_DEV_GPU_TEMP", 1) == [38.0]
+    assert sample(ex, "DCGM_FI_DEV_POWER_USAGE", 0) == [71.25]
+    # N/A retired-page values are not samples; serial / minor numbers are identities, not samples
+    assert sample(ex, "DCGM_FI_DEV_RETIRED_DBE", 0) == []
+    assert not ex.tables["dcgm_samples"]["field"].str.contains("Serial|Minor").any()
+    check_contract(ex, 81)
+
+
+def test_query_old_driver_throttle_reasons_and_retired_pages() -> None:
+    ex = fixture("query_old_throttle.txt")
+    assert rows(ex) == [
+        (18, "gpu_clock_event", 0, "0000:06:00", "sw_thermal", "warning"),
+        (42, "gpu_ecc", 0, "0000:06:00", "1", "error"),
+        (47, "gpu_ecc", 0, "0000:06:00", "1", "warning"),
+        (50, "gpu_retired_pages", 0, "0000:06:00", "1", "warning"),
+        (51, "gpu_retired_pages", 0, "0000:06:00", "pending", "warning"),
+    ]
+    assert sample(ex, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 0) == [1.0]
+    assert sample(ex, "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", 0) == [5.0]
+
+
+def test_query_naive_timestamp_in_job_timezone() -> None:
+    ex = fixture("query_old_throttle.txt", tz=ZoneInfo("Europe/Berlin"))
+    assert ex.events["ts"][0] == datetime(2020, 3, 13, 7, 0, 1, tzinfo=UTC)
+
+
+def test_table_lost_gpu_and_volatile_ecc() -> None:
+    ex = fixture("table.txt")
+    assert rows(ex) == [
+        (13, "gpu_ecc", 1, "0000:2a:00", "3", "error"),
+        (17, "gpu_lost", 2, "0000:3a:00", "ERR!", "critical"),
+        (18, "gpu_lost", 2, "0000:3a:00", "ERR!", "critical"),
+    ]
+    assert ex.events["ts"][0] == datetime(2024, 1, 2, 10, 11, 12, tzinfo=UTC)
+    assert sample(ex, "DCGM_FI_DEV_POWER_USAGE", 1) == [695.0]
+    assert sample(ex, "DCGM_FI_DEV_FB_USED", 0) == [1024.0]
+    check_contract(ex, 28)
+    assert set(ex.claimed.to_list()) | set(ex.ignored.to_list()) == set(range(1, 29)) - {21}
+
+
+def test_table_old_layout() -> None:
+    ex = fixture("table_old.txt")
+    assert rows(ex) == [(7, "gpu_ecc", 0, "0000:06:00", "1", "error")]
+    assert sample(ex, "DCGM_FI_DEV_GPU_TEMP", 0) == [83.0]
+    assert ex.events["ts_quality"].to_list() == ["missing"]
+
+
+def test_dmon_without_and_with_date_time() -> None:
+    ex = fixture("dmon.txt")
+    assert ex.events.is_empty()
+    assert sample(ex, "DCGM_FI_DEV_POWER_USAGE", 1) == [698.0]
+    assert sample(ex, "DCGM_FI_DEV_SM_CLOCK", 1) == [1980.0]
+    assert ex.tables["dcgm_samples"].filter(pl.col("field") == "nvsmi:dmon/jpg")["value"].to_list() == [0.0, None]
+    assert ex.ignored.to_list() == [1, 2] and ex.claimed.to_list() == [3, 4]
+    assert "sample ts left null" in ex.warnings[0]
+    dt = fixture("dmon_dt.txt")
+    t = dt.tables["dcgm_samples"].filter(pl.col("field") == "DCGM_FI_DEV_GPU_TEMP")
+    assert t["ts"].to_list() == [datetime(2024, 1, 2, 10, 11, 12, tzinfo=UTC),
+                                 datetime(2024, 1, 2, 10, 11, 13, tzinfo=UTC)]
+    assert t["value"].to_list() == [61.0, 88.0]
+
+
+def test_nvml_error_lines_in_a_job_log() -> None:
+    ex = fixture("errors_in_job_log.log")
+    assert rows(ex) == [
+        (2, "gpu_lost", None, "0000:3b:00", "GPU is lost", "critical"),
+        (3, "nvml_error", None, None, "Driver/library version mismatch", "error"),
+        (4, "nvml_error", None, None, "driver_unreachable", "error"),
+        (5, "nvml_error", None, None, "no_devices", "error"),
+    ]
+    assert ex.events["host"].unique().to_list() == ["node-17"]
+    assert ex.events["ts_quality"].unique().to_list() == ["missing"]  # no time on the line: discovery derives
+
+
+def test_gpu_lost_without_space_real_053_shape() -> None:
+    ex = run("Unable to determine the device handle for GPU0000:03:00.0: Unknown Error\n")
+    assert rows(ex) == [(1, "gpu_lost", None, "0000:03:00", "Unknown Error", "critical")]
+
+
+def test_unrelated_key_value_text_is_not_read() -> None:
+    ex = run("    Pending                           : Yes\n  ECC Errors : 4\n| 0 | 1 |\n# gpu is fine\n")
+    assert ex.events.is_empty() and ex.claimed.is_empty() and ex.ignored.is_empty()
+
+
+def test_sniff() -> None:
+    assert nvsmi.sniff((FIX / "query_modern.txt").read_text()) >= 0.9
+    assert nvsmi.sniff((FIX / "table.txt").read_text()) >= 0.9
+    assert nvsmi.sniff((FIX / "dmon.txt").read_text()) >= 0.9
+    assert nvsmi.sniff("NCCL INFO hello\n") == 0.0
+
+
+REAL_LINES = [ln for f in sorted(FIX.glob("*.txt")) + sorted(FIX.glob("*.log")) for ln in f.read_text().splitlines()]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(max_size=120), max_size=15))
+def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    ex = run(text)
+    check_contract(ex, max(1, len(decode_lines(text.encode()).lines)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(REAL_LINES), st.integers(0, 120), st.text(max_size=5)), max_size=40))
+def test_property_mutated_real_lines(muts: list[tuple[str, int, str]]) -> None:
+    head = ["==============NVSMI LOG==============", "| NVIDIA-SMI 550.90.07 |", "# gpu pwr", "# Idx W"]
+    lines = head + [ln[:i] + junk + ln[i:] for ln, i, junk in muts]
+    text = "\n".join(lines)
+    ex = run(text)
+    check_contract(ex, len(decode_lines(text.encode()).lines))

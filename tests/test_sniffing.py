@@ -1,0 +1,56 @@
+"""Sniffing confusion test: every file under fixtures/<parser>/ (not scenarios), routed the way
+discovery routes it, is dominated by that folder's parser (FileResult.parser)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from forensics.config import JobConfig
+from forensics.discovery import Limits, SourceFile, path_hints
+from forensics.ingest import parse_one
+from parsers import registry
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _route(path: Path) -> str | None:
+    rel = path.relative_to(FIX).as_posix()
+    h, r, a = path_hints(rel)
+    sf = SourceFile(rel, path, None, path.stat().st_size, h, r, a)
+    return parse_one(sf, JobConfig(), 2025, {}, registry(), Limits()).parser
+
+
+def _matrix(pairs: list[tuple[str, str | None]]) -> str:
+    cols = sorted({str(g) for _, g in pairs})
+    rows = sorted({t for t, _ in pairs})
+    c = Counter((t, str(g)) for t, g in pairs)
+    w = max(len(x) for x in cols + rows + ["expected\\got"]) + 1
+    out = ["expected\\got".ljust(w) + "".join(x.rjust(w) for x in cols)]
+    out += [r.ljust(w) + "".join(str(c[(r, x)] or ".").rjust(w) for x in cols) for r in rows]
+    return "\n".join(out)
+
+
+def test_every_parser_has_fixtures() -> None:
+    names = {p.name for p in registry()}
+    folders = {d.name for d in FIX.iterdir() if d.is_dir() and d.name != "scenarios"}
+    assert names <= folders, names - folders
+
+
+def test_sniffing_confusion_over_all_fixtures() -> None:
+    names = {p.name for p in registry()}
+    pairs: list[tuple[str, str | None]] = []
+    wrong: list[str] = []
+    for d in sorted(FIX.iterdir()):
+        if not d.is_dir() or d.name not in names:
+            continue
+        for f in sorted(d.iterdir()):
+            if not f.is_file() or f.name == "README.md":
+                continue
+            got = _route(f)
+            pairs.append((d.name, got))
+            if got != d.name:
+                wrong.append(f"{d.name}/{f.name} -> {got}")
+    assert len(pairs) > 100
+    assert not wrong, "\n" + "\n".join(wrong) + "\n\n" + _matrix(pairs)
+    print(_matrix(pairs))

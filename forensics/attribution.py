@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
+from forensics.classifier import Prediction, classify_incident
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 
 TIE_WINDOW = timedelta(seconds=10)
@@ -266,6 +267,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         conf = min(0.95, 0.55 + 0.08 * int(root["weight"]))
         if root["ts_quality"] != "exact":
             conf -= 0.1
+    category, conf, method = _consult_classifier(category, conf, classify_incident(aj, ae, a))
     cat = info(category)
     kind = cat.default_kind
     if category in MAY_HANG and not hang_signals.is_empty() and not _process_failed(ae, aj):
@@ -284,6 +286,25 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         method=method, summary=summary + ("" if not notes else " (" + "; ".join(notes) + ")"),
         missing_evidence=missing, evidence=evidence_rows, code=root_code,
     )
+
+
+CLASSIFIER_TAKES_OVER = 0.8
+
+
+def _consult_classifier(category: str, conf: float, pred: Prediction | None) -> tuple[str, float, str]:
+    """The classifier (forensics/classifier.py) names the category only where the rules could
+    not (category unknown) and it is at least CLASSIFIER_TAKES_OVER sure; where it agrees with
+    the rules it raises their confidence. It does not override a rule: trained on a few
+    simulated jobs per category, it confused comm_hang_unknown with collective_desync on the real
+    samples (the difference is one line of evidence the rules read), so the rules keep the last
+    word (measured with `forensics eval fixtures/jobs`)."""
+    if pred is None:
+        return category, conf, "rules"
+    if category == "unknown" and pred.category != "unknown" and pred.confidence >= CLASSIFIER_TAKES_OVER:
+        return pred.category, round(pred.confidence * 0.8, 2), "classifier"
+    if pred.category == category:
+        return category, round(max(conf, pred.confidence), 2), "rules+classifier"
+    return category, conf, "rules"
 
 
 def _app_fault_repeats(root: dict, ae: pl.DataFrame) -> int:

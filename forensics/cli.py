@@ -86,19 +86,15 @@ def analyze(
         _summary(rep, result.out_dir)
 
 
-def _culprit(c: dict) -> str:
-    return ", ".join(p for p in (
-        f"host {c['host']}" if c.get("host") else "", f"rank {c['rank']}" if c.get("rank") is not None else "",
-        f"GPU {c['gpu']}" if c.get("gpu") is not None else "") if p) or "not localized"
-
-
 def _describe(x: dict, label: str) -> None:
+    from forensics.report import culprit_text
+
     head = f"[bold]{x['kind']}[/bold]" + (f" · {x['category']} ({x['domain']})" if x.get("category") else "")
     out.print(f"{label}: {head}")
     out.print(f"  {escape(x['summary'] or '')}")
     if x["kind"] == "completed":
         return
-    out.print(f"  culprit: {escape(_culprit(x['culprit']))}   action: {x['action']}   "
+    out.print(f"  culprit: {escape(culprit_text(x['culprit']))}   action: {x['action']}   "
               f"auto-recoverable: {'yes' if x['auto_recoverable'] else 'no'}   confidence: {x['confidence']}")
     for e in x.get("evidence", [])[:5]:
         out.print(f"  [dim]{escape(e['path'])}:{e['line']}[/dim] {escape((e['text'] or '').strip()[:160])}",

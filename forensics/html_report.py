@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from forensics import plots
+from forensics.report import culprit_text
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 BUCKETS = ("productive", "startup", "checkpoint", "lost_work", "termination", "restart", "slowdown")
@@ -91,20 +92,6 @@ def _dur(seconds: float | None) -> str:
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)
     return f"{h}h {m:02d}m {sec:02d}s" if h else (f"{m}m {sec:02d}s" if m else f"{seconds:.1f}s")
-
-
-def culprit_text(c: Mapping | None) -> str:
-    c = c or {}
-    parts = []
-    if c.get("host"):
-        parts.append(f"host {c['host']}")
-    if c.get("rank") is not None:
-        parts.append(f"rank {c['rank']}")
-    if c.get("gpu") is not None:
-        parts.append(f"GPU {c['gpu']}")
-    if c.get("pci_bus_id"):
-        parts.append(f"PCI {c['pci_bus_id']}")
-    return ", ".join(parts) or "not localized"
 
 
 def _img(png: bytes | None, alt: str, missing: str) -> str:

@@ -117,7 +117,9 @@ def md_escape(text: str) -> str:
     return out
 
 
-def _culprit_text(c: dict) -> str:
+def culprit_text(c: dict | None) -> str:
+    """'host h, rank r, GPU g, PCI p' from a culprit dict (what is known of it)."""
+    c = c or {}
     parts = []
     if c.get("host"):
         parts.append(f"host {c['host']}")
@@ -137,7 +139,7 @@ def write_markdown(rep: dict, path: Path) -> None:
     lines += ["## Verdict", "",
               f"**{v['kind']}**" + (f" · {v['category']} ({v['domain']})" if v.get("category") else ""), "",
               f"- What happened: {md_escape(v['summary'] or '')}",
-              f"- Culprit: {md_escape(_culprit_text(v['culprit']))}",
+              f"- Culprit: {md_escape(culprit_text(v['culprit']))}",
               f"- Action: `{v['action']}` (auto-recoverable: {'yes' if v['auto_recoverable'] else 'no'})",
               f"- Confidence: {v['confidence']} ({v['method']})", ""]
     if v.get("missing_evidence"):
@@ -154,7 +156,7 @@ def write_markdown(rep: dict, path: Path) -> None:
                   "|---|---|---|---|---|---|---|---|"]
         for x in rep["interruptions"]:
             lines.append(f"| {x['id']} | {x['attempt']} | {x['time']} | {x['kind']} | {x['category']} | "
-                         f"{md_escape(_culprit_text(x['culprit']))} | {x['action']} | {x['confidence']} |")
+                         f"{md_escape(culprit_text(x['culprit']))} | {x['action']} | {x['confidence']} |")
         lines.append("")
     if rep["attempts"]:
         lines += ["## Attempts", "", "| index | start | end | first step | last step | end reason |", "|---|---|---|---|---|---|"]

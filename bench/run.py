@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -48,14 +47,15 @@ def make_job(work: Path, ranks: int, info_lines: int) -> Path:
 
 
 def timed(cmd: list[str], repeat: int, shell: bool = False) -> dict:
+    """Median wall time and the peak RSS of that process alone (os.wait4's rusage)."""
     walls, rss = [], []
     for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t0 = time.perf_counter()
-        subprocess.run(" ".join(cmd) if shell else cmd, shell=shell, check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(" ".join(cmd) if shell else cmd, shell=shell,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, _, usage = os.wait4(proc.pid, 0)
         walls.append(time.perf_counter() - t0)
-        rss.append(max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before))
+        rss.append(usage.ru_maxrss)
     return {"wall_s": round(statistics.median(walls), 3), "peak_rss_mb": round(max(rss) / 1024, 1)}
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +30,9 @@ from forensics.timeline import assign_attempts, rank_map
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
 
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
+
+
+STALE_TMP_S = 3600  # a temporary output directory older than this belongs to no running analysis
 
 
 class OutputDirError(Exception):
@@ -420,10 +424,40 @@ def _saves(c: pl.DataFrame, epoch: datetime) -> tuple[list[tuple[float, float]],
     return saves, durable
 
 
+def _remove_leftovers(out_dir: Path) -> None:
+    """A run killed between the two renames of `_write_outputs` leaves `.NAME.old-PID` (the
+    previous report) or `.NAME.tmp-*` (a half-written one) beside the output: remove them, but
+    only those of processes that no longer run."""
+    for p in out_dir.parent.glob(f".{out_dir.name}.*"):
+        tag = p.name[len(out_dir.name) + 2:]
+        if not (tag.startswith("old-") or tag.startswith("tmp-")) or not p.is_dir() or p.is_symlink():
+            continue
+        pid = tag[4:]
+        if tag.startswith("old-") and pid.isdigit() and _running(int(pid)):
+            continue
+        if tag.startswith("tmp-") and time.time() - p.stat().st_mtime < STALE_TMP_S:
+            continue  # may belong to a run in progress
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    """Another live process (this one's own leftovers are stale: it is not writing them now)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _write_outputs(out_dir: Path, result: dict, html: bool = True) -> None:
     """Write into a temporary sibling directory, then swap it in: an interrupted run never
     leaves a half report that looks complete."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
         st = Store(tmp / "forensics.duckdb")

@@ -109,3 +109,32 @@ def test_log_text_escaped_in_markdown_and_html(tmp_path: Path) -> None:
     html = out / "report.html"
     if html.exists():
         assert "<script>alert" not in html.read_text().lower()
+
+
+def test_leftovers_of_a_killed_run_are_removed(tmp_path: Path) -> None:
+    """A run killed between the two renames leaves `.out.old-PID` / `.out.tmp-*`: the next run
+    removes those of dead processes (and stale temp dirs), not those of live ones."""
+    import os
+    import subprocess
+    import time as _time
+
+    from forensics.analysis import STALE_TMP_S, analyze
+
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "dmesg.log").write_text("[  12.000000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale_old = tmp_path / f".out.old-{dead.pid}"
+    stale_tmp = tmp_path / ".out.tmp-abc123"
+    live_old = tmp_path / f".out.old-{os.getppid()}"
+    fresh_tmp = tmp_path / ".out.tmp-inprogress"
+    for d in (stale_old, stale_tmp, live_old, fresh_tmp):
+        d.mkdir()
+        (d / "report.json").write_text("{}")
+    old = _time.time() - STALE_TMP_S - 10
+    os.utime(stale_tmp, (old, old))
+    analyze(job, tmp_path / "out", html=False)
+    assert not stale_old.exists() and not stale_tmp.exists()
+    assert live_old.exists() and fresh_tmp.exists()
+    assert (tmp_path / "out" / "report.json").is_file()

@@ -132,6 +132,12 @@ def culprit_text(c: dict | None) -> str:
     return ", ".join(parts) or "not localized"
 
 
+def _md_table(header: list[str], rows: list[list]) -> list[str]:
+    """A Markdown table; cells are rendered with str() (escape log text before passing it)."""
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+
+
 def write_markdown(rep: dict, path: Path) -> None:
     v = rep["verdict"]
     j = rep["job"]
@@ -152,21 +158,19 @@ def write_markdown(rep: dict, path: Path) -> None:
     lines += ["## Job", "", f"- Directory: {md_escape(j['dir'])}", f"- Hosts: {len(j['hosts'])}; ranks: {j['ranks']}",
               f"- Start: {j['start']}; end: {j['end']}", ""]
     if rep["interruptions"]:
-        lines += ["## Interruptions", "", "| id | attempt | time | kind | category | culprit | action | confidence |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for x in rep["interruptions"]:
-            lines.append(f"| {x['id']} | {x['attempt']} | {x['time']} | {x['kind']} | {x['category']} | "
-                         f"{md_escape(culprit_text(x['culprit']))} | {x['action']} | {x['confidence']} |")
-        lines.append("")
+        lines += ["## Interruptions", ""] + _md_table(
+            ["id", "attempt", "time", "kind", "category", "culprit", "action", "confidence"],
+            [[x["id"], x["attempt"], x["time"], x["kind"], x["category"], md_escape(culprit_text(x["culprit"])),
+              x["action"], x["confidence"]] for x in rep["interruptions"]]) + [""]
     if rep["attempts"]:
-        lines += ["## Attempts", "", "| index | start | end | first step | last step | end reason |", "|---|---|---|---|---|---|"]
-        for a in rep["attempts"]:
-            lines.append(f"| {a['index']} | {a['start']} | {a['end']} | {a['first_step']} | {a['last_step']} | {a['end_reason']} |")
-        lines.append("")
+        lines += ["## Attempts", ""] + _md_table(
+            ["index", "start", "end", "first step", "last step", "end reason"],
+            [[a["index"], a["start"], a["end"], a["first_step"], a["last_step"], a["end_reason"]]
+             for a in rep["attempts"]]) + [""]
     d = rep["downtime"]
-    lines += ["## Downtime", "", "| bucket | seconds |", "|---|---|"]
-    for k in ("wall_s", "productive_s", "startup_s", "checkpoint_s", "lost_work_s", "termination_s", "restart_s", "slowdown_s"):
-        lines.append(f"| {k[:-2]} | {d[k]} |")
+    buckets = ("wall_s", "productive_s", "startup_s", "checkpoint_s", "lost_work_s", "termination_s", "restart_s",
+               "slowdown_s")
+    lines += ["## Downtime", ""] + _md_table(["bucket", "seconds"], [[k[:-2], d[k]] for k in buckets])
     lines += ["", f"Goodput: {d['goodput']}; GPU-hours lost: {d['gpu_hours_lost']}", ""]
     adv = rep.get("advice") or {}
     ck, to = adv.get("checkpoint") or {}, adv.get("collective_timeout") or {}
@@ -184,15 +188,14 @@ def write_markdown(rep: dict, path: Path) -> None:
                          f"saved {to['gpu_hours_saved']} GPU-hours")
         lines.append("")
     if rep["stragglers"]:
-        lines += ["## Stragglers", "", "| host | rank | GPU | start | end | slowdown | cause |", "|---|---|---|---|---|---|---|"]
-        for s in rep["stragglers"]:
-            lines.append(f"| {md_escape(str(s['host']))} | {s['rank']} | {s['gpu']} | {s['start']} | {s['end']} | {s['slowdown']} | {s['cause']} |")
-        lines.append("")
-    lines += ["## Coverage", "", "| file | parser | lines | parsed | ignored | unparsed | events |", "|---|---|---|---|---|---|---|"]
-    for s in rep["sources"]:
-        lines.append(f"| {md_escape(s['path'])} | {s['parser'] or 'unrecognized'} | {s['lines']} | {s['parsed']} | "
-                     f"{s['ignored']} | {s['unparsed']} | {s['events']} |")
-    lines.append("")
+        lines += ["## Stragglers", ""] + _md_table(
+            ["host", "rank", "GPU", "start", "end", "slowdown", "cause"],
+            [[md_escape(str(s["host"])), s["rank"], s["gpu"], s["start"], s["end"], s["slowdown"], s["cause"]]
+             for s in rep["stragglers"]]) + [""]
+    lines += ["## Coverage", ""] + _md_table(
+        ["file", "parser", "lines", "parsed", "ignored", "unparsed", "events"],
+        [[md_escape(s["path"]), s["parser"] or "unrecognized", s["lines"], s["parsed"], s["ignored"], s["unparsed"],
+          s["events"]] for s in rep["sources"]]) + [""]
     if rep.get("unparsed_errors"):
         lines += ["Unparsed lines that look like errors:", ""]
         for u in rep["unparsed_errors"]:

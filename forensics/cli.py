@@ -187,14 +187,17 @@ app.add_typer(fleet_app, name="fleet")
 def fleet_ingest(
     roots: Annotated[list[Path], typer.Argument(help="Folders holding job dirs (or job dirs / .tar.gz bundles).")],
     store: Annotated[Path, typer.Option("--store", help="The fleet store (Parquet, partitioned by ISO week).")],
-    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Parallel analyses (default: CPUs, at most 8).")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="Execution engine: local (process pool).")] = "local",
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Parallel analyses (default: CPUs, at most 8; ray: all CPUs of the Ray).")] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Execution engine: local (process pool) or ray "
+                                        "(Ray tasks; needs pip install 'forensics[ray]').")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="With --engine ray: the Ray cluster "
+                                                 "(auto, ray://head:10001); default: start a local Ray.")] = None,
     job_html: Annotated[bool, typer.Option("--job-html/--no-job-html",
                                            help="Also write each job's report.html and plots.")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
 ) -> None:
     """Analyze every job dir under ROOT... and replace its rows in the store (see docs/fleet.md)."""
-    from forensics.fleet import ENGINES
+    from forensics.fleet import ENGINES, EngineError
     from forensics.fleet import ingest as run
 
     for r in roots:
@@ -202,6 +205,8 @@ def fleet_ingest(
             _fail(f"no such file or directory: {r}")
     if engine not in ENGINES:
         _fail(f"unknown engine {engine!r}; one of: {', '.join(ENGINES)}")
+    if address is not None and engine != "ray":
+        _fail("--address is for --engine ray")
     if store.exists() and not store.is_dir():
         _fail(f"store path exists and is not a directory: {store}")
 
@@ -214,8 +219,9 @@ def fleet_ingest(
                       soft_wrap=True)
 
     try:
-        res = run(roots, store, workers=workers, engine=engine, progress=progress, job_html=job_html)
-    except NotImplementedError as exc:
+        res = run(roots, store, workers=workers, engine=engine, progress=progress, job_html=job_html,
+                  address=address)
+    except (EngineError, NotImplementedError) as exc:
         _fail(str(exc))
         return
     weeks = sorted({x["week"] for x in res.ingested})

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import multiprocessing
 import os
 import statistics
@@ -33,7 +34,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["ENGINES", "IngestResult", "TABLES", "find_job_dirs", "ingest", "iso_week", "job_key"]
+__all__ = ["ENGINES", "EngineError", "IngestResult", "TABLES", "find_job_dirs", "ingest", "iso_week", "job_key"]
 
 # directories (other than `job.toml` holders) that make their parent a job directory
 JOB_MARKER_DIRS = ("logs", "slurm", "nodes")
@@ -369,8 +370,95 @@ def _run_local(job_dirs: list[str], store: str, workers: int, options: dict) -> 
                 yield {"ok": False, "dir": futs[f], "error": f"worker process died: {exc}"}
 
 
+class EngineError(RuntimeError):
+    """An engine cannot run (e.g. Ray is not installed); the message is for the user."""
+
+
+def _ray_analyze(job_dir: str, store: str, options: dict, threads: int) -> dict:
+    """One Ray task: `analyze_one` with the polars pool sized like a local worker's."""
+    _worker_init(threads)
+    return analyze_one(job_dir, store, options)
+
+
+def _absolute(p: str) -> str:
+    return p if os.path.isabs(p) else os.path.join(os.getcwd(), p)
+
+
 def _run_ray(job_dirs: list[str], store: str, workers: int, options: dict) -> Iterator[dict]:
-    raise NotImplementedError("the ray engine is not available yet (DESIGN §10); use engine='local'")
+    """Ray engine: one `analyze_one` task (1 CPU) per job dir, at most `workers` in flight (0:
+    the cluster's CPUs), results yielded as they complete; the caller writes the Parquet files.
+    `options["address"]`: None starts a local Ray with `workers` CPUs (default: all), else
+    `ray.init(address=...)` ("auto", "ray://head:10001"). A Ray this process already had
+    initialized is used as it is. Ray is shut down (or disconnected) afterwards only if we
+    started it. Ray is imported here, so nothing else needs it."""
+    try:
+        import ray
+    except ImportError:
+        raise EngineError("the ray engine needs Ray, which is not installed: pip install 'forensics[ray]'") from None
+    if not job_dirs:
+        return iter(())
+    return _ray_results(ray, job_dirs, store, workers, options)
+
+
+def _ray_results(ray, job_dirs: list[str], store: str, workers: int, options: dict) -> Iterator[dict]:
+    address = options.get("address")
+    task_options = {"html": options.get("html", True)}
+    started = not ray.is_initialized()
+    if started:
+        if address is None:
+            # a private, offline Ray on this machine: no dashboard, no usage stats; its workers run
+            # this Python and find this package (installed or not) through PYTHONPATH
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            pkg_root = str(Path(__file__).resolve().parents[1])
+            pythonpath = os.pathsep.join(x for x in (pkg_root, os.environ.get("PYTHONPATH")) if x)
+            ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                     logging_level=logging.WARNING, runtime_env={"env_vars": {"PYTHONPATH": pythonpath}})
+        else:
+            try:
+                ray.init(address=address, logging_level=logging.WARNING)
+            except ImportError as exc:  # ray:// needs the Ray Client (grpcio)
+                raise EngineError(f"cannot connect to Ray at {address}: {exc} "
+                                  "(ray:// addresses need pip install 'ray[client]')") from None
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise EngineError(f"cannot connect to Ray at {address}: {exc}") from None
+    pending: dict = {}
+    try:
+        limit = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        threads = max(1, (os.cpu_count() or 1) // limit) if (started and address is None) else 1
+        task = ray.remote(num_cpus=1)(_ray_analyze)
+        # workers see absolute paths (a Ray worker's working directory is not ours); results carry
+        # the paths as given, so the store rows are those of the local engine
+        abs_store = _absolute(store)
+        todo = iter(job_dirs)
+        while True:
+            while len(pending) < limit and (d := next(todo, None)) is not None:
+                pending[task.remote(_absolute(d), abs_store, task_options, threads)] = d
+            if not pending:
+                break
+            (ref,), _ = ray.wait(list(pending), num_returns=1)
+            d = pending.pop(ref)
+            try:
+                out = ray.get(ref)
+            except ray.exceptions.RayError as exc:  # the task's worker died (killed, out of memory)
+                msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                yield {"ok": False, "dir": d, "error": f"ray task failed: {type(exc).__name__}: {msg}"}
+                continue
+            if out["dir"] != d:
+                out["dir"] = d
+                if not out["ok"]:
+                    out["error"] = out["error"].replace(_absolute(d), d)
+            if out["ok"] and abs_store != store:
+                for row in out["rows"]["jobs"]:
+                    row["out_dir"] = str(Path(store) / "jobs" / out["key"])
+            yield out
+    finally:
+        for ref in pending:  # stopped early: do not leave analyses running on a cluster
+            try:
+                ray.cancel(ref)
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        if started:
+            ray.shutdown()
 
 
 ENGINES: dict[str, Engine] = {"local": _run_local, "ray": _run_ray}
@@ -410,14 +498,19 @@ def write_job(store: Path, key: str, rows: dict[str, list[dict]]) -> str:
 
 
 def ingest(roots: Iterable[Path | str], store: Path | str, workers: int | None = None, engine: str = "local",
-           progress: Callable[[dict], None] | None = None, job_html: bool = True) -> IngestResult:
+           progress: Callable[[dict], None] | None = None, job_html: bool = True,
+           address: str | None = None) -> IngestResult:
     """Find the job dirs under every root, analyze them with `engine` and write their rows into the
     store (replacing earlier rows of the same jobs). A job that fails is reported, not fatal.
-    `job_html=False` skips each job's report.html and plots (faster; report.json/md are kept)."""
-    store = Path(store)
-    store.mkdir(parents=True, exist_ok=True)
+    `job_html=False` skips each job's report.html and plots (faster; report.json/md are kept).
+    `engine="ray"` runs the analyses as Ray tasks: on a local Ray it starts (`address=None`) or on
+    the cluster at `address` ("auto", "ray://head:10001"); raises `EngineError` without Ray."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; one of {', '.join(ENGINES)}")
+    if address is not None and engine != "ray":
+        raise ValueError(f"address is for the ray engine, not engine={engine!r}")
+    store = Path(store)
+    store.mkdir(parents=True, exist_ok=True)
     dirs: list[str] = []
     seen: set[Path] = set()
     for root in roots:
@@ -426,10 +519,17 @@ def ingest(roots: Iterable[Path | str], store: Path | str, workers: int | None =
             if r not in seen:
                 seen.add(r)
                 dirs.append(str(d))
-    workers = workers or max(1, min(os.cpu_count() or 1, 8))
+    if engine == "ray":
+        workers = workers or 0  # 0: the engine's default (all CPUs of the local Ray or the cluster)
+    else:
+        workers = workers or max(1, min(os.cpu_count() or 1, 8))
+    options: dict = {"html": job_html}
+    if address is not None:
+        options["address"] = address
+    results = ENGINES[engine](dirs, str(store), workers, options)  # an engine that cannot run fails here
     res = IngestResult(store)
     with open(store / "ingest.jsonl", "a", encoding="utf-8") as log:
-        for out in ENGINES[engine](dirs, str(store), workers, {"html": job_html}):
+        for out in results:
             if out["ok"]:
                 week = write_job(store, out["key"], out["rows"])
                 item = {"key": out["key"], "name": out["name"], "dir": out["dir"], "week": week}

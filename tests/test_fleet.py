@@ -4,6 +4,9 @@ replacement on re-ingest, failures reported and skipped."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -158,9 +161,90 @@ def test_parquet_schema_is_stable(two_jobs: dict) -> None:
 def test_engines(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown engine"):
         fleet.ingest([tmp_path], tmp_path / "s", engine="spark")
-    (tmp_path / "j" / "logs").mkdir(parents=True)
-    with pytest.raises(NotImplementedError):
-        fleet.ingest([tmp_path / "j"], tmp_path / "s", engine="ray")
+    with pytest.raises(ValueError, match="address is for the ray engine"):
+        fleet.ingest([tmp_path], tmp_path / "s", address="auto")
+
+
+def _normalized_rows(store: Path) -> dict[str, list[str]]:
+    """Every table's rows, sorted; `out_dir` (DIR/jobs/<key>, so it names the store) made relative."""
+    out = {}
+    for t in fleet.TABLES:
+        rows = _read(store, t)
+        for r in rows:
+            if "out_dir" in r:
+                r["out_dir"] = Path(r["out_dir"]).relative_to(store).as_posix()
+        out[t] = sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+    return out
+
+
+def test_ray_engine_gives_the_local_engines_store_and_weekly_report(two_jobs: dict, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same job dirs through a local Ray (2 CPUs) and through the process pool (the fixture):
+    same ingest results, same Parquet rows, same per-job reports, same weekly reports. Ray must be
+    installed (`make install` installs the `ray` extra): without it this test fails."""
+    import ray
+
+    from forensics.weekly import write_weekly
+
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    local, store = two_jobs["store"], tmp_path / "ray-store"
+    res = fleet.ingest([two_jobs["cases"]], store, workers=2, engine="ray")
+    assert not ray.is_initialized()  # the engine started its own Ray, and shut it down
+    assert res.ingested == two_jobs["res"].ingested and len(res.ingested) == 2
+    assert res.failed == two_jobs["res"].failed and [Path(f["dir"]).name for f in res.failed] == ["junk.tgz"]
+    log = (store / "ingest.jsonl").read_text().splitlines()  # in order of completion
+    assert len(log) == 3 and set(log) == set((local / "ingest.jsonl").read_text().splitlines())
+    rows = _normalized_rows(store)
+    assert rows == _normalized_rows(local)
+    assert len(rows["jobs"]) == 2 and len(rows["node_health"]) > 0
+    for x in res.ingested:
+        assert (json.loads((store / "jobs" / x["key"] / "report.json").read_text())
+                == json.loads((local / "jobs" / x["key"] / "report.json").read_text()))
+
+    # the weekly reports of both stores: identical but for the store's own path (`store`, in JSON,
+    # Markdown and HTML); the plots byte for byte
+    reports = {}
+    for name, st in (("local", local), ("ray", store)):
+        for week in ("2026-W45", "2026-W46"):
+            out = tmp_path / f"weekly-{name}-{week}"
+            rep = write_weekly(st, out, week)
+            assert rep.pop("store") == str(st.resolve())
+            texts = {f: re.sub(r"Store: [^\n<]*", "Store: <store>", (out / f).read_text(), count=1)
+                     for f in ("weekly.md", "weekly.html")}
+            parent = st.resolve().parent.name  # the store's path was on that line only (Markdown escapes "_")
+            assert not any(v in t for t in texts.values() for v in (parent, parent.replace("_", "\\_")))
+            plots = {p.name: p.read_bytes() for p in sorted((out / "plots").glob("*.png"))}
+            saved = json.loads((out / "weekly.json").read_text())
+            assert saved.pop("store") == str(st.resolve())
+            reports[name, week] = (rep, saved, texts, plots)
+    for week in ("2026-W45", "2026-W46"):
+        assert reports["ray", week] == reports["local", week], week
+    w45 = reports["ray", "2026-W45"][0]
+    assert w45["summary"]["jobs"] == 1 and w45["summary"]["interruptions"] == 1
+    assert [(c["category"], c["interruptions"]) for c in w45["by_category"]] == [("gpu_lost", 1)]
+    assert reports["ray", "2026-W46"][0]["summary"]["jobs"] == 1
+    assert len(reports["ray", "2026-W45"][3]) == 3
+
+
+def test_ray_engine_without_ray(two_jobs: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    with pytest.raises(fleet.EngineError, match=r"pip install 'forensics\[ray\]'"):
+        fleet.ingest([two_jobs["a"]], tmp_path / "s", engine="ray")
+    r = CliRunner().invoke(app, ["fleet", "ingest", str(two_jobs["a"]), "--store", str(tmp_path / "s"),
+                                 "--engine", "ray"])
+    assert r.exit_code == 2 and "pip install 'forensics[ray]'" in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "s" / "ingest.jsonl").exists()
+
+
+def test_ray_is_imported_only_by_the_ray_engine() -> None:
+    code = ("import sys, forensics.cli, forensics.fleet, forensics.analysis, forensics.weekly; "
+            "print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 def test_fleet_cli(two_jobs: dict, tmp_path: Path) -> None:
@@ -182,3 +266,23 @@ def test_fleet_cli(two_jobs: dict, tmp_path: Path) -> None:
     assert none.exit_code == 1 and "no job directories" in none.output
     eng = CliRunner().invoke(app, ["fleet", "ingest", str(two_jobs["a"]), "--store", str(store), "--engine", "x"])
     assert eng.exit_code == 2
+    addr = CliRunner().invoke(app, ["fleet", "ingest", str(two_jobs["a"]), "--store", str(store), "--address", "auto"])
+    assert addr.exit_code == 2 and "--address is for --engine ray" in addr.output
+
+
+def test_fleet_cli_passes_engine_and_address(two_jobs: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from forensics.cli import app
+
+    seen = {}
+
+    def fake_ingest(roots, store, **kw):
+        seen.update(kw)
+        return fleet.IngestResult(Path(store), ingested=[{"key": "k", "name": "n", "dir": "d", "week": "2026-W45"}])
+
+    monkeypatch.setattr(fleet, "ingest", fake_ingest)
+    r = CliRunner().invoke(app, ["fleet", "ingest", str(two_jobs["a"]), "--store", str(tmp_path / "s"),
+                                 "--engine", "ray", "--address", "ray://head:10001", "--workers", "3"])
+    assert r.exit_code == 0, r.output
+    assert seen["engine"] == "ray" and seen["address"] == "ray://head:10001" and seen["workers"] == 3

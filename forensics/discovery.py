@@ -500,6 +500,9 @@ def read_head(sf: SourceFile, limits: Limits | None = None) -> bytes:
         _close(stream)
 
 
+_CONTROL_BYTES = bytes(c for c in range(32) if chr(c) not in "\t\n\r\x1b\x0c")
+
+
 def looks_binary(head: bytes) -> bool:
     """Mostly non-text bytes (an image, a core dump, a pickle, random data). A log with some
     invalid UTF-8 or NUL bytes is still text."""
@@ -511,5 +514,6 @@ def looks_binary(head: bytes) -> bool:
     if not sample:
         return False
     text = sample.decode("utf-8", errors="replace")
-    bad = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c"))
+    # control characters are single bytes in UTF-8: count them on the bytes (C speed)
+    bad = text.count("\ufffd") + len(sample) - len(sample.translate(None, _CONTROL_BYTES))
     return bad > len(text) // 10

@@ -182,6 +182,57 @@ def load_catalog() -> Catalog:
     return parse_catalog(docs)
 
 
+_REGEX_META = set(".^$*+?{}[]()|\\")
+
+
+def _top_level_alternatives(pattern: str) -> list[str]:
+    out, cur, depth, i = [], "", 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            cur += pattern[i:i + 2]
+            i += 2
+            continue
+        depth += (c == "(") - (c == ")")
+        if c == "|" and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    return [*out, cur]
+
+
+def literal_prefixes(pattern: str, min_len: int = 3) -> list[str]:
+    """The literal text each top-level alternative of `pattern` starts with (inline flags dropped,
+    escaped punctuation unescaped, a quantified last character left off), where it is at least
+    `min_len` characters long: the words a `grep -E` alternation can search for."""
+    body = re.sub(r"^\(\?[a-zA-Z]+\)", "", pattern)
+    out = []
+    for alt in _top_level_alternatives(body):
+        lit, i = "", 0
+        while i < len(alt):
+            c = alt[i]
+            if c == "\\" and i + 1 < len(alt) and not alt[i + 1].isalnum():
+                lit += alt[i + 1]
+                i += 2
+                continue
+            if c in _REGEX_META:
+                break
+            lit += c
+            i += 1
+        if i < len(alt) and alt[i] in "*?{" and lit:
+            lit = lit[:-1]
+        if len(lit.strip()) >= min_len and lit not in out:
+            out.append(lit)
+    return out
+
+
+def catalog_literals(catalog: Catalog) -> list[str]:
+    """Sorted, de-duplicated literal prefixes of every signature pattern in the catalog."""
+    return sorted({lit for s in catalog.signatures for lit in literal_prefixes(s.pattern)})
+
+
 HIT_SCHEMA = {
     "event_id": pl.Int64, "signature": pl.Utf8, "category": pl.Utf8, "role": pl.Utf8,
     "severity": pl.Utf8, "summary": pl.Utf8, "weight": pl.Int64,

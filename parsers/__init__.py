@@ -12,6 +12,11 @@ Contract of a parser module (see `parsers.records`):
     parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction
 `lines` has columns line_no, text, body (launcher prefix removed), prefix_rank,
 prefix_local_rank, prefix_task, prefix_ts (see `parsers.lines.with_body`).
+
+A line parser (EXCLUSIVE False) also declares how forensics/bulk.py may run it over many files:
+    BATCH = True               # once over the lines of many files: hints from `records.host_hint`,
+                               # `rank_hint`, per-file state keyed also on `records.file_keys(ctx)`
+    TRIGGER: str | list[str]   # else: a regex / literals; a file with no matching line gives nothing
 """
 
 from __future__ import annotations

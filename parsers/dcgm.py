@@ -435,6 +435,9 @@ def sniff(head: str) -> float:
     s = head.lstrip()
     if not s:
         return 0.0
+    # every shape below needs one of these words (a cheap exit for the thousands of other logs)
+    if not any(w in head for w in ("DCGM_", "dcgm_", "#Entity", HEALTH_MARK, "Diagnostic")):
+        return 0.0
     if s.startswith("{") and '"resultType"' in head and re.search(r"DCGM_|dcgm_", head):
         return 0.95
     if re.search(r"(?m)^#Entity\s+\S", head):

@@ -28,12 +28,15 @@ from parsers.records import (
     empty_events,
     empty_table,
     events_frame,
+    host_hint,
+    rank_hint,
     table_frame,
 )
 from parsers.timestamps import iso, mmdd_time
 
 NAME = "elastic"
 EXCLUSIVE = False
+BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
 DESCRIPTION = "torchelastic agent lines, ChildFailedError tables, DeepSpeed launcher exits, error.json files"
 FORMATS = ("torchelastic_log", "childfailederror_table", "deepspeed_launcher", "torchelastic_error_json")
 EXTRACTS = ("worker_failed", "elastic_failure", "teardown_signal", "launcher_exit", "restart", "exception",
@@ -103,8 +106,8 @@ def _line_ts(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     return df.with_columns(ts.alias("ts"), raw.alias("ts_raw")).with_columns(
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.col("body").alias("message"),
-        pl.coalesce(pl.col("prefix_rank"), pl.lit(ctx.rank_hint, dtype=pl.Int64)).alias("rank"),
-        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
+        pl.coalesce(pl.col("prefix_rank"), rank_hint(ctx)).alias("rank"),
+        host_hint(ctx).alias("host"),
     )
 
 

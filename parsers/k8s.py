@@ -40,6 +40,8 @@ SEVERITY = {"OOMKilled": "error", "Error": "error", "Completed": "info", "Evicte
 
 MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Namespace:\s+\S|^NAME\s+READY\s+STATUS\b|' \
           r'^LAST SEEN\s+TYPE\s+REASON\b'
+# Parsed file by file (pod blocks run over lines), only in files with a line matching TRIGGER.
+TRIGGER = MARKERS
 # key / value in any of the three shapes: `Reason:   OOMKilled`, `reason: OOMKilled`, `"reason": "OOMKilled",`
 KV_RE = r'^\s*(?:-\s*)?"?(?P<key>[A-Za-z][A-Za-z ]*?)"?\s*:\s*(?:[{\[]\s*$|"?(?P<val>[^"{}\[]*?)"?\s*,?\s*$)'
 

@@ -27,6 +27,8 @@ from parsers.records import (
     empty_events,
     empty_table,
     events_frame,
+    file_keys,
+    host_hint,
     normalize_pci,
     table_frame,
 )
@@ -34,6 +36,7 @@ from parsers.timestamps import ctime, iso, month_day_time
 
 NAME = "kernel"
 EXCLUSIVE = False
+BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
 DESCRIPTION = "Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer"
 FORMATS = (
     "dmesg (uptime stamps, optional caller id)",
@@ -149,9 +152,10 @@ def _seconds(expr: pl.Expr) -> pl.Expr:
 def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Every line with its prefix split off: msg, host, proc, ts, ts_raw, ts_quality, kernel flag."""
     g = pl.col("body").str.extract_groups(PREFIX_RE)
-    df = lines.select("line_no", "body").with_columns(g.alias("_g")).unnest("_g")
+    keep = ["hint_host", "hint_file"] if ctx.batched else []
+    df = lines.select("line_no", "body", *keep).with_columns(g.alias("_g")).unnest("_g")
     tz = ctx.tz
-    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), pl.lit(ctx.host_hint, dtype=pl.Utf8))
+    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), host_hint(ctx))
     proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"))
     syslog_raw = pl.concat_str([pl.col("mon"), pl.col("day"), pl.col("hms")], separator=" ")
     ts_exact = pl.coalesce(
@@ -169,8 +173,8 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.col("rel").cast(pl.Float64, strict=False).fill_null(0.0).alias("_rel"),
     )
     df = df.with_columns(
-        pl.col("_h_anchor").first().over("_hgrp").alias("_h_anchor"),
-        pl.col("_rel").cum_sum().over("_hgrp").alias("_rel_cum"),
+        pl.col("_h_anchor").first().over(["_hgrp", *file_keys(ctx)]).alias("_h_anchor"),
+        pl.col("_rel").cum_sum().over(["_hgrp", *file_keys(ctx)]).alias("_rel_cum"),
     )
     h_ts = pl.when(pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()).then(
         pl.col("_h_anchor") + _seconds(pl.col("_rel_cum")))
@@ -200,7 +204,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         ((stamped & pl.col("proc").is_null()) | journal_kernel | marker
          | pl.col("msg").str.starts_with("NVRM:")).fill_null(False).alias("kernel_line"),
     )
-    return df.select("line_no", "body", "msg", "host", "proc", "ts", "ts_raw", "ts_quality",
+    return df.select("line_no", "body", "msg", "host", "proc", "ts", "ts_raw", "ts_quality", *file_keys(ctx),
                      "kernel_src", "kernel_line")
 
 
@@ -453,7 +457,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # AER bit lines take the severity of the record header above them (same device)
     cand = cand.with_columns(
         pl.when(pl.col("kind") == "pcie_aer").then(
-            pl.col("severity").forward_fill().over(pl.col("pci_bus_id"))).otherwise(pl.col("severity"))
+            pl.col("severity").forward_fill().over(["pci_bus_id", *file_keys(ctx)])).otherwise(pl.col("severity"))
         .fill_null("warning").alias("severity")
     )
     ev = cand.filter(pl.col("kind").is_not_null())

@@ -22,13 +22,18 @@ from parsers.records import (
     ParseContext,
     empty_events,
     events_frame,
+    file_keys,
+    host_hint,
     nccl_busid_to_pci,
+    rank_hint,
     table_frame,
 )
 from parsers.timestamps import iso
 
 NAME = "nccl"
 EXCLUSIVE = False
+BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
+TRIGGER = r"NCCL|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"  # no match: nothing to do
 DESCRIPTION = "NCCL debug log: version, communicator init/abort, IB/socket/CUDA WARNs, RAS reports"
 FORMATS = ("nccl_log", "nccl_ras")
 EXTRACTS = ("nccl_version", "nccl_init", "nccl_abort", "nccl_warn", "nccl_ib_error",
@@ -37,7 +42,7 @@ EXTRACTS = ("nccl_version", "nccl_init", "nccl_abort", "nccl_warn", "nccl_ib_err
 
 # Lines that can matter at all (a literal alternation: the regex engine runs it as a fast
 # multi-literal search). Bare error texts (no NCCL prefix) appear after PyTorch's `Last error:`.
-HOT = r"NCCL|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"
+HOT = TRIGGER
 
 PREFIX_RE = (
     r"(?:\[(?P<nts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] )?"
@@ -86,6 +91,17 @@ def sniff(head: str) -> float:
     if lines.str.contains(r"^\s*NCCL version \d+\.\d+\.\d+").any() or "NCCL WARN" in head:
         return 0.5
     return 0.0
+
+
+def chatter(line: pl.Expr) -> pl.Expr:
+    """NCCL INFO/TRACE/CALL lines that can never become an event (the bulk of an INFO-level log):
+    literal checks first, one prefix regex. forensics/bulk.py drops them before any parser runs
+    and counts them as ignored, exactly as `parse` does."""
+    boring = (
+        (line.str.contains(" NCCL INFO ", literal=True) & ~line.str.contains(INFO_INTERESTING))
+        | line.str.contains(" NCCL TRACE ", literal=True) | line.str.contains(" NCCL CALL ", literal=True)
+    )
+    return boring & line.str.contains(PREFIX_CHECK)
 
 
 def _empty_series() -> pl.Series:
@@ -175,12 +191,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if cand.is_empty():
         return Extraction(empty_events())
     # Plain INFO/TRACE/CALL chatter: a cheap prefix check, no capture groups (the hot path).
-    b = pl.col("body")
-    boring = (
-        (b.str.contains(" NCCL INFO ", literal=True) & ~b.str.contains(INFO_INTERESTING))
-        | b.str.contains(" NCCL TRACE ", literal=True) | b.str.contains(" NCCL CALL ", literal=True)
-    )
-    cand = cand.with_columns((boring & b.str.contains(PREFIX_CHECK)).alias("_boring"))
+    cand = cand.with_columns(chatter(pl.col("body")).alias("_boring"))
     ignored_nos = cand.filter(pl.col("_boring"))["line_no"]
     cand = cand.filter(~pl.col("_boring"))
     g = pl.col("body").str.extract_groups(PREFIX_RE)
@@ -270,8 +281,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     rank_map = (
         comm.filter(pl.col("event").is_in(["init_start", "init_complete"]))
         .sort(["nranks", "line_no"], descending=[True, False])
-        .group_by(["host", "pid"], maintain_order=True).first()
-        .select("host", "pid", pl.col("crank").alias("_map_rank"))
+        .group_by(["host", "pid", *file_keys(ctx)], maintain_order=True).first()
+        .select("host", "pid", *file_keys(ctx), pl.col("crank").alias("_map_rank"))
     )
     tables["nccl_comms"] = table_frame("nccl_comms", comm.with_columns(pl.col("crank").alias("rank")))
     claimed_parts.append(comm["line_no"])
@@ -354,12 +365,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
     # --- error propagation lines `file:line -> N`: fold into the preceding WARN of that host:pid
     trace = work.filter(pl.col("_cls") == "trace").select(
-        "line_no", "host", "pid", pl.col("msg").str.extract(ERRTRACE_RE, 1).cast(pl.Int64, strict=False).alias("_res"))
+        "line_no", "host", "pid", *file_keys(ctx), pl.col("msg").str.extract(ERRTRACE_RE, 1).cast(pl.Int64, strict=False).alias("_res"))
     warn_keys = errs.filter(pl.col("host").is_not_null()).select(
-        "host", "pid", pl.col("line_no").alias("_warn_line"), pl.col("line_no").alias("_wl"))
+        "host", "pid", *file_keys(ctx), pl.col("line_no").alias("_warn_line"), pl.col("line_no").alias("_wl"))
     if not trace.is_empty() and not warn_keys.is_empty():
         joined = trace.sort("line_no").join_asof(
-            warn_keys.sort("_wl"), left_on="line_no", right_on="_wl", by=["host", "pid"],
+            warn_keys.sort("_wl"), left_on="line_no", right_on="_wl", by=["host", "pid", *file_keys(ctx)],
             strategy="backward", tolerance=500, check_sortedness=False)
     else:
         joined = trace.with_columns(pl.lit(None, dtype=pl.Int64).alias("_warn_line"))
@@ -378,11 +389,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                       ("body", pl.Utf8), ("message", pl.Utf8), ("ts_quality", pl.Utf8)):
             if c not in events.columns:
                 events = events.with_columns(pl.lit(None, dtype=dt).alias(c))
-        events = events.join(rank_map, on=["host", "pid"], how="left").with_columns(
+        events = events.join(rank_map, on=["host", "pid", *file_keys(ctx)], how="left").with_columns(
             pl.coalesce(pl.col("body"), pl.col("message")).alias("message"),
-            pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
-            pl.coalesce(pl.col("prefix_rank"), pl.col("_map_rank"),
-                        pl.lit(ctx.rank_hint, dtype=pl.Int64)).alias("rank"),
+            pl.coalesce(pl.col("host"), host_hint(ctx)).alias("host"),
+            pl.coalesce(pl.col("prefix_rank"), pl.col("_map_rank"), rank_hint(ctx)).alias("rank"),
             pl.lit(NAME).alias("source"),
             pl.col("ts_quality").fill_null("missing"),
         )

@@ -70,6 +70,8 @@ TABLE_ROW2_RE = (
 DMON_COLS = ("pwr|gtemp|mtemp|sm|mem|enc|dec|jpg|ofa|mclk|pclk|fb|bar1|ccpm|sbecc|dbecc|pci|rxpci|txpci|pviol|tviol"
              "|rxpd|txpd|mpt")
 DMON_HDR_RE = rf"^#\s*(?:Date\s+Time\s+)?gpu(?:\s+(?:{DMON_COLS}))+\s*$"
+# Parsed file by file (query blocks, tables), only in files with a line matching TRIGGER.
+TRIGGER = rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
 DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
 DMON_ROW_RE = r"^\s*(?:\d{8}\s+\d\d:\d\d:\d\d\s+)?\d+(?:\s+(?:-|[\d.]+))+\s*$"
 

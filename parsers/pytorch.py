@@ -27,12 +27,15 @@ from parsers.records import (
     empty_events,
     empty_table,
     events_frame,
+    host_hint,
+    rank_hint,
     table_frame,
 )
 from parsers.timestamps import iso, mmdd_time
 
 NAME = "pytorch"
 EXCLUSIVE = False
+BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
 DESCRIPTION = "PyTorch distributed: NCCL watchdog timeouts/status, heartbeat, NCCL/CUDA errors, OOM, tracebacks"
 FORMATS = ("pytorch_log", "python_traceback")
 EXTRACTS = ("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error",
@@ -107,12 +110,13 @@ def _prep(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     msg = pl.when(spaced & msg.str.starts_with(" ")).then(msg.str.slice(1)).otherwise(msg)
     out = df.with_columns(rb.alias("_rb"), msg.alias("msg"))
     r = pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"))
-    return out.with_columns(
-        pl.when(r.is_not_null()).then(r)
-        .when(pl.col("prefix_local_rank").is_not_null()).then(1_000_000 + pl.col("prefix_local_rank"))
-        .when(pl.col("prefix_task").is_not_null()).then(2_000_000 + pl.col("prefix_task"))
-        .otherwise(-1).alias("stream"),
-    )
+    stream = (pl.when(r.is_not_null()).then(r)
+              .when(pl.col("prefix_local_rank").is_not_null()).then(1_000_000 + pl.col("prefix_local_rank"))
+              .when(pl.col("prefix_task").is_not_null()).then(2_000_000 + pl.col("prefix_task"))
+              .otherwise(-1))
+    if ctx.batched:  # the streams of different files never join
+        stream = stream + pl.col("hint_file") * 100_000_000
+    return out.with_columns(stream.alias("stream"))
 
 
 def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
@@ -126,9 +130,9 @@ def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.coalesce(pl.concat_str([pl.col("mmdd"), pl.col("hms")], separator=" "), pl.col("prefix_ts"))
         .alias("ts_raw"),
         pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"), pl.col("tag_rank").cast(pl.Int64, strict=False),
-                    pl.lit(ctx.rank_hint, dtype=pl.Int64)).alias("rank"),
+                    rank_hint(ctx)).alias("rank"),
         pl.col("prefix_local_rank").alias("local_rank"),
-        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
+        host_hint(ctx).alias("host"),
         pl.col("body").alias("message"),
         pl.coalesce(pl.col("pg"), pl.col("guid")).alias("pg"),
     ).with_columns(

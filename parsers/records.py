@@ -99,6 +99,25 @@ class ParseContext:
     ref_year: int | None = None  # year for stamps that carry none (syslog, glog)
     tz: ZoneInfo = field(default_factory=lambda: ZoneInfo("UTC"))  # zone of naive stamps
     boot_times: dict[str, datetime] = field(default_factory=dict)  # host -> boot time (UTC)
+    # Batched: the lines of many files in one frame (forensics/bulk.py). The per-file hints are
+    # then the columns `hint_host`, `hint_rank` and `hint_file` of the lines frame, and state that
+    # a parser keys on (host:pid, runs of lines) must also be keyed on `hint_file`.
+    batched: bool = False
+
+
+def host_hint(ctx: ParseContext) -> pl.Expr:
+    """The host the file's path names (a literal; the `hint_host` column when batched)."""
+    return pl.col("hint_host") if ctx.batched else pl.lit(ctx.host_hint, dtype=pl.Utf8)
+
+
+def rank_hint(ctx: ParseContext) -> pl.Expr:
+    """The rank the file's path names (a literal; the `hint_rank` column when batched)."""
+    return pl.col("hint_rank") if ctx.batched else pl.lit(ctx.rank_hint, dtype=pl.Int64)
+
+
+def file_keys(ctx: ParseContext) -> list[str]:
+    """Extra group/join keys that keep per-file state apart when many files are parsed at once."""
+    return ["hint_file"] if ctx.batched else []
 
 
 @dataclass

@@ -14,11 +14,12 @@ import re
 
 import polars as pl
 
-from parsers.records import Extraction, ParseContext, events_frame
+from parsers.records import Extraction, ParseContext, events_frame, host_hint
 from parsers.timestamps import iso
 
 NAME = "slurm"
 EXCLUSIVE = False
+BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
 DESCRIPTION = "slurmstepd/srun messages: cancellations (time limit, preemption, node failure), task exits, OOM"
 FORMATS = ("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices")
 EXTRACTS = ("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail")
@@ -122,7 +123,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     )
     host = pl.coalesce(F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
                        F("_t").struct.field("host"), F("_nf").struct.field("host"),
-                       pl.lit(ctx.host_hint, dtype=pl.Utf8))
+                       host_hint(ctx))
     t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"))
     ts = iso(t_raw.str.replace("T", " "), ctx.tz)
     cand = cand.with_columns(kind.alias("kind"), code.alias("code"), severity.alias("severity"),

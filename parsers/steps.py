@@ -51,6 +51,8 @@ from parsers.timestamps import epoch_seconds, iso
 
 NAME = "steps"
 EXCLUSIVE = False
+# Parsed file by file (step times come from consecutive lines), and only in files with a line
+# holding one of these: without one `parse` finds nothing (the KEYWORDS pre-filter).
 DESCRIPTION = ("Training step and checkpoint lines (Megatron-LM, NeMo, HF Trainer, DeepSpeed, "
                "torchtitan, Lightning, JSON lines)")
 FORMATS = ("megatron", "nemo", "hf_trainer", "deepspeed", "torchtitan", "lightning", "jsonl")
@@ -84,6 +86,7 @@ KEYWORDS = [
     "zero partition", "Removing unfinished", "Removed checkpoint", "Checkpointing active",
     "fresh start", "Validation", "Dumping", "Deleting older", "Model weights saved",
 ]
+TRIGGER = KEYWORDS
 
 # Megatron timer blocks.
 TIMER_HEADER = r"^(?:\(min, max\) time|max time|times) across ranks \(ms\):\s*$"

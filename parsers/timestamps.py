@@ -81,13 +81,15 @@ def epoch_seconds(expr: pl.Expr) -> pl.Expr:
     return (expr.cast(pl.Float64, strict=False) * 1_000_000).cast(pl.Int64).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
 
 
-def derive_missing(events: pl.DataFrame) -> pl.DataFrame:
+def derive_missing(events: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
     """Lines without a stamp inherit the nearest earlier stamped line of the same file
-    (else the next later one), marked `ts_quality = derived`."""
+    (else the next later one), marked `ts_quality = derived`. `by`: the column that tells the
+    files of a batch apart (forensics/bulk.py)."""
     if events.is_empty():
         return events
-    ev = events.sort("line_no")
-    filled = pl.col("ts").forward_fill().fill_null(pl.col("ts").backward_fill())
+    ev = events.sort([by, "line_no"] if by else "line_no")
+    fwd, bwd = pl.col("ts").forward_fill(), pl.col("ts").backward_fill()
+    filled = fwd.over(by).fill_null(bwd.over(by)) if by else fwd.fill_null(bwd)
     # an uptime / `dmesg -H` stamp with no boot time has its own clock: it stays `relative`
     # (ts null, ts_raw kept) rather than borrowing a neighbour's time
     relative = pl.col("ts").is_null() & (pl.col("ts_quality") == "relative").fill_null(False)

@@ -98,14 +98,20 @@ def test_unreadable_file_is_a_warning(tmp_path: Path, monkeypatch: pytest.Monkey
     (job / "node-001" / "dmesg.log").write_text(
         "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
     (job / "secret.log").write_text("x\n")
-    real = ingest_mod.read_head
+    real, real_whole = ingest_mod.read_head, ingest_mod._read_whole
 
     def flaky(sf, limits=None):  # noqa: ANN001, ANN202
         if sf.rel_path == "secret.log":
             raise PermissionError(13, "Permission denied")
         return real(sf, limits)
 
+    def flaky_whole(sf):  # noqa: ANN001, ANN202 - the batched reader (forensics/bulk.py)
+        if sf.rel_path == "secret.log":
+            raise PermissionError(13, "Permission denied")
+        return real_whole(sf)
+
     monkeypatch.setattr(ingest_mod, "read_head", flaky)
+    monkeypatch.setattr(ingest_mod, "_read_whole", flaky_whole)
     rep = analyze(job, tmp_path / "out").report
     src = {s["path"]: s for s in rep["sources"]}
     assert any("could not be read" in w and "Permission denied" in w for w in src["secret.log"]["warnings"])

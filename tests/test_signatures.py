@@ -58,3 +58,21 @@ def test_bad_catalog_lists_every_error() -> None:
     assert any("b: unknown severity 'loud'" in e for e in errs)
     assert any("b: pattern not a valid Python regex" in e for e in errs)
     assert any("c: missing pattern, category, role, severity, summary" in e for e in errs)
+
+
+def test_literal_prefixes_of_a_pattern() -> None:
+    from forensics.signatures import literal_prefixes
+
+    assert literal_prefixes(r"(?i)status=12\b|error 12\b|RETRY_EXC_ERR") == ["status=12", "error 12", "RETRY_EXC_ERR"]
+    assert literal_prefixes(r"Xid \(PCI:|foo\.bar|ab?c|a(b|c)") == ["Xid (PCI:", "foo.bar"]
+    assert literal_prefixes(r"fallen off the bus|fallen off the bus") == ["fallen off the bus"]
+    assert literal_prefixes(r"\d+ errors|ECC") == ["ECC"]
+
+
+def test_catalog_literals_cover_the_catalog() -> None:
+    from forensics.signatures import catalog_literals
+
+    lits = catalog_literals(load_catalog())
+    assert lits == sorted(set(lits))
+    assert {"Xid", "fallen off the bus", "NODE FAIL", "out of memory"} <= set(lits)
+    assert all(len(x.strip()) >= 3 for x in lits)

@@ -118,6 +118,7 @@ def test_file_that_disappears_or_changes_during_the_run(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(ingest_mod, "iter_chunks", racing)
     monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
+    monkeypatch.setattr(ingest_mod, "BULK", False)  # the race is staged in the file-by-file reader
     _, src = _run(job, tmp_path)
     assert any("could not be read" in w for w in src["gone.log"]["warnings"])
     assert any("disappeared while it was being analyzed" in w for w in src["gone-late.log"]["warnings"])
@@ -258,5 +259,7 @@ def test_small_file_screening_matches_file_by_file(tmp_path: Path, monkeypatch: 
                              f.unparsed_errors.to_dicts(), f.first_ts, f.last_ts, sorted(f.warnings)) for f in ing.files}
 
     batched = run()
+    monkeypatch.setattr(ingest_mod, "BULK", False)
+    screened = run()
     monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
-    assert run() == batched
+    assert run() == batched == screened

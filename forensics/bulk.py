@@ -1,0 +1,282 @@
+"""Batched ingest of plain-text line logs: the hot path for jobs with thousands of rank logs.
+
+`ingest.parse_one` costs a few hundred polars calls per file whatever its size, and runs every
+regex over every line. Here many files are handled at once:
+
+1. their bytes are joined and read into one frame, a line per row (one `pl.read_csv` call);
+2. NCCL INFO/TRACE/CALL chatter (`parsers.nccl.chatter`, literal checks and one prefix regex)
+   is counted as ignored and dropped before any parser runs: in an INFO-level log that is
+   nearly every line;
+3. every BATCH parser runs once over the remaining lines of all files. Per-file hints are the
+   columns `hint_host`, `hint_rank`, `hint_file`; the line numbers of different files lie GAP
+   apart and two separator lines stand between files, so no multi-line rule joins two files;
+4. every other line parser runs per file, and only on files with a line matching its TRIGGER
+   (a parser finds nothing in a file without one: tests/test_bulk.py checks that on every
+   fixture);
+5. the results are split back per file, line numbers made the file's own again.
+
+A file's result is that of `parse_one` on the same bytes (tests/test_bulk.py compares both on
+every fixture), except that the dropped chatter no longer stands between the lines a
+multi-line rule looks at. Files with NUL, CR, ESC or invalid UTF-8, files a batch parser warns
+about, and batches that fail are left to `parse_one`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import polars as pl
+
+from forensics.config import JobConfig
+from forensics.discovery import SourceFile
+from parsers import ParserInfo
+from parsers.lines import MAX_LINE_CHARS, with_body
+from parsers.nccl import chatter
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, ParseContext, conform
+from parsers.timestamps import derive_missing
+
+GAP = 1_000_000  # line numbers between two files of a batch (wider than any parser's look-ahead)
+SEP = "\x1e"  # text of the separator lines between files
+_SEP_BLOCK = (SEP + "\n") * 2
+_UNCLEAN = (b"\x00", b"\r", b"\x1b", b"\x1e", b"\x1f")
+_STAMP_HINT = r"\d\d:\d\d:\d\d"  # every stamp shape `ingest._stamp_expr` reads has one
+
+
+@dataclass
+class Item:
+    index: int  # position in the discovery's file list
+    sf: SourceFile
+    data: bytes
+
+
+def clean(data: bytes) -> bool:
+    """Plain UTF-8 text without the bytes `decode_lines` would rewrite (NUL, CR, ESC) or that the
+    batch frame uses itself."""
+    if not data or any(b in data for b in _UNCLEAN):
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _trigger(p: ParserInfo) -> pl.Expr | None:
+    trig = getattr(p.module, "TRIGGER", None)
+    if trig is None:
+        return None
+    body = pl.col("body")
+    return body.str.contains_any(list(trig)) if isinstance(trig, list | tuple) else body.str.contains(trig)
+
+
+def _counts_by_file(nos: pl.Series, bases: np.ndarray) -> np.ndarray:
+    return np.searchsorted(bases, nos.to_numpy(), side="right") - 1
+
+
+def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_times: dict[str, datetime],
+                parsers: list[ParserInfo], max_line: int = MAX_LINE_CHARS) -> tuple[dict[int, object], list[int]]:
+    """FileResults of the clean files among `items` (by item index) and the indices left to
+    `parse_one` (unclean files, files a batch parser warned about, or all when the batch fails)."""
+    from forensics.ingest import ERRORISH, SPAN_LINES, FileResult, _check_unchanged, _keep_errors, _stamp_expr
+
+    ok = [it for it in items if clean(it.data)]
+    again = [it.index for it in items if not clean(it.data)]
+    if not ok:
+        return {}, again
+    n = np.array([it.data.count(b"\n") + (0 if it.data.endswith(b"\n") else 1) for it in ok], dtype=np.int64)
+    rows = n + 2
+    bases = np.concatenate([[0], np.cumsum(n + GAP)[:-1]]).astype(np.int64)  # line_no = base + local
+    blob = b"".join(it.data + (b"" if it.data.endswith(b"\n") else b"\n") + _SEP_BLOCK.encode() for it in ok)
+    try:
+        text = pl.read_csv(blob, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
+                           new_columns=["text"])["text"].fill_null("")
+    except Exception:  # noqa: BLE001 - the per-file path reads it
+        return {}, again + [it.index for it in ok]
+    del blob
+    if text.len() != int(rows.sum()) or (text.len() and text.str.len_bytes().max() > min(max_line, MAX_LINE_CHARS)):
+        return {}, again + [it.index for it in ok]
+    k = np.repeat(np.arange(len(ok), dtype=np.int64), rows)
+    local = np.arange(text.len(), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(rows)[:-1]]), rows) + 1
+    hosts = [cfg.host_aliases.get(it.sf.host_hint or "", it.sf.host_hint) for it in ok]
+    ranks = [it.sf.rank_hint for it in ok]
+    df = pl.DataFrame({
+        "line_no": bases[k] + local, "text": text, "hint_file": k,
+        "_local": local, "_sep": local > n[k],
+    })
+    t = pl.col("text")
+    df = df.with_columns((t.str.strip_chars() == "").alias("_blank"), chatter(t).alias("_chat"))
+    rest = df.filter(~pl.col("_chat")).select("line_no", "text", "hint_file")  # blank lines can be in a block
+    rest = with_body(rest).with_columns(
+        pl.col("hint_file").replace_strict(list(range(len(ok))), hosts, return_dtype=pl.Utf8).alias("hint_host"),
+        pl.col("hint_file").replace_strict(list(range(len(ok))), ranks, return_dtype=pl.Int64).alias("hint_rank"),
+    )
+    ctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone, boot_times=boot_times, batched=True)
+    exts: list[tuple[str, object]] = []
+    redo: set[int] = set()
+    line_parsers = [p for p in parsers if not p.exclusive]
+    for p in line_parsers:
+        if getattr(p.module, "BATCH", False):
+            try:
+                ext = p.module.parse(rest, ctx)
+            except Exception:  # noqa: BLE001 - parse_one runs them file by file and reports it
+                return {}, again + [it.index for it in ok]
+            if ext.warnings:  # warnings count per file: those files are read alone
+                redo |= set(_touched(ext, bases).tolist())
+            exts.append((p.name, ext))
+            continue
+        trig = _trigger(p)
+        hit = rest.filter(trig)["hint_file"].unique().sort().to_list() if trig is not None else list(range(len(ok)))
+        for f in hit:
+            sub = rest.filter(pl.col("hint_file") == f).with_columns(pl.col("line_no") - int(bases[f])) \
+                .drop("hint_file", "hint_host", "hint_rank")
+            fctx = ParseContext(path=ok[f].sf.rel_path, host_hint=hosts[f], rank_hint=ranks[f], ref_year=ref_year,
+                                tz=cfg.timezone, boot_times=boot_times)
+            try:
+                ext = p.module.parse(sub, fctx)
+            except Exception:  # noqa: BLE001
+                redo.add(f)
+                continue
+            if ext.warnings:
+                redo.add(f)
+            exts.append((p.name, _shift(ext, int(bases[f]))))
+
+    # line status: parsed (claimed by a parser, first parser in registry order counts it),
+    # ignored (a parser ignored it, chatter, blank), unparsed (the rest); separators are no lines
+    real = df.filter(~pl.col("_sep"))
+    claimed = pl.Series("line_no", [], dtype=pl.Int64)
+    owner_parts = []
+    ignored_parts = [real.filter(pl.col("_blank") | pl.col("_chat"))["line_no"]]
+    for name, ext in exts:
+        c = ext.claimed.cast(pl.Int64).unique()
+        new = c.filter(~c.is_in(claimed.implode()))
+        owner_parts.append(pl.DataFrame({"line_no": new, "parser": pl.Series([name] * new.len(), dtype=pl.Utf8)}))
+        claimed = pl.concat([claimed, new])
+        ignored_parts.append(ext.ignored.cast(pl.Int64))
+    real = real.with_columns(pl.col("line_no").is_in(claimed.implode()).alias("_parsed"))
+    real = real.with_columns((~pl.col("_parsed") & pl.col("line_no").is_in(pl.concat(ignored_parts).implode()))
+                             .alias("_ignored"))
+    per = real.group_by("hint_file").agg(
+        pl.col("_parsed").sum().alias("parsed"), pl.col("_ignored").sum().alias("ignored"))
+    stats = {r["hint_file"]: r for r in per.iter_rows(named=True)}
+    owners = pl.concat(owner_parts) if owner_parts else pl.DataFrame(schema={"line_no": pl.Int64, "parser": pl.Utf8})
+    owners = owners.join(real.select("line_no", "hint_file"), on="line_no", how="inner")
+    by_parser = owners.group_by("hint_file", "parser").len()
+    named: dict[int, list[tuple[str, int]]] = {}
+    for r in by_parser.iter_rows(named=True):
+        named.setdefault(r["hint_file"], []).append((r["parser"], r["len"]))
+    rest_lines = real.filter(~pl.col("_parsed") & ~pl.col("_ignored"))
+    errs = rest_lines.filter(t.str.contains(ERRORISH)).select("hint_file", pl.col("_local").alias("line_no"), "text")
+    err_by = errs.partition_by("hint_file", as_dict=True) if not errs.is_empty() else {}
+
+    # first / last stamp among each file's first and last SPAN_LINES lines
+    span = real.filter((pl.col("_local") <= SPAN_LINES) | (pl.col("_local") > pl.col("hint_file").replace_strict(
+        list(range(len(ok))), (n - SPAN_LINES).tolist(), return_dtype=pl.Int64)))
+    span = span.filter(t.str.contains(_STAMP_HINT)).select("hint_file", "line_no", "text")
+    lo_hi: dict[int, tuple] = {}
+    if not span.is_empty():
+        sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)
+        st = with_body(span).with_columns(_stamp_expr(sctx).alias("_t")).group_by("hint_file").agg(
+            pl.col("_t").min().alias("lo"), pl.col("_t").max().alias("hi"))
+        lo_hi = {r["hint_file"]: (r["lo"], r["hi"]) for r in st.iter_rows(named=True)}
+
+    events, tables = _split(exts, bases, hosts, ranks, cfg)
+    no_events = pl.DataFrame(schema=EVENT_SCHEMA)  # shared by the files without any (never mutated)
+    no_errors = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
+    out: dict[int, object] = {}
+    for f, it in enumerate(ok):
+        if f in redo:
+            again.append(it.index)
+            continue
+        res = FileResult(it.sf.rel_path, it.sf.size, hashlib.sha256(it.data).hexdigest(), None, None,
+                         events=no_events, unparsed_errors=no_errors)
+        s = stats.get(f, {})
+        res.lines = int(n[f])
+        res.parsed = int(s.get("parsed") or 0)
+        res.ignored = int(s.get("ignored") or 0)
+        res.unparsed = res.lines - res.parsed - res.ignored
+        res.first_ts, res.last_ts = lo_hi.get(f, (None, None))
+        e = err_by.get((f,))
+        if e is not None:
+            _keep_errors(res, e.select("line_no", "text"))
+        ranked = sorted(((p, c) for p, c in named.get(f, []) if c > 0), key=lambda kv: (-kv[1], kv[0]))
+        if ranked:
+            res.parser = ranked[0][0]
+            res.parsers = ",".join(p for p, _ in ranked)
+        ev = events.get((f,))
+        if ev is not None:
+            res.events = ev
+        for name, parts in tables.items():
+            tb = parts.get((f,))
+            if tb is not None:
+                res.tables[name] = tb
+        if res.unparsed_error_lines > res.unparsed_errors.height:
+            res.warnings.append(f"{res.unparsed_error_lines} error-like unparsed lines; the first "
+                                f"{res.unparsed_errors.height} are kept")
+        res.warnings.extend(it.sf.warnings)
+        _check_unchanged(it.sf, res)
+        out[it.index] = res
+    return out, again
+
+
+def _touched(ext, bases: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    nos = [ext.claimed, ext.ignored]
+    if not ext.events.is_empty():
+        nos.append(ext.events["line_no"])
+    nos += [tb["line_no"] for tb in ext.tables.values() if "line_no" in tb.columns and not tb.is_empty()]
+    allnos = pl.concat([s.cast(pl.Int64).drop_nulls() for s in nos])
+    return np.unique(_counts_by_file(allnos, bases)) if allnos.len() else np.array([], dtype=np.int64)
+
+
+def _shift(ext, base: int):  # noqa: ANN001, ANN202 - an Extraction with batch line numbers
+    from parsers.records import Extraction
+
+    def sh(df: pl.DataFrame) -> pl.DataFrame:
+        return df.with_columns(pl.col("line_no") + base) if "line_no" in df.columns and not df.is_empty() else df
+
+    return Extraction(events=sh(ext.events), tables={k: sh(v) for k, v in ext.tables.items()},
+                      claimed=ext.claimed.cast(pl.Int64) + base, ignored=ext.ignored.cast(pl.Int64) + base,
+                      warnings=list(ext.warnings))
+
+
+def _with_file(df: pl.DataFrame, bases: np.ndarray) -> pl.DataFrame:
+    f = _counts_by_file(df["line_no"], bases)
+    return df.with_columns(pl.Series("hint_file", f, dtype=pl.Int64)).with_columns(
+        (pl.col("line_no") - pl.Series(bases[f], dtype=pl.Int64)).alias("line_no"))
+
+
+def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: list[int | None],
+           cfg: JobConfig) -> tuple[dict, dict[str, dict]]:
+    """Events and tables of the batch, per file (line numbers the file's own), finished as
+    `parse_one` finishes them: hints filled, host aliases, derived stamps, sorted."""
+    ev_parts, tb_parts = [], {}
+    for _name, ext in exts:
+        if not ext.events.is_empty():
+            ev_parts.append(conform(ext.events, EVENT_SCHEMA))
+        for tname, tdf in ext.tables.items():
+            if tname in TABLE_SCHEMAS and not tdf.is_empty():
+                tb_parts.setdefault(tname, []).append(conform(tdf, TABLE_SCHEMAS[tname]))
+    idx = list(range(len(hosts)))
+    events: dict = {}
+    if ev_parts:
+        ev = _with_file(pl.concat(ev_parts), bases)
+        ev = ev.with_columns(
+            pl.col("host").fill_null(pl.col("hint_file").replace_strict(idx, hosts, return_dtype=pl.Utf8)),
+            pl.col("rank").fill_null(pl.col("hint_file").replace_strict(idx, ranks, return_dtype=pl.Int64)),
+        )
+        if cfg.host_aliases:
+            ev = ev.with_columns(pl.col("host").replace(cfg.host_aliases))
+        ev = derive_missing(ev, by="hint_file").sort("hint_file", "line_no", "kind", maintain_order=True)
+        events = ev.partition_by("hint_file", as_dict=True, maintain_order=True, include_key=False)
+    tables: dict[str, dict] = {}
+    for tname, parts in tb_parts.items():
+        tb = _with_file(pl.concat(parts), bases)
+        if "host" in tb.columns:
+            tb = tb.with_columns(
+                pl.col("host").fill_null(pl.col("hint_file").replace_strict(idx, hosts, return_dtype=pl.Utf8)))
+        tables[tname] = tb.partition_by("hint_file", as_dict=True, maintain_order=True, include_key=False)
+    return events, tables
+

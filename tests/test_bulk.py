@@ -1,0 +1,133 @@
+"""forensics/bulk.py: many files parsed at once give each file exactly the result of parsing it
+alone (ingest.parse_one), on every fixture folder, the labelled real-sample jobs and simulated
+jobs with NCCL INFO chatter; and the per-file parsers' TRIGGER contract holds on every fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import forensics.ingest as ingest_mod
+from forensics.bulk import Item, clean, parse_batch
+from forensics.config import load_job_config
+from forensics.discovery import discover
+from forensics.simulate import load_scenario, simulate
+from parsers import registry
+from parsers.lines import decode_lines, with_body
+from parsers.records import ParseContext
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+PARSER_DIRS = sorted(d for d in FIXTURES.iterdir() if d.is_dir() and d.name not in ("jobs", "scenarios", "scenarios-large"))
+JOB_DIRS = sorted(d for d in (FIXTURES / "jobs").iterdir() if d.is_dir())
+SCENARIOS = ["gpu_fell_off_bus", "ib_link_error", "cuda_oom", "node_fail", "ecc_uncorrectable", "collective_desync",
+             "nccl_init_failure", "storage_error", "periodic_gc", "host_oom"]
+
+
+def _sorted(df: pl.DataFrame) -> pl.DataFrame:
+    return df.sort(df.columns, nulls_last=True) if not df.is_empty() else df
+
+
+def _ingest(job: Path, bulk: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, ingest_mod.FileResult]:
+    monkeypatch.setattr(ingest_mod, "BULK", bulk)
+    monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
+    disc = discover(job)
+    try:
+        ing = ingest_mod.ingest(disc, load_job_config(job))
+    finally:
+        disc.close()
+    return {f.rel_path: f for f in ing.files}
+
+
+def _assert_same(job: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    fast, slow = _ingest(job, True, monkeypatch), _ingest(job, False, monkeypatch)
+    assert fast.keys() == slow.keys()
+    for path, a in fast.items():
+        b = slow[path]
+        where = f"{job.name}/{path}"
+        assert (a.lines, a.parsed, a.ignored, a.unparsed) == (b.lines, b.parsed, b.ignored, b.unparsed), where
+        assert (a.parser, a.parsers, a.sha256, a.first_ts, a.last_ts) == (b.parser, b.parsers, b.sha256, b.first_ts,
+                                                                          b.last_ts), where
+        assert a.unparsed_error_lines == b.unparsed_error_lines, where
+        assert a.unparsed_errors.equals(b.unparsed_errors), where
+        assert sorted(a.warnings) == sorted(b.warnings), where
+        assert _sorted(a.events).equals(_sorted(b.events)), where
+        assert sorted(k for k, v in a.tables.items() if not v.is_empty()) == \
+            sorted(k for k, v in b.tables.items() if not v.is_empty()), where
+        for name, t in a.tables.items():
+            if not t.is_empty():
+                assert _sorted(t).equals(_sorted(b.tables[name])), f"{where} table {name}"
+    return sum(f.events.height for f in fast.values())
+
+
+@pytest.mark.parametrize("folder", PARSER_DIRS + JOB_DIRS, ids=lambda p: p.name)
+def test_bulk_equals_file_by_file_on_fixtures(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _assert_same(folder, monkeypatch)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_bulk_equals_file_by_file_on_simulated_info_logs(scenario: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = load_scenario(FIXTURES / "scenarios" / f"{scenario}.toml")
+    spec["job"]["nccl_debug"] = "INFO"
+    spec["job"]["nccl_info_lines_per_rank"] = 200
+    simulate(spec, tmp_path / "case", 5)
+    n_events = _assert_same(tmp_path / "case" / "job", monkeypatch)
+    assert n_events > 10
+
+
+def test_chatter_is_ignored_and_the_rest_parsed(tmp_path: Path) -> None:
+    """Two rank logs in one batch: INFO chatter counted as ignored, init lines parsed, the WARN an
+    event of the right file and line, with the host and rank its path names."""
+    a = ("node-1:11:11 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+         "node-1:11:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+         "node-1:11:11 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC\n\n"
+         "node-1:11:11 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<45074> with status=12 opcode=0\n")
+    b = "node-2:22:22 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\nsomething else\n"
+    files = []
+    for name, text in (("node-1/rank-0.log", a), ("node-2/rank-1.log", b)):
+        p = tmp_path / name
+        p.parent.mkdir(parents=True)
+        p.write_text(text)
+    disc = discover(tmp_path)
+    files = {sf.rel_path: sf for sf in disc.files}
+    items = [Item(i, files[n], (tmp_path / n).read_bytes()) for i, n in enumerate(("node-1/rank-0.log", "node-2/rank-1.log"))]
+    got, again = parse_batch(items, load_job_config(tmp_path), 2026, {}, registry())
+    assert again == []
+    r0, r1 = got[0], got[1]
+    assert (r0.lines, r0.parsed, r0.ignored, r0.unparsed) == (5, 2, 3, 0)
+    assert (r1.lines, r1.parsed, r1.ignored, r1.unparsed) == (2, 0, 1, 1)
+    warn = r0.events.filter(pl.col("kind") == "nccl_ib_error").row(0, named=True)
+    assert (warn["line_no"], warn["host"], warn["rank"]) == (5, "node-1", 0)
+    assert r1.events.is_empty()
+
+
+def test_unclean_bytes_are_left_to_parse_one() -> None:
+    assert clean(b"plain text\n")
+    for bad in (b"nul\x00\n", b"cr\r\n", b"\x1b[31mred\n", b"\xff\xfe bad utf8\n", b""):
+        assert not clean(bad)
+
+
+@pytest.mark.parametrize("parser", [p for p in registry() if hasattr(p.module, "TRIGGER") and not p.exclusive],
+                         ids=lambda p: p.name)
+def test_trigger_contract(parser) -> None:  # noqa: ANN001
+    """A file without a TRIGGER line gives the parser nothing to claim, ignore or report, so the
+    bulk path may skip it: checked on every fixture file."""
+    checked = 0
+    for f in sorted(FIXTURES.rglob("*")):
+        if not f.is_file() or f.suffix in (".toml", ".md") or f.stat().st_size > 4_000_000:
+            continue
+        lines = with_body(decode_lines(f.read_bytes()).lines)
+        mod = parser.module
+        trig = mod.TRIGGER
+        hit = lines["body"].str.contains_any(list(trig)) if isinstance(trig, list | tuple) else \
+            lines["body"].str.contains(trig)
+        if hit.any():
+            continue
+        ext = mod.parse(lines, ParseContext(path=f.name))
+        checked += 1
+        assert ext.events.is_empty() and ext.claimed.len() == 0 and ext.ignored.len() == 0, f
+        assert all(t.is_empty() for t in ext.tables.values()), f
+    assert checked > 20

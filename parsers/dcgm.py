@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +226,16 @@ def _csv_header(lines: pl.DataFrame) -> tuple[int, str] | None:
     return None
 
 
+def _via_unique(df: pl.DataFrame, raw: pl.Expr, fn: Callable[[pl.Expr], pl.Expr], name: str) -> pl.DataFrame:
+    """Add column `name` = fn(raw), computed once per distinct value of `raw` (row order kept).
+    `fn` gets the raw values as the column `_k` and may also read the frame's own columns (a
+    timestamp expression does), so it is evaluated on the distinct rows of the frame."""
+    keyed = df.with_columns(raw.alias("_k"))
+    u = keyed.unique("_k", keep="first", maintain_order=True)
+    u = u.select("_k", fn(pl.col("_k")).alias(name))
+    return keyed.join(u, on="_k", how="left", nulls_equal=True, maintain_order="left").drop("_k")
+
+
 def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction:
     body = lines.filter((pl.col("line_no") >= header_line) & (pl.col("text").str.strip_chars() != ""))
     data_lines = body["line_no"][1:]
@@ -254,16 +265,19 @@ def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction
           .otherwise(iso(tsraw, ctx.tz)))
     metric = col("metric", "__name__", "field")
     uniques = df.select(metric.alias("m"))["m"].unique().to_list()
+    # a few stamps and addresses repeat over every GPU and field: parse each distinct value once
+    df = _via_unique(df, tsraw, lambda _: ts, "_ts")
+    df = _via_unique(df, col("pci_bus_id"), normalize_pci, "_pci")
     out = df.with_columns(pl.Series("line_no", data_lines, dtype=pl.Int64)).select(
         "line_no",
-        ts.alias("ts"),
-        pl.when(ts.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.col("_ts").alias("ts"),
+        pl.when(pl.col("_ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         tsraw.alias("ts_raw"),
         pl.coalesce(col("Hostname", "hostname", "host", "instance"), pl.lit(ctx.host_hint, dtype=pl.Utf8))
         .alias("host"),
         col("gpu").cast(pl.Int64, strict=False).alias("gpu"),
         col("UUID", "uuid", "gpu_uuid").alias("uuid"),
-        normalize_pci(col("pci_bus_id")).alias("pci_bus_id"),
+        pl.col("_pci").alias("pci_bus_id"),
         _canon_expr(metric, uniques).alias("field"),
         clean_value(col("value")).alias("value"),
         col("err_code").alias("err_code"),

@@ -163,8 +163,17 @@ def analyze(path: Path | str, out: Path | str | None = None,
     out_dir = Path(out) if out is not None else default_out(root, name)
     _check_out(root, out_dir)
     disc = discover(root, limits)
+    spill = tempfile.TemporaryDirectory(prefix="forensics-spill-")  # never inside the job dir
     try:
-        ing = ingest(disc, cfg, limits, progress=progress)
+        return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name))
+    finally:
+        spill.cleanup()
+
+
+def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits: Limits | None,  # noqa: ANN001
+                        progress: Callable[[int, int], None] | None, html: bool, spill_dir: Path) -> Analysis:
+    try:
+        ing = ingest(disc, cfg, limits, progress=progress, spill_dir=spill_dir)
         ordered = sorted(disc.files, key=lambda s: s.rel_path)
         file_attempt_hint = {i: sf.attempt_hint for i, sf in enumerate(ordered) if sf.attempt_hint is not None}
         file_host = {i: cfg.host_aliases.get(sf.host_hint, sf.host_hint) for i, sf in enumerate(ordered)
@@ -189,6 +198,9 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
                                                   pl.lit(f.rel_path).alias("path")))
         for t, df in f.tables.items():
             tparts.setdefault(t, []).append(df.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id")))
+        for t, path in f.spilled.items():  # on disk (ingest.SPILL_ROWS): read lazily, file order kept
+            tparts.setdefault(t, []).append(pl.scan_parquet(path).with_columns(
+                pl.lit(fid, dtype=pl.Int32).alias("file_id")))
         if not f.unparsed_errors.is_empty():
             unparsed_parts.append(f.unparsed_errors.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id")))
     files = pl.DataFrame(file_rows, schema={
@@ -199,12 +211,21 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
     events = pl.concat(ev_parts) if ev_parts else pl.DataFrame(schema=ev_schema)
     events = events.sort("file_id", "line_no", maintain_order=True).with_row_index("event_id").with_columns(
         pl.col("event_id").cast(pl.Int64))
-    tables = {t: pl.concat(p) for t, p in tparts.items()}
+    tables = {t: _concat(p) for t, p in tparts.items()}
+    for f in ing.files:  # memory: the concatenated tables replace the per-file parts
+        f.tables = {}
     for t in TABLE_SCHEMAS:
         tables.setdefault(t, pl.DataFrame(schema={**TABLE_SCHEMAS[t], "file_id": pl.Int32}))
     unparsed = pl.concat(unparsed_parts) if unparsed_parts else pl.DataFrame(
         schema={"line_no": pl.Int64, "text": pl.Utf8, "file_id": pl.Int32})
     return files, events, tables, unparsed
+
+
+def _concat(parts: list) -> pl.DataFrame | pl.LazyFrame:
+    """One frame of a table's per-file parts; a LazyFrame when any part waits on disk."""
+    if all(isinstance(p, pl.DataFrame) for p in parts):
+        return pl.concat(parts)
+    return pl.concat([p.lazy() for p in parts], how="vertical_relaxed")
 
 
 def _fill_ranks(events: pl.DataFrame, rmap: pl.DataFrame) -> pl.DataFrame:

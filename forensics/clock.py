@@ -59,12 +59,14 @@ def estimate_offsets(tables: dict[str, pl.DataFrame], files: pl.DataFrame,
 
 
 def _shift(df: pl.DataFrame, offsets: dict[str, float], host_col: str, cols: tuple[str, ...]) -> pl.DataFrame:
-    if df.is_empty() or host_col not in df.columns:
+    """(A LazyFrame, for tables that wait on disk, stays lazy.)"""
+    names = df.collect_schema().names() if isinstance(df, pl.LazyFrame) else df.columns
+    if host_col not in names or (isinstance(df, pl.DataFrame) and df.is_empty()):
         return df
     off_us = pl.col(host_col).replace_strict({h: int(round(o * 1e6)) for h, o in offsets.items()},
                                              default=0, return_dtype=pl.Int64)
     return df.with_columns([
-        (pl.col(c) - pl.duration(microseconds=off_us)).alias(c) for c in cols if c in df.columns
+        (pl.col(c) - pl.duration(microseconds=off_us)).alias(c) for c in cols if c in names
     ])
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -53,6 +54,10 @@ BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this m
 SCREEN_SMALL_FILES = True  # tests turn it off to compare with file-by-file parsing
 BULK = True  # plain line logs parsed many files at a time (forensics/bulk.py); tests compare both
 BULK_BATCH_BYTES = 32 * 1024 * 1024  # bytes of files per bulk batch (memory: ~3x this per worker)
+# A file's DCGM samples beyond this many rows wait on disk (Parquet in the caller's spill_dir) rather
+# than in memory: a 4,096-GPU job sampled at 1 Hz has tens of millions (DuckDB reads them there).
+SPILL_ROWS = 10_000
+SPILLED_TABLES = ("dcgm_samples",)
 _ISO_ANY = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 _GLOG = r"^\[?[IWEF](\d{3,4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
 ERRORISH = r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic"
@@ -78,6 +83,7 @@ class FileResult:
         default_factory=lambda: pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8}))
     warnings: list[str] = field(default_factory=list)
     unparsed_error_lines: int = 0  # all error-like unparsed lines; `unparsed_errors` keeps MAX_KEPT_ERRORS
+    spilled: dict[str, str] = field(default_factory=dict)  # table -> Parquet file holding it (see SPILL_ROWS)
     first_ts: datetime | None = None  # earliest / latest stamped line among the file's first and
     last_ts: datetime | None = None  # last SPAN_LINES lines (any stamp shape a process log prints)
 
@@ -125,14 +131,33 @@ def _boot_time_file(head: bytes, cfg: JobConfig) -> datetime | None:
     return dt.replace(tzinfo=cfg.timezone).astimezone(UTC)
 
 
-def _ref_year(heads: list[bytes], cfg: JobConfig) -> int | None:
-    if cfg.year:
-        return cfg.year
-    years: Counter[int] = Counter()
-    for h in heads:
-        for m in _YEAR_RE.finditer(h[:16384].decode("utf-8", "replace")):
-            years[int(m.group(1) or m.group(2))] += 1
-    return years.most_common(1)[0][0] if years else None
+YEAR_HEAD_BYTES = 16384  # of each file, read by the reference-year guess
+
+
+class _YearCount:
+    """The year printed most often in the first YEAR_HEAD_BYTES of the files (ties: the first seen),
+    counted in batches of heads by polars' regex engine (the same pattern as _YEAR_RE)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[int] = Counter()  # insertion order = first seen, as most_common breaks ties
+        self.pending: list[str] = []
+
+    def add(self, head: bytes) -> None:
+        self.pending.append(head[:YEAR_HEAD_BYTES].decode("utf-8", "replace"))
+        if len(self.pending) >= 256:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        found = pl.Series(self.pending, dtype=pl.Utf8).str.extract_all(_YEAR_RE.pattern).explode().drop_nulls()
+        self.pending = []
+        for m in found.to_list():
+            self.counts[int(m[:4] if m[:1].isdigit() else m[-4:])] += 1
+
+    def most_common(self) -> int | None:
+        self.flush()
+        return self.counts.most_common(1)[0][0] if self.counts else None
 
 
 def sniff_text(head_text: str) -> str:
@@ -453,19 +478,38 @@ def _bulk_batch(batch: list[tuple[int, SourceFile]], cfg: JobConfig, ref_year: i
     return got, again + more  # type: ignore[return-value]
 
 
+def _spill(i: int, res: FileResult, spill_dir: Path | None) -> FileResult:
+    if spill_dir is None:
+        return res
+    for name in SPILLED_TABLES:
+        t = res.tables.get(name)
+        if t is not None and t.height >= SPILL_ROWS:
+            path = spill_dir / f"{i}-{name}.parquet"
+            t.write_parquet(path, compression="lz4", statistics=False)
+            res.spilled[name] = str(path)
+            del res.tables[name]
+    return res
+
+
 def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
-           progress: Callable[[int, int], None] | None = None, workers: int | None = None) -> Ingested:
+           progress: Callable[[int, int], None] | None = None, workers: int | None = None,
+           spill_dir: Path | None = None) -> Ingested:
     limits = limits or Limits()
     parsers = registry()
-    # small files whole (they may be screened in a batch), the first 16 KiB of the others (all that
-    # the year and boot-time guesses read): memory stays small with tens of thousands of files
-    heads = [h if len(h) < HEAD_BYTES else h[:16384] for h in (_safe_head(sf, limits) for sf in disc.files)]
-    ref_year = _ref_year(heads, cfg)
+    # one pass over the heads: year guess, boot-time files; small files are kept whole (they may be
+    # screened in a batch), of the others nothing: memory stays small with tens of thousands of files
+    heads: list[bytes] = []
+    years = _YearCount()
     boot_times = dict(cfg.boot_times)
-    for sf, head in zip(disc.files, heads, strict=True):
+    for sf in disc.files:
+        head = _safe_head(sf, limits)
+        if not cfg.year:
+            years.add(head)
         bt = _boot_time_file(head, cfg)
         if bt is not None and sf.host_hint and sf.host_hint not in boot_times:
             boot_times[cfg.host_aliases.get(sf.host_hint, sf.host_hint)] = bt
+        heads.append(head if len(head) < HEAD_BYTES else b"")
+    ref_year = cfg.year or years.most_common()
     warnings = list(cfg.warnings) + list(disc.warnings)
     if not cfg.timezone_set:
         warnings.append("no timezone in job.toml: naive local timestamps were read as UTC")
@@ -477,7 +521,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     def work(i: int) -> tuple[int, FileResult]:
         sf = disc.files[i]
         try:
-            return i, parse_one(sf, cfg, ref_year, boot_times, parsers, limits)
+            return i, _spill(i, parse_one(sf, cfg, ref_year, boot_times, parsers, limits), spill_dir)
         except (OSError, MemoryError) as exc:
             r = FileResult(sf.rel_path, sf.size, None, None, None)
             r.warnings.append(f"could not be read ({type(exc).__name__}: {exc})")
@@ -503,7 +547,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             for got, _again in pool.map(lambda b: _bulk_batch(b, cfg, ref_year, boot_times, parsers, limits),
                                         [b for b in packs if b]):
                 for i, r in got.items():
-                    results[i] = r
+                    results[i] = _spill(i, r, spill_dir)
                     done += 1
                 if progress and got:
                     progress(done, len(order))

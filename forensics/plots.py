@@ -333,9 +333,10 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
 
 def straggler_heatmap(dcgm_samples: pl.DataFrame | None, report: dict) -> Figure:
     clk = None
-    if dcgm_samples is not None and not dcgm_samples.is_empty():
+    if dcgm_samples is not None:  # a LazyFrame when the samples wait on disk: only SM clock is read
         clk = dcgm_samples.filter((pl.col("field") == SM_CLOCK) & pl.col("value").is_not_null()
-                                  & pl.col("ts").is_not_null())
+                                  & pl.col("ts").is_not_null()).select("ts", "host", "gpu", "value")
+        clk = clk.collect() if isinstance(clk, pl.LazyFrame) else clk
     if clk is None or clk.is_empty():
         return _note(_fig(1.6), "No DCGM SM-clock telemetry in the job directory: no straggler heatmap.")
     clk = clk.with_columns(pl.col("host").fill_null("?"), pl.col("gpu").fill_null(-1))

@@ -10,6 +10,8 @@ import duckdb
 import polars as pl
 
 SCHEMA_SQL = resources.files("forensics").joinpath("schema.sql").read_text(encoding="utf-8")
+INSERT_BATCH_ROWS = 200_000
+MEMORY_LIMIT = "512MB"  # DuckDB's own buffers (it spills to a .tmp folder beside the database beyond it)
 
 
 class Store:
@@ -17,10 +19,17 @@ class Store:
         self.path = str(path)
         self.con = duckdb.connect(self.path, read_only=read_only)
         self.con.execute("SET TimeZone = 'UTC'")
+        self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         if create:
             self.con.execute(SCHEMA_SQL)
 
-    def insert(self, table: str, df: pl.DataFrame) -> None:
+    def insert(self, table: str, df: pl.DataFrame | pl.LazyFrame) -> None:
+        """A LazyFrame (a table that waits on disk) goes in by batches: memory stays bounded."""
+        if isinstance(df, pl.LazyFrame):
+            for batch in df.collect_batches(chunk_size=INSERT_BATCH_ROWS):
+                self.insert(table, batch)
+                self.con.execute("CHECKPOINT")  # to disk: appended rows stay in memory until then
+            return
         if df.is_empty():
             return
         arrow = df.to_arrow()

@@ -124,11 +124,22 @@ def spike_pattern(spikes: list[Episode]) -> str | None:
     return "gc_or_periodic" if sd / mean < 0.25 else "storage_or_dataloader"
 
 
-def dcgm_stragglers(samples: pl.DataFrame | None, episodes: list[Episode]) -> list[Straggler]:
-    if samples is None or samples.is_empty():
-        return []
-    clk = samples.filter((pl.col("field") == "DCGM_FI_DEV_SM_CLOCK") & pl.col("value").is_not_null()
-                         & pl.col("ts").is_not_null())
+SAMPLE_COLS = ("ts", "host", "gpu", "pci_bus_id", "field", "value")  # what straggler rules read
+
+
+def rows(samples: pl.DataFrame | pl.LazyFrame | None, cond: pl.Expr) -> pl.DataFrame:
+    """The samples matching `cond` (SAMPLE_COLS only), in memory; samples may wait on disk as a
+    LazyFrame: only the matching rows and columns are read."""
+    if samples is None:
+        return pl.DataFrame()
+    names = samples.collect_schema().names() if isinstance(samples, pl.LazyFrame) else samples.columns
+    got = samples.filter(cond).select([c for c in SAMPLE_COLS if c in names])
+    return got.collect() if isinstance(got, pl.LazyFrame) else got
+
+
+def dcgm_stragglers(samples: pl.DataFrame | pl.LazyFrame | None, episodes: list[Episode]) -> list[Straggler]:
+    clk = rows(samples, (pl.col("field") == "DCGM_FI_DEV_SM_CLOCK") & pl.col("value").is_not_null()
+               & pl.col("ts").is_not_null())
     if clk.is_empty():
         return []
     # Only samples while the job computes: idle GPUs (clock near 0) are not stragglers.
@@ -160,8 +171,8 @@ def dcgm_stragglers(samples: pl.DataFrame | None, episodes: list[Episode]) -> li
     return list(found.values())
 
 
-def _cause(samples: pl.DataFrame, host: str, gpu: int, lo: datetime, hi: datetime) -> tuple[str, str]:
-    g = samples.filter((pl.col("host") == host) & (pl.col("gpu") == gpu) & (pl.col("ts") >= lo) & (pl.col("ts") <= hi))
+def _cause(samples: pl.DataFrame | pl.LazyFrame, host: str, gpu: int, lo: datetime, hi: datetime) -> tuple[str, str]:
+    g = rows(samples, (pl.col("host") == host) & (pl.col("gpu") == gpu) & (pl.col("ts") >= lo) & (pl.col("ts") <= hi))
     reasons = g.filter(pl.col("field") == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")["value"].drop_nulls()
     bits = 0
     for v in reasons.cast(pl.Int64).to_list():
@@ -176,13 +187,11 @@ def _cause(samples: pl.DataFrame, host: str, gpu: int, lo: datetime, hi: datetim
     return "clocks_low", "SM clock low without a throttle reason"
 
 
-def pcie_stragglers(samples: pl.DataFrame | None, episodes: list[Episode]) -> list[Straggler]:
+def pcie_stragglers(samples: pl.DataFrame | pl.LazyFrame | None, episodes: list[Episode]) -> list[Straggler]:
     """A GPU whose PCIe replay counter grows during a slow episode while its peers' stay flat
     (clocks can look normal: the GPU waits on a degraded link)."""
-    if samples is None or samples.is_empty():
-        return []
-    rep = samples.filter((pl.col("field") == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER") & pl.col("value").is_not_null()
-                         & pl.col("ts").is_not_null())
+    rep = rows(samples, (pl.col("field") == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER") & pl.col("value").is_not_null()
+               & pl.col("ts").is_not_null())
     sustained = [e for e in episodes if not e.spike]
     if rep.is_empty() or not sustained:
         return []

@@ -1,0 +1,57 @@
+"""forensics/analysis.py: DCGM samples that wait on disk (ingest.SPILL_ROWS) give the same report,
+the same store and the same straggler as samples held in memory; the spill folder is removed."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import forensics.ingest as ingest_mod
+from forensics.analysis import analyze
+from forensics.simulate import load_scenario, simulate
+from forensics.store import Store
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
+
+
+@pytest.mark.parametrize("scenario", ["thermal_straggler", "pcie_straggler", "gpu_lost"])
+def test_spilled_dcgm_samples_give_the_same_analysis(scenario: str, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "gpu_fell_off_bus" if scenario == "gpu_lost" else scenario
+    simulate(load_scenario(SCENARIOS / f"{name}.toml"), tmp_path / "case", 3)
+    job = tmp_path / "case" / "job"
+    monkeypatch.setattr(ingest_mod, "SPILL_ROWS", 10**12)
+    held = analyze(job, tmp_path / "held", html=True)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setattr(ingest_mod, "SPILL_ROWS", 1)
+    real_spill, n_spilled = ingest_mod._spill, []
+
+    def counting(i, res, spill_dir):  # noqa: ANN001, ANN202
+        out = real_spill(i, res, spill_dir)
+        n_spilled.extend(out.spilled)
+        return out
+
+    monkeypatch.setattr(ingest_mod, "_spill", counting)
+    spilled = analyze(job, tmp_path / "spilled", html=True)
+    assert n_spilled and set(n_spilled) == {"dcgm_samples"}
+    assert list(scratch.iterdir()) == []  # the spill folder is gone
+    a = json.loads((tmp_path / "held" / "report.json").read_text())
+    b = json.loads((tmp_path / "spilled" / "report.json").read_text())
+    assert a == b
+    if name != "gpu_fell_off_bus":
+        assert b["stragglers"] and b["stragglers"][0]["host"]
+    q = "SELECT * FROM dcgm_samples ORDER BY file_id, line_no, field"
+    sa, sb = Store(held.store_path, create=False, read_only=True), Store(spilled.store_path, create=False, read_only=True)
+    try:
+        ra, rb = sa.sql(q), sb.sql(q)
+    finally:
+        sa.close()
+        sb.close()
+    assert ra.height > 1000 and ra.equals(rb)
+    assert (tmp_path / "spilled" / "plots" / "straggler_heatmap.png").read_bytes() == \
+        (tmp_path / "held" / "plots" / "straggler_heatmap.png").read_bytes()

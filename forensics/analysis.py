@@ -208,7 +208,7 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
         "parsers": pl.Utf8, "lines": pl.Int64, "parsed": pl.Int64, "ignored": pl.Int64, "unparsed": pl.Int64,
         "events": pl.Int64, "warnings": pl.List(pl.Utf8), "first_ts": UTC_DT, "last_ts": UTC_DT})
     ev_schema = {**EVENT_SCHEMA, "file_id": pl.Int32, "path": pl.Utf8}
-    events = pl.concat(ev_parts) if ev_parts else pl.DataFrame(schema=ev_schema)
+    events = pl.concat(ev_parts, rechunk=True) if ev_parts else pl.DataFrame(schema=ev_schema)
     events = events.sort("file_id", "line_no", maintain_order=True).with_row_index("event_id").with_columns(
         pl.col("event_id").cast(pl.Int64))
     tables = {t: _concat(p) for t, p in tparts.items()}
@@ -216,7 +216,7 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
         f.tables = {}
     for t in TABLE_SCHEMAS:
         tables.setdefault(t, pl.DataFrame(schema={**TABLE_SCHEMAS[t], "file_id": pl.Int32}))
-    unparsed = pl.concat(unparsed_parts) if unparsed_parts else pl.DataFrame(
+    unparsed = pl.concat(unparsed_parts, rechunk=True) if unparsed_parts else pl.DataFrame(
         schema={"line_no": pl.Int64, "text": pl.Utf8, "file_id": pl.Int32})
     return files, events, tables, unparsed
 
@@ -224,7 +224,7 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
 def _concat(parts: list) -> pl.DataFrame | pl.LazyFrame:
     """One frame of a table's per-file parts; a LazyFrame when any part waits on disk."""
     if all(isinstance(p, pl.DataFrame) for p in parts):
-        return pl.concat(parts)
+        return pl.concat(parts, rechunk=True)  # one chunk: thousands of tiny ones are slow everywhere
     return pl.concat([p.lazy() for p in parts], how="vertical_relaxed")
 
 

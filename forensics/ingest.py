@@ -53,7 +53,7 @@ MAX_ERROR_CHARS = 2000  # of each kept line
 BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this much per batch
 SCREEN_SMALL_FILES = True  # tests turn it off to compare with file-by-file parsing
 BULK = True  # plain line logs parsed many files at a time (forensics/bulk.py); tests compare both
-BULK_BATCH_BYTES = 32 * 1024 * 1024  # bytes of files per bulk batch (memory: ~3x this per worker)
+BULK_BATCH_BYTES = 16 * 1024 * 1024  # bytes of files per bulk batch (memory: ~3x this per worker)
 # A file's DCGM samples beyond this many rows wait on disk (Parquet in the caller's spill_dir) rather
 # than in memory: a 4,096-GPU job sampled at 1 Hz has tens of millions (DuckDB reads them there).
 SPILL_ROWS = 10_000

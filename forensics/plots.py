@@ -332,26 +332,29 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
 
 
 def straggler_heatmap(dcgm_samples: pl.DataFrame | None, report: dict) -> Figure:
-    clk = None
-    if dcgm_samples is not None:  # a LazyFrame when the samples wait on disk: only SM clock is read
-        clk = dcgm_samples.filter((pl.col("field") == SM_CLOCK) & pl.col("value").is_not_null()
-                                  & pl.col("ts").is_not_null()).select("ts", "host", "gpu", "value")
-        clk = clk.collect() if isinstance(clk, pl.LazyFrame) else clk
-    if clk is None or clk.is_empty():
+    if dcgm_samples is None:
         return _note(_fig(1.6), "No DCGM SM-clock telemetry in the job directory: no straggler heatmap.")
-    clk = clk.with_columns(pl.col("host").fill_null("?"), pl.col("gpu").fill_null(-1))
-    gpus = clk.select("host", "gpu").unique().sort("host", "gpu").rows()
-    t0 = clk["ts"].min()
-    span = max((clk["ts"].max() - t0).total_seconds(), 1.0)
-    ncol = min(MAX_HEATMAP_COLS, max(1, clk["ts"].n_unique()))
+    # lazily (the samples may wait on disk): SM clock only, binned before anything is held in memory
+    clk = dcgm_samples.lazy().filter((pl.col("field") == SM_CLOCK) & pl.col("value").is_not_null()
+                                     & pl.col("ts").is_not_null()).select(
+        "ts", pl.col("host").fill_null("?"), pl.col("gpu").fill_null(-1), "value")
+    span_row = clk.select(pl.col("ts").min().alias("lo"), pl.col("ts").max().alias("hi"),
+                          pl.col("ts").n_unique().alias("n")).collect(engine="streaming").row(0)
+    if span_row[0] is None:
+        return _note(_fig(1.6), "No DCGM SM-clock telemetry in the job directory: no straggler heatmap.")
+    t0 = span_row[0]
+    span = max((span_row[1] - t0).total_seconds(), 1.0)
+    ncol = min(MAX_HEATMAP_COLS, max(1, span_row[2]))
     width = span / ncol
     binned = (clk.with_columns(((pl.col("ts") - t0).dt.total_microseconds() / 1e6 / width).floor()
                                .clip(0, ncol - 1).cast(pl.Int64).alias("_bin"))
-              .group_by("host", "gpu", "_bin").agg(pl.col("value").mean()))
+              .group_by("host", "gpu", "_bin").agg(pl.col("value").mean())).collect(engine="streaming")
+    gpu_rows = binned.select("host", "gpu").unique().sort("host", "gpu").with_row_index("_row")
+    gpus = gpu_rows.select("host", "gpu").rows()
     row = {g: k for k, g in enumerate(gpus)}
+    cells = binned.join(gpu_rows, on=["host", "gpu"])
     grid = np.full((len(gpus), ncol), np.nan)
-    for h, g, b, v in binned.select("host", "gpu", "_bin", "value").iter_rows():
-        grid[row[(h, g)], b] = v
+    grid[cells["_row"].to_numpy(), cells["_bin"].to_numpy()] = cells["value"].to_numpy()
     n = len(gpus)
     fig = _fig(min(2.2 + 0.16 * n, 12.0))
     ax = fig.add_subplot()

@@ -134,7 +134,7 @@ def rows(samples: pl.DataFrame | pl.LazyFrame | None, cond: pl.Expr) -> pl.DataF
         return pl.DataFrame()
     names = samples.collect_schema().names() if isinstance(samples, pl.LazyFrame) else samples.columns
     got = samples.filter(cond).select([c for c in SAMPLE_COLS if c in names])
-    return got.collect() if isinstance(got, pl.LazyFrame) else got
+    return got.collect(engine="streaming") if isinstance(got, pl.LazyFrame) else got
 
 
 def dcgm_stragglers(samples: pl.DataFrame | pl.LazyFrame | None, episodes: list[Episode]) -> list[Straggler]:

@@ -131,8 +131,8 @@ def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_ti
         trig = _trigger(p)
         hit = rest.filter(trig)["hint_file"].unique().sort().to_list() if trig is not None else list(range(len(ok)))
         for f in hit:
-            sub = rest.filter(pl.col("hint_file") == f).with_columns(pl.col("line_no") - int(bases[f])) \
-                .drop("hint_file", "hint_host", "hint_rank")
+            sub = rest.filter((pl.col("hint_file") == f) & (pl.col("text") != SEP)) \
+                .with_columns(pl.col("line_no") - int(bases[f])).drop("hint_file", "hint_host", "hint_rank")
             fctx = ParseContext(path=ok[f].sf.rel_path, host_hint=hosts[f], rank_hint=ranks[f], ref_year=ref_year,
                                 tz=cfg.timezone, boot_times=boot_times)
             try:

@@ -38,6 +38,7 @@ from parsers import ParserInfo, registry
 from parsers import timestamps as ts
 from parsers.elastic import parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
+from parsers.nccl import chatter
 from parsers.records import (
     EVENT_SCHEMA,
     TABLE_SCHEMAS,
@@ -224,10 +225,19 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         dec = decode_lines(chunk, first)
         invalid_utf8 |= dec.invalid_utf8
         nul += dec.nul_bytes
-        # structured formats read `text` only: no launcher-prefix pass over millions of CSV rows
-        lines = dec.lines if chosen and all(p.exclusive for p in chosen) else with_body(dec.lines)
-        n = lines.height
-        lo, hi = line_span(lines, ctx)
+        raw = dec.lines
+        chat_nos = pl.Series("line_no", [], dtype=pl.Int64)
+        if chosen and all(p.exclusive for p in chosen):
+            lines = raw  # structured formats read `text` only: no launcher-prefix pass over CSV rows
+        elif chosen:
+            # NCCL chatter is counted as ignored and never reaches a parser (as in forensics/bulk.py)
+            is_chat = raw.select(chatter(pl.col("text")).alias("c"))["c"]
+            chat_nos = raw.filter(is_chat)["line_no"]
+            lines = with_body(raw.filter(~is_chat) if chat_nos.len() else raw)
+        else:
+            lines = with_body(raw)
+        n = raw.height
+        lo, hi = line_span(raw, ctx)
         if lo is not None:
             res.first_ts = lo if res.first_ts is None else min(res.first_ts, lo)
             res.last_ts = hi if res.last_ts is None else max(res.last_ts, hi)
@@ -257,8 +267,8 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
                     tables.setdefault(tname, []).append(conform(tdf, TABLE_SCHEMAS[tname]))
             res.warnings.extend(ext.warnings)
         blank = lines.filter(pl.col("text").str.strip_chars() == "")["line_no"]
-        ignored = pl.concat([ignored, blank]).unique()
-        ignored = ignored.filter(~ignored.is_in(claimed.implode()) & ignored.is_in(lines["line_no"].implode()))
+        ignored = pl.concat([ignored.cast(pl.Int64), blank, chat_nos]).unique()
+        ignored = ignored.filter(~ignored.is_in(claimed.implode()) & ignored.is_in(raw["line_no"].implode()))
         res.parsed += claimed.len()
         res.ignored += ignored.len()
         rest = lines.filter(~pl.col("line_no").is_in(claimed.implode()) & ~pl.col("line_no").is_in(ignored.implode()))
@@ -443,7 +453,7 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
 
 def _bulk_candidate(sf: SourceFile, limits: Limits) -> bool:
     """A plain file that one read and one piece hold whole (parse_one would read it in one chunk)."""
-    return sf.compression is None and 0 < sf.size <= min(limits.chunk_bytes, BULK_BATCH_BYTES)
+    return sf.compression is None and 0 < sf.size <= limits.chunk_bytes
 
 
 def _read_whole(sf: SourceFile) -> bytes:

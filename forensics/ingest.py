@@ -167,6 +167,9 @@ def sniff_text(head_text: str) -> str:
     return _BLANK_RUN.sub("\n", head_text)
 
 
+LINE_SNIFF_MAX = 0.95  # no line parser's sniff says more (tests/test_sniffing.py checks every fixture)
+
+
 def _sniff(p: ParserInfo, head_text: str) -> float:
     try:
         return float(p.module.sniff(head_text))
@@ -177,6 +180,8 @@ def _sniff(p: ParserInfo, head_text: str) -> float:
 def _choose(head_text: str, parsers: list[ParserInfo]) -> list[ParserInfo]:
     head_text = sniff_text(head_text)
     exclusive = [(s, p) for p in parsers if p.exclusive and (s := _sniff(p, head_text)) >= 0.5]
+    if exclusive and max(s for s, _ in exclusive) >= LINE_SNIFF_MAX:  # no line parser can beat it
+        return [max(exclusive, key=lambda sp: sp[0])[1]]
     if exclusive:  # the line parsers' sniffs only matter against a structured format's
         scores = [(_sniff(p, head_text), p) for p in parsers if not p.exclusive]
         best = max(exclusive, key=lambda sp: sp[0])

@@ -155,11 +155,13 @@ _EXTRA_COLS = ["err_code", "xid_label", "health_code", "health_watch"]
 
 
 def _finish(samples: pl.DataFrame, claimed: pl.Series, ignored: pl.Series,
-            warnings: list[str]) -> Extraction:
+            warnings: list[str], messages: pl.DataFrame | None = None) -> Extraction:
     extra = samples.with_columns([pl.lit(None, dtype=pl.Utf8).alias(c) for c in _EXTRA_COLS
                                   if c not in samples.columns]).select(_EXTRA_COLS)
     base = samples.select([c for c in samples.columns if c not in _EXTRA_COLS])
     events = _events(base, extra)
+    if messages is not None and not events.is_empty():
+        events = events.drop("message").join(messages, on="line_no", how="left").select(events.columns)
     return Extraction(
         events=events,
         tables={"dcgm_samples": table_frame("dcgm_samples", base)},
@@ -285,10 +287,9 @@ def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction
         col("health_error_code").alias("health_code"),
         col("health_watch").alias("health_watch"),
     )
-    msg = lines.select("line_no", pl.col("text").alias("message"))
-    out = out.join(msg, on="line_no", how="left")
     ignored = lines.filter(~pl.col("line_no").is_in(data_lines.implode()))["line_no"]
-    return _finish(out, data_lines, ignored, warnings)
+    # the line's text is the message of the few samples that become events, not of every sample
+    return _finish(out, data_lines, ignored, warnings, messages=lines.select("line_no", pl.col("text").alias("message")))
 
 
 def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:

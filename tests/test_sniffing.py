@@ -54,3 +54,21 @@ def test_sniffing_confusion_over_all_fixtures() -> None:
     assert len(pairs) > 100
     assert not wrong, "\n" + "\n".join(wrong) + "\n\n" + _matrix(pairs)
     print(_matrix(pairs))
+
+
+def test_line_parsers_never_sniff_above_the_declared_maximum() -> None:
+    """ingest._choose hands a file to a structured format that sniffs LINE_SNIFF_MAX without asking
+    the line parsers: none of them may ever say more, on any fixture head."""
+    from forensics.ingest import LINE_SNIFF_MAX, sniff_text
+
+    line_parsers = [p for p in registry() if not p.exclusive]
+    best = 0.0
+    for f in sorted(FIX.rglob("*")):
+        if not f.is_file() or f.suffix == ".toml":
+            continue
+        head = sniff_text(f.read_bytes()[:65536].decode("utf-8", "replace"))
+        for p in line_parsers:
+            s = float(p.module.sniff(head))
+            assert s <= LINE_SNIFF_MAX, (p.name, f)
+            best = max(best, s)
+    assert best == LINE_SNIFF_MAX  # the bound is reached, so it is the real maximum

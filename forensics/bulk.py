@@ -83,8 +83,9 @@ def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_ti
     `parse_one` (unclean files, files a batch parser warned about, or all when the batch fails)."""
     from forensics.ingest import ERRORISH, SPAN_LINES, FileResult, _check_unchanged, _keep_errors, _stamp_expr
 
-    ok = [it for it in items if clean(it.data)]
-    again = [it.index for it in items if not clean(it.data)]
+    is_clean = [clean(it.data) for it in items]
+    ok = [it for it, c in zip(items, is_clean, strict=True) if c]
+    again = [it.index for it, c in zip(items, is_clean, strict=True) if not c]
     if not ok:
         return {}, again
     n = np.array([it.data.count(b"\n") + (0 if it.data.endswith(b"\n") else 1) for it in ok], dtype=np.int64)
@@ -108,7 +109,7 @@ def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_ti
         "_local": local, "_sep": local > n[k],
     })
     t = pl.col("text")
-    df = df.with_columns((t.str.strip_chars() == "").alias("_blank"), chatter(t).alias("_chat"))
+    df = df.with_columns((~t.str.contains(r"\S")).alias("_blank"), chatter(t).alias("_chat"))
     rest = df.filter(~pl.col("_chat")).select("line_no", "text", "hint_file")  # blank lines can be in a block
     rest = with_body(rest).with_columns(
         pl.col("hint_file").replace_strict(list(range(len(ok))), hosts, return_dtype=pl.Utf8).alias("hint_host"),

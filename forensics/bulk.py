@@ -77,60 +77,124 @@ def _counts_by_file(nos: pl.Series, bases: np.ndarray) -> np.ndarray:
     return np.searchsorted(bases, nos.to_numpy(), side="right") - 1
 
 
-def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_times: dict[str, datetime],
-                parsers: list[ParserInfo], max_line: int = MAX_LINE_CHARS) -> tuple[dict[int, object], list[int]]:
-    """FileResults of the clean files among `items` (by item index) and the indices left to
-    `parse_one` (unclean files, files a batch parser warned about, or all when the batch fails)."""
-    from forensics.ingest import ERRORISH, SPAN_LINES, FileResult, _check_unchanged, _keep_errors, _stamp_expr
+@dataclass
+class Screened:
+    """One batch after the byte-level pass: the raw text is gone, what the parsers need is kept."""
+    items: list[Item]  # data dropped (b"")
+    n: np.ndarray  # lines per file
+    chat: np.ndarray  # chatter lines per file (ignored, never parsed)
+    sha: list[str]
+    lo_hi: dict[int, tuple]  # file -> first / last stamp among its first and last SPAN_LINES lines
+    rest: pl.DataFrame  # line_no (batch numbering), text, hint_file, _local, _sep: all but chatter
+    bases: np.ndarray  # line_no = base + local line number
+
+
+def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
+           max_line: int = MAX_LINE_CHARS) -> tuple[Screened | None, list[int]]:
+    """Read a batch into one frame, count and drop NCCL chatter, find each file's first and last
+    stamps. Returns the screened batch and the item indices left to `parse_one` (unclean files,
+    or all when the batch cannot be read as lines)."""
+    from forensics.ingest import SPAN_LINES, _stamp_expr
 
     is_clean = [clean(it.data) for it in items]
     ok = [it for it, c in zip(items, is_clean, strict=True) if c]
     again = [it.index for it, c in zip(items, is_clean, strict=True) if not c]
     if not ok:
-        return {}, again
+        return None, again
     n = np.array([it.data.count(b"\n") + (0 if it.data.endswith(b"\n") else 1) for it in ok], dtype=np.int64)
     rows = n + 2
-    bases = np.concatenate([[0], np.cumsum(n + GAP)[:-1]]).astype(np.int64)  # line_no = base + local
+    bases = np.concatenate([[0], np.cumsum(n + GAP)[:-1]]).astype(np.int64)
     blob = b"".join(it.data + (b"" if it.data.endswith(b"\n") else b"\n") + _SEP_BLOCK.encode() for it in ok)
     try:
         text = pl.read_csv(blob, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
                            new_columns=["text"])["text"].fill_null("")
     except Exception:  # noqa: BLE001 - the per-file path reads it
-        return {}, again + [it.index for it in ok]
+        return None, again + [it.index for it in ok]
     del blob
     if text.len() != int(rows.sum()) or (text.len() and text.str.len_bytes().max() > min(max_line, MAX_LINE_CHARS)):
-        return {}, again + [it.index for it in ok]
+        return None, again + [it.index for it in ok]
     k = np.repeat(np.arange(len(ok), dtype=np.int64), rows)
     local = np.arange(text.len(), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(rows)[:-1]]), rows) + 1
+    df = pl.DataFrame({"line_no": bases[k] + local, "text": text, "hint_file": k, "_local": local,
+                       "_sep": local > n[k]})
+    t = pl.col("text")
+    df = df.with_columns(chatter(t).alias("_chat"))
+    chat = df.group_by("hint_file").agg(pl.col("_chat").sum())
+    chat_n = np.zeros(len(ok), dtype=np.int64)
+    chat_n[chat["hint_file"].to_numpy()] = chat["_chat"].to_numpy()
+    # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
+    span = df.filter(~pl.col("_sep") & ((pl.col("_local") <= SPAN_LINES) | (pl.col("_local") > pl.Series(
+        (n - SPAN_LINES)[k], dtype=pl.Int64))))
+    span = span.filter(t.str.contains(_STAMP_HINT)).select("hint_file", "line_no", "text")
+    lo_hi: dict[int, tuple] = {}
+    if not span.is_empty():
+        sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)
+        st = with_body(span).with_columns(_stamp_expr(sctx).alias("_t")).group_by("hint_file").agg(
+            pl.col("_t").min().alias("lo"), pl.col("_t").max().alias("hi"))
+        lo_hi = {r["hint_file"]: (r["lo"], r["hi"]) for r in st.iter_rows(named=True)}
+    rest = df.filter(~pl.col("_chat")).drop("_chat")  # blank lines stay: a block may hold them
+    sha = [hashlib.sha256(it.data).hexdigest() for it in ok]
+    kept = [Item(it.index, it.sf, b"") for it in ok]
+    return Screened(kept, n, chat_n, sha, lo_hi, rest, bases), again
+
+
+def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_times: dict[str, datetime],
+                parsers: list[ParserInfo], max_line: int = MAX_LINE_CHARS) -> tuple[dict[int, object], list[int]]:
+    """FileResults of the clean files among `items` (by item index) and the indices left to
+    `parse_one` (unclean files, files a batch parser warned about, or all when the batch fails)."""
+    sc, again = screen(items, cfg, ref_year, max_line)
+    if sc is None:
+        return {}, again
+    out, more = parse_screened([sc], cfg, ref_year, boot_times, parsers)
+    return out, again + more
+
+
+def _combine(screens: list[Screened]) -> Screened:
+    """Several screened batches as one: file indices and line numbers shifted past the previous."""
+    if len(screens) == 1:
+        return screens[0]
+    parts, bases, lo_hi, f_off, l_off = [], [], {}, 0, 0
+    for sc in screens:
+        parts.append(sc.rest.with_columns(pl.col("line_no") + l_off, pl.col("hint_file") + f_off))
+        bases.append(sc.bases + l_off)
+        lo_hi.update({f + f_off: v for f, v in sc.lo_hi.items()})
+        f_off += len(sc.items)
+        l_off += int(sc.bases[-1] + sc.n[-1] + GAP)
+    return Screened([it for sc in screens for it in sc.items], np.concatenate([sc.n for sc in screens]),
+                    np.concatenate([sc.chat for sc in screens]), [h for sc in screens for h in sc.sha], lo_hi,
+                    pl.concat(parts), np.concatenate(bases))
+
+
+def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None, boot_times: dict[str, datetime],
+                   parsers: list[ParserInfo]) -> tuple[dict[int, object], list[int]]:
+    """Run the line parsers once over the remaining lines of screened batches and make each file's
+    FileResult; item indices of files to read again alone (a parser failed or warned)."""
+    from forensics.ingest import ERRORISH, FileResult, _check_unchanged, _keep_errors
+
+    sc = _combine([s for s in screens if s is not None])
+    ok, n, bases = sc.items, sc.n, sc.bases
+    idx = list(range(len(ok)))
     hosts = [cfg.host_aliases.get(it.sf.host_hint or "", it.sf.host_hint) for it in ok]
     ranks = [it.sf.rank_hint for it in ok]
-    df = pl.DataFrame({
-        "line_no": bases[k] + local, "text": text, "hint_file": k,
-        "_local": local, "_sep": local > n[k],
-    })
-    t = pl.col("text")
-    df = df.with_columns((~t.str.contains(r"\S")).alias("_blank"), chatter(t).alias("_chat"))
-    rest = df.filter(~pl.col("_chat")).select("line_no", "text", "hint_file")  # blank lines can be in a block
-    rest = with_body(rest).with_columns(
-        pl.col("hint_file").replace_strict(list(range(len(ok))), hosts, return_dtype=pl.Utf8).alias("hint_host"),
-        pl.col("hint_file").replace_strict(list(range(len(ok))), ranks, return_dtype=pl.Int64).alias("hint_rank"),
+    rest = with_body(sc.rest.select("line_no", "text", "hint_file")).with_columns(
+        pl.col("hint_file").replace_strict(idx, hosts, return_dtype=pl.Utf8).alias("hint_host"),
+        pl.col("hint_file").replace_strict(idx, ranks, return_dtype=pl.Int64).alias("hint_rank"),
     )
     ctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone, boot_times=boot_times, batched=True)
     exts: list[tuple[str, object]] = []
     redo: set[int] = set()
-    line_parsers = [p for p in parsers if not p.exclusive]
-    for p in line_parsers:
+    for p in (p for p in parsers if not p.exclusive):
         if getattr(p.module, "BATCH", False):
             try:
                 ext = p.module.parse(rest, ctx)
             except Exception:  # noqa: BLE001 - parse_one runs them file by file and reports it
-                return {}, again + [it.index for it in ok]
+                return {}, [it.index for it in ok]
             if ext.warnings:  # warnings count per file: those files are read alone
                 redo |= set(_touched(ext, bases).tolist())
             exts.append((p.name, ext))
             continue
         trig = _trigger(p)
-        hit = rest.filter(trig)["hint_file"].unique().sort().to_list() if trig is not None else list(range(len(ok)))
+        hit = rest.filter(trig)["hint_file"].unique().sort().to_list() if trig is not None else idx
         for f in hit:
             sub = rest.filter((pl.col("hint_file") == f) & (pl.col("text") != SEP)) \
                 .with_columns(pl.col("line_no") - int(bases[f])).drop("hint_file", "hint_host", "hint_rank")
@@ -145,12 +209,13 @@ def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_ti
                 redo.add(f)
             exts.append((p.name, _shift(ext, int(bases[f]))))
 
-    # line status: parsed (claimed by a parser, first parser in registry order counts it),
-    # ignored (a parser ignored it, chatter, blank), unparsed (the rest); separators are no lines
-    real = df.filter(~pl.col("_sep"))
+    # line status: parsed (claimed by a parser, the first in registry order counts it), ignored (a
+    # parser ignored it, blank, or chatter: counted in `screen`), unparsed (the rest)
+    real = sc.rest.filter(~pl.col("_sep"))
+    t = pl.col("text")
     claimed = pl.Series("line_no", [], dtype=pl.Int64)
     owner_parts = []
-    ignored_parts = [real.filter(pl.col("_blank") | pl.col("_chat"))["line_no"]]
+    ignored_parts = [real.filter(~t.str.contains(r"\S"))["line_no"]]
     for name, ext in exts:
         c = ext.claimed.cast(pl.Int64).unique()
         new = c.filter(~c.is_in(claimed.implode()))
@@ -165,41 +230,30 @@ def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_ti
     stats = {r["hint_file"]: r for r in per.iter_rows(named=True)}
     owners = pl.concat(owner_parts) if owner_parts else pl.DataFrame(schema={"line_no": pl.Int64, "parser": pl.Utf8})
     owners = owners.join(real.select("line_no", "hint_file"), on="line_no", how="inner")
-    by_parser = owners.group_by("hint_file", "parser").len()
     named: dict[int, list[tuple[str, int]]] = {}
-    for r in by_parser.iter_rows(named=True):
+    for r in owners.group_by("hint_file", "parser").len().iter_rows(named=True):
         named.setdefault(r["hint_file"], []).append((r["parser"], r["len"]))
-    rest_lines = real.filter(~pl.col("_parsed") & ~pl.col("_ignored"))
-    errs = rest_lines.filter(t.str.contains(ERRORISH)).select("hint_file", pl.col("_local").alias("line_no"), "text")
+    errs = real.filter(~pl.col("_parsed") & ~pl.col("_ignored") & t.str.contains(ERRORISH)).select(
+        "hint_file", pl.col("_local").alias("line_no"), "text")
     err_by = errs.partition_by("hint_file", as_dict=True) if not errs.is_empty() else {}
-
-    # first / last stamp among each file's first and last SPAN_LINES lines
-    span = real.filter((pl.col("_local") <= SPAN_LINES) | (pl.col("_local") > pl.col("hint_file").replace_strict(
-        list(range(len(ok))), (n - SPAN_LINES).tolist(), return_dtype=pl.Int64)))
-    span = span.filter(t.str.contains(_STAMP_HINT)).select("hint_file", "line_no", "text")
-    lo_hi: dict[int, tuple] = {}
-    if not span.is_empty():
-        sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)
-        st = with_body(span).with_columns(_stamp_expr(sctx).alias("_t")).group_by("hint_file").agg(
-            pl.col("_t").min().alias("lo"), pl.col("_t").max().alias("hi"))
-        lo_hi = {r["hint_file"]: (r["lo"], r["hi"]) for r in st.iter_rows(named=True)}
 
     events, tables = _split(exts, bases, hosts, ranks, cfg)
     no_events = pl.DataFrame(schema=EVENT_SCHEMA)  # shared by the files without any (never mutated)
     no_errors = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
     out: dict[int, object] = {}
+    again: list[int] = []
     for f, it in enumerate(ok):
         if f in redo:
             again.append(it.index)
             continue
-        res = FileResult(it.sf.rel_path, it.sf.size, hashlib.sha256(it.data).hexdigest(), None, None,
+        res = FileResult(it.sf.rel_path, it.sf.size, sc.sha[f], None, None,
                          events=no_events, unparsed_errors=no_errors)
         s = stats.get(f, {})
         res.lines = int(n[f])
         res.parsed = int(s.get("parsed") or 0)
-        res.ignored = int(s.get("ignored") or 0)
+        res.ignored = int(s.get("ignored") or 0) + int(sc.chat[f])
         res.unparsed = res.lines - res.parsed - res.ignored
-        res.first_ts, res.last_ts = lo_hi.get(f, (None, None))
+        res.first_ts, res.last_ts = sc.lo_hi.get(f, (None, None))
         e = err_by.get((f,))
         if e is not None:
             _keep_errors(res, e.select("line_no", "text"))

@@ -55,6 +55,7 @@ BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this m
 SCREEN_SMALL_FILES = True  # tests turn it off to compare with file-by-file parsing
 BULK = True  # plain line logs parsed many files at a time (forensics/bulk.py); tests compare both
 BULK_BATCH_BYTES = 16 * 1024 * 1024  # bytes of files per bulk batch (memory: ~3x this per worker)
+BULK_GROUP_BATCHES = 8  # screened batches parsed together (what screening leaves is small)
 # A file's DCGM samples beyond this many rows wait on disk (Parquet in the caller's spill_dir) rather
 # than in memory: a 4,096-GPU job sampled at 1 Hz has tens of millions (DuckDB reads them there).
 SPILL_ROWS = 10_000
@@ -468,10 +469,31 @@ def _read_whole(sf: SourceFile) -> bytes:
         return fh.read(sf.size + 1)
 
 
-def _bulk_batch(batch: list[tuple[int, SourceFile]], cfg: JobConfig, ref_year: int | None,
-                boot_times: dict[str, datetime], parsers: list[ParserInfo], limits: Limits) -> tuple[dict[int, FileResult], list[int]]:
-    """Read the files of one batch; the plain line logs among them go through forensics/bulk.py."""
-    from forensics.bulk import Item, parse_batch
+def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_year: int | None,
+                boot_times: dict[str, datetime], parsers: list[ParserInfo], limits: Limits
+                ) -> tuple[dict[int, FileResult], list[int]]:
+    """Screen the batches of a group one after the other (one batch's bytes in memory at a time),
+    then parse what they left in one go (forensics/bulk.py): the parsers' fixed cost is paid once
+    per group, not per batch."""
+    from forensics.bulk import parse_screened, screen
+
+    screens, again = [], []
+    for batch in group:
+        items, left = _bulk_items(batch, cfg, parsers)
+        sc, more = screen(items, cfg, ref_year, max_line=limits.max_line_bytes)
+        again += left + more
+        if sc is not None:
+            screens.append(sc)
+    if not screens:
+        return {}, again
+    got, more = parse_screened(screens, cfg, ref_year, boot_times, parsers)
+    return got, again + more  # type: ignore[return-value]
+
+
+def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo]) -> tuple[list, list[int]]:
+    """Read the files of one batch: the plain line logs among them (for forensics/bulk.py), and the
+    indices of the others (structured formats, error files, binary, unreadable, changed)."""
+    from forensics.bulk import Item
 
     items, again = [], []
     for i, sf in batch:
@@ -489,8 +511,7 @@ def _bulk_batch(batch: list[tuple[int, SourceFile]], cfg: JobConfig, ref_year: i
             again.append(i)
             continue
         items.append(Item(i, sf, data))
-    got, more = parse_batch(items, cfg, ref_year, boot_times, parsers, max_line=limits.max_line_bytes)
-    return got, again + more  # type: ignore[return-value]
+    return items, again
 
 
 def _spill(i: int, res: FileResult, spill_dir: Path | None) -> FileResult:
@@ -558,9 +579,13 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
                 size = 0
             packs[-1].append((i, disc.files[i]))
             size += disc.files[i].size
+        packs = [b for b in packs if b]
+        # groups of batches, at least one per worker, at most BULK_GROUP_BATCHES batches each
+        n_groups = max(min(workers, len(packs)), -(-len(packs) // BULK_GROUP_BATCHES))
+        groups = [packs[g::n_groups] for g in range(n_groups)] if packs else []
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for got, _again in pool.map(lambda b: _bulk_batch(b, cfg, ref_year, boot_times, parsers, limits),
-                                        [b for b in packs if b]):
+            for got, _again in pool.map(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits),
+                                        groups):
                 for i, r in got.items():
                     results[i] = _spill(i, r, spill_dir)
                     done += 1

@@ -477,17 +477,20 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
     per group, not per batch."""
     from forensics.bulk import parse_screened, screen
 
-    screens, again = [], []
-    for batch in group:
-        items, left = _bulk_items(batch, cfg, parsers)
-        sc, more = screen(items, cfg, ref_year, max_line=limits.max_line_bytes)
-        again += left + more
-        if sc is not None:
-            screens.append(sc)
-    if not screens:
-        return {}, again
-    got, more = parse_screened(screens, cfg, ref_year, boot_times, parsers)
-    return got, again + more  # type: ignore[return-value]
+    try:
+        screens, again = [], []
+        for batch in group:
+            items, left = _bulk_items(batch, cfg, parsers)
+            sc, more = screen(items, cfg, ref_year, max_line=limits.max_line_bytes)
+            again += left + more
+            if sc is not None:
+                screens.append(sc)
+        if not screens:
+            return {}, again
+        got, more = parse_screened(screens, cfg, ref_year, boot_times, parsers)
+        return got, again + more  # type: ignore[return-value]
+    except Exception:  # noqa: BLE001 - file by file instead: parse_one reports what fails, per file
+        return {}, [i for batch in group for i, _ in batch]
 
 
 def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo]) -> tuple[list, list[int]]:

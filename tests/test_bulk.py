@@ -134,3 +134,21 @@ def test_trigger_contract(parser) -> None:  # noqa: ANN001
         assert ext.events.is_empty() and ext.claimed.len() == 0 and ext.ignored.len() == 0, f
         assert all(t.is_empty() for t in ext.tables.values()), f
     assert checked > 20
+
+
+def test_a_failing_batch_falls_back_to_file_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the batched path costs speed, not the analysis: the files are read one by one."""
+    import forensics.bulk as bulk_mod
+
+    (tmp_path / "node-1").mkdir()
+    (tmp_path / "node-1" / "rank-0.log").write_text(
+        "node-1:11:11 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<45074> with status=12 opcode=0\n")
+
+    def broken(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise RuntimeError("bug in the batched path")
+
+    monkeypatch.setattr(bulk_mod, "parse_screened", broken)
+    files = _ingest(tmp_path, True, monkeypatch)
+    r = files["node-1/rank-0.log"]
+    assert (r.lines, r.parsed, r.parser) == (1, 1, "nccl")
+    assert r.events["kind"].to_list() == ["nccl_ib_error"]

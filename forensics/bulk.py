@@ -34,7 +34,7 @@ import polars as pl
 from forensics.config import JobConfig
 from forensics.discovery import SourceFile
 from parsers import ParserInfo
-from parsers.lines import MAX_LINE_CHARS, with_body
+from parsers.lines import MAX_LINE_CHARS, is_plain, plain_lines, with_body
 from parsers.nccl import chatter
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, ParseContext, conform
 from parsers.timestamps import derive_missing
@@ -42,7 +42,6 @@ from parsers.timestamps import derive_missing
 GAP = 1_000_000  # line numbers between two files of a batch (wider than any parser's look-ahead)
 SEP = "\x1e"  # text of the separator lines between files
 _SEP_BLOCK = (SEP + "\n") * 2
-_UNCLEAN = (b"\x00", b"\r", b"\x1b", b"\x1e", b"\x1f")
 _STAMP_HINT = r"\d\d:\d\d:\d\d"  # every stamp shape `ingest._stamp_expr` reads has one
 
 
@@ -54,15 +53,8 @@ class Item:
 
 
 def clean(data: bytes) -> bool:
-    """Plain UTF-8 text without the bytes `decode_lines` would rewrite (NUL, CR, ESC) or that the
-    batch frame uses itself."""
-    if not data or any(b in data for b in _UNCLEAN):
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    """Plain text (`parsers.lines.is_plain`) without the separator the batch frame uses itself."""
+    return bool(data) and SEP.encode() not in data and is_plain(data)
 
 
 def _trigger(p: ParserInfo) -> pl.Expr | None:
@@ -105,13 +97,9 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     rows = n + 2
     bases = np.concatenate([[0], np.cumsum(n + GAP)[:-1]]).astype(np.int64)
     blob = b"".join(it.data + (b"" if it.data.endswith(b"\n") else b"\n") + _SEP_BLOCK.encode() for it in ok)
-    try:
-        text = pl.read_csv(blob, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
-                           new_columns=["text"])["text"].fill_null("")
-    except Exception:  # noqa: BLE001 - the per-file path reads it
-        return None, again + [it.index for it in ok]
+    text = plain_lines(blob)  # every file ends in '\n': the rows are those of `rows`
     del blob
-    if text.len() != int(rows.sum()) or (text.len() and text.str.len_bytes().max() > min(max_line, MAX_LINE_CHARS)):
+    if text is None or text.str.len_bytes().max() > min(max_line, MAX_LINE_CHARS):
         return None, again + [it.index for it in ok]
     k = np.repeat(np.arange(len(ok), dtype=np.int64), rows)
     local = np.arange(text.len(), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(rows)[:-1]]), rows) + 1

@@ -46,15 +46,21 @@ FAST_SPLIT_BYTES = 1 << 20  # plain text this large is split by polars' CSV read
 _NOT_PLAIN = (b"\x00", b"\r", b"\x1b", b"\x1f")
 
 
-def _split_plain(data: bytes) -> pl.Series | None:
-    """Lines of plain UTF-8 text (no NUL, CR, ESC or \\x1f) read as a one-column CSV; None when the
-    text is not plain or the rows do not match the newlines (then Python splits it)."""
+def is_plain(data: bytes) -> bool:
+    """UTF-8 text without the bytes `decode_lines` rewrites (NUL, CR, ESC) or \\x1f: its lines are
+    its '\\n'-separated pieces exactly, which `plain_lines` reads."""
     if any(b in data for b in _NOT_PLAIN):
-        return None
+        return False
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
+        return False
+    return True
+
+
+def plain_lines(data: bytes) -> pl.Series | None:
+    """The lines of plain text (`is_plain`) read as a one-column CSV by polars (many threads);
+    None when the rows do not match the newlines."""
     n = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     try:
         s = pl.read_csv(data, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
@@ -66,7 +72,7 @@ def _split_plain(data: bytes) -> pl.Series | None:
 
 def decode_lines(data: bytes, first_line_no: int = 1) -> DecodedText:
     """Split `data` into numbered lines. A final line without '\n' still counts."""
-    fast = _split_plain(data) if len(data) >= FAST_SPLIT_BYTES else None
+    fast = plain_lines(data) if len(data) >= FAST_SPLIT_BYTES and is_plain(data) else None
     if fast is not None:
         longest = int(fast.str.len_chars().max() or 0)
         s = fast.str.slice(0, MAX_LINE_CHARS) if longest > MAX_LINE_CHARS else fast

@@ -65,8 +65,14 @@ def _trigger(p: ParserInfo) -> pl.Expr | None:
     return body.str.contains_any(list(trig)) if isinstance(trig, list | tuple) else body.str.contains(trig)
 
 
-def _counts_by_file(nos: pl.Series, bases: np.ndarray) -> np.ndarray:
+def _file_of(nos: pl.Series, bases: np.ndarray) -> np.ndarray:
+    """The batch file each batch line number belongs to."""
     return np.searchsorted(bases, nos.to_numpy(), side="right") - 1
+
+
+def _per_file(values: list, dtype: pl.DataType) -> pl.Expr:
+    """Each row's file's value (by the `hint_file` column)."""
+    return pl.col("hint_file").replace_strict(list(range(len(values))), values, return_dtype=dtype)
 
 
 @dataclass
@@ -159,14 +165,12 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
     FileResult; item indices of files to read again alone (a parser failed or warned)."""
     from forensics.ingest import ERRORISH, FileResult, _check_unchanged, _keep_errors
 
-    sc = _combine([s for s in screens if s is not None])
+    sc = _combine(screens)
     ok, n, bases = sc.items, sc.n, sc.bases
-    idx = list(range(len(ok)))
     hosts = [cfg.host_aliases.get(it.sf.host_hint or "", it.sf.host_hint) for it in ok]
     ranks = [it.sf.rank_hint for it in ok]
     rest = with_body(sc.rest.select("line_no", "text", "hint_file")).with_columns(
-        pl.col("hint_file").replace_strict(idx, hosts, return_dtype=pl.Utf8).alias("hint_host"),
-        pl.col("hint_file").replace_strict(idx, ranks, return_dtype=pl.Int64).alias("hint_rank"),
+        _per_file(hosts, pl.Utf8).alias("hint_host"), _per_file(ranks, pl.Int64).alias("hint_rank"),
     )
     ctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone, boot_times=boot_times, batched=True)
     exts: list[tuple[str, object]] = []
@@ -182,7 +186,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
             exts.append((p.name, ext))
             continue
         trig = _trigger(p)
-        hit = rest.filter(trig)["hint_file"].unique().sort().to_list() if trig is not None else idx
+        hit = rest.filter(trig)["hint_file"].unique().sort().to_list() if trig is not None else range(len(ok))
         for f in hit:
             sub = rest.filter((pl.col("hint_file") == f) & (pl.col("text") != SEP)) \
                 .with_columns(pl.col("line_no") - int(bases[f])).drop("hint_file", "hint_host", "hint_rank")
@@ -271,7 +275,7 @@ def _touched(ext, bases: np.ndarray) -> np.ndarray:  # noqa: ANN001
         nos.append(ext.events["line_no"])
     nos += [tb["line_no"] for tb in ext.tables.values() if "line_no" in tb.columns and not tb.is_empty()]
     allnos = pl.concat([s.cast(pl.Int64).drop_nulls() for s in nos])
-    return np.unique(_counts_by_file(allnos, bases)) if allnos.len() else np.array([], dtype=np.int64)
+    return np.unique(_file_of(allnos, bases)) if allnos.len() else np.array([], dtype=np.int64)
 
 
 def _shift(ext, base: int):  # noqa: ANN001, ANN202 - an Extraction with batch line numbers
@@ -286,7 +290,7 @@ def _shift(ext, base: int):  # noqa: ANN001, ANN202 - an Extraction with batch l
 
 
 def _with_file(df: pl.DataFrame, bases: np.ndarray) -> pl.DataFrame:
-    f = _counts_by_file(df["line_no"], bases)
+    f = _file_of(df["line_no"], bases)
     return df.with_columns(pl.Series("hint_file", f, dtype=pl.Int64)).with_columns(
         (pl.col("line_no") - pl.Series(bases[f], dtype=pl.Int64)).alias("line_no"))
 
@@ -302,13 +306,11 @@ def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: li
         for tname, tdf in ext.tables.items():
             if tname in TABLE_SCHEMAS and not tdf.is_empty():
                 tb_parts.setdefault(tname, []).append(conform(tdf, TABLE_SCHEMAS[tname]))
-    idx = list(range(len(hosts)))
     events: dict = {}
     if ev_parts:
         ev = _with_file(pl.concat(ev_parts), bases)
         ev = ev.with_columns(
-            pl.col("host").fill_null(pl.col("hint_file").replace_strict(idx, hosts, return_dtype=pl.Utf8)),
-            pl.col("rank").fill_null(pl.col("hint_file").replace_strict(idx, ranks, return_dtype=pl.Int64)),
+            pl.col("host").fill_null(_per_file(hosts, pl.Utf8)), pl.col("rank").fill_null(_per_file(ranks, pl.Int64)),
         )
         if cfg.host_aliases:
             ev = ev.with_columns(pl.col("host").replace(cfg.host_aliases))
@@ -318,8 +320,7 @@ def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: li
     for tname, parts in tb_parts.items():
         tb = _with_file(pl.concat(parts), bases)
         if "host" in tb.columns:
-            tb = tb.with_columns(
-                pl.col("host").fill_null(pl.col("hint_file").replace_strict(idx, hosts, return_dtype=pl.Utf8)))
+            tb = tb.with_columns(pl.col("host").fill_null(_per_file(hosts, pl.Utf8)))
         tables[tname] = tb.partition_by("hint_file", as_dict=True, maintain_order=True, include_key=False)
     return events, tables
 

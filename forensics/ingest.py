@@ -457,6 +457,19 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
     return done, again
 
 
+def _pack(ids: list[int], size_of: Callable[[int], int], limit: int) -> list[list[int]]:
+    """`ids` in order, cut into runs of at most `limit` bytes (a larger item is a run of its own)."""
+    packs: list[list[int]] = []
+    size = 0
+    for i in ids:
+        if not packs or size + size_of(i) > limit:
+            packs.append([])
+            size = 0
+        packs[-1].append(i)
+        size += size_of(i)
+    return packs
+
+
 def _bulk_candidate(sf: SourceFile, limits: Limits) -> bool:
     """A plain file that one read and one piece hold whole (parse_one would read it in one chunk)."""
     return sf.compression is None and 0 < sf.size <= limits.chunk_bytes
@@ -574,15 +587,8 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     # plain line logs: many files at a time (forensics/bulk.py); what it leaves goes file by file
     if BULK:
         bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
-        packs: list[list[tuple[int, SourceFile]]] = [[]]
-        size = 0
-        for i in bulk_ids:
-            if size + disc.files[i].size > BULK_BATCH_BYTES and packs[-1]:
-                packs.append([])
-                size = 0
-            packs[-1].append((i, disc.files[i]))
-            size += disc.files[i].size
-        packs = [b for b in packs if b]
+        packs = [[(i, disc.files[i]) for i in p]
+                 for p in _pack(bulk_ids, lambda i: disc.files[i].size, BULK_BATCH_BYTES)]
         # groups of batches, at least one per worker, at most BULK_GROUP_BATCHES batches each
         n_groups = max(min(workers, len(packs)), -(-len(packs) // BULK_GROUP_BATCHES))
         groups = [packs[g::n_groups] for g in range(n_groups)] if packs else []
@@ -599,19 +605,10 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         order_left = order
     # small unrecognizable files are screened in batches (no per-file parser cost)
     cands = [i for i in order_left if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers)]
-    batches: list[list[tuple[int, SourceFile, bytes]]] = [[]]
-    size = 0
-    for i in cands:
-        if size > BATCH_BYTES:
-            batches.append([])
-            size = 0
-        batches[-1].append((i, disc.files[i], heads[i]))
-        size += len(heads[i]) + 1
+    batches = [[(i, disc.files[i], heads[i]) for i in p] for p in _pack(cands, lambda i: len(heads[i]) + 1, BATCH_BYTES)]
     single = set(order_left) - set(cands)
     if len(cands) > 1:
         for b in batches:
-            if not b:
-                continue
             got, again = _screen_batch(b, cfg, ref_year, boot_times, parsers)
             for i, r in got.items():
                 results[i] = r

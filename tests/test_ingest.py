@@ -42,3 +42,11 @@ def test_year_guess_ties_and_both_shapes() -> None:
     assert _guess(heads) == _python_guess(heads) == 2025  # 2 and 2: the first seen wins
     assert _guess([b"no dates here\n"]) is None
     assert _guess([b"x" * 300] * 300 + [b"2023-05-06 07:08:09\n"]) == 2023  # past a batch of 256
+
+
+def test_pack_cuts_runs_at_the_limit() -> None:
+    from forensics.ingest import _pack
+
+    sizes = {1: 4, 2: 4, 3: 3, 4: 10, 5: 1}
+    assert _pack([1, 2, 3, 4, 5], sizes.__getitem__, 8) == [[1, 2], [3], [4], [5]]
+    assert _pack([], sizes.__getitem__, 8) == []

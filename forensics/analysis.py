@@ -414,7 +414,7 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
         i = a["index"]
         inter = by_attempt.get(i)
         c = ck.filter(pl.col("attempt") == i)
-        saves, durable = _saves(c, epoch)
+        saves, durable = dt.save_intervals(c, epoch)
         spans.append(dt.AttemptSpan(
             index=i, start=dt.to_seconds(a["start"], epoch), end=dt.to_seconds(a["end"], epoch),
             first_step_start=dt.to_seconds(a["first_step_start"], epoch),
@@ -426,23 +426,6 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
             interruption_id=inter.id if inter is not None else None,
         ))
     return dt.account(spans, gpus, slow_ids), spans
-
-
-def _saves(c: pl.DataFrame, epoch: datetime) -> tuple[list[tuple[float, float]], list[float]]:
-    """Blocking save intervals and durable (completed) save end times of one attempt."""
-    saves, durable = [], []
-    starts = {r["step"]: r["ts"] for r in c.filter(pl.col("event") == "save_start").iter_rows(named=True)
-              if r["ts"] is not None}
-    for r in c.filter(pl.col("event") == "save_end").iter_rows(named=True):
-        if r["ts"] is None:
-            continue
-        end = dt.to_seconds(r["ts"], epoch)
-        durable.append(end)
-        if r["step"] in starts:
-            saves.append((dt.to_seconds(starts[r["step"]], epoch), end))
-        elif r["duration_s"] is not None:
-            saves.append((end - r["duration_s"], end))
-    return saves, durable
 
 
 def _remove_leftovers(out_dir: Path) -> None:

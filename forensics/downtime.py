@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import polars as pl
+
 BUCKETS = ("productive", "startup", "checkpoint", "lost_work", "termination", "restart", "slowdown")
 PRECEDENCE = ("checkpoint", "termination", "startup", "restart", "lost_work")
 
@@ -127,3 +129,20 @@ def account(spans: list[AttemptSpan], gpus: int | None,
 
 def to_seconds(t: datetime | None, epoch: datetime) -> float | None:
     return None if t is None else (t - epoch).total_seconds()
+
+
+def save_intervals(c: pl.DataFrame, epoch: datetime) -> tuple[list[tuple[float, float]], list[float]]:
+    """Blocking save intervals and durable (completed) save end times of one attempt."""
+    saves, durable = [], []
+    starts = {r["step"]: r["ts"] for r in c.filter(pl.col("event") == "save_start").iter_rows(named=True)
+              if r["ts"] is not None}
+    for r in c.filter(pl.col("event") == "save_end").iter_rows(named=True):
+        if r["ts"] is None:
+            continue
+        end = to_seconds(r["ts"], epoch)
+        durable.append(end)
+        if r["step"] in starts:
+            saves.append((to_seconds(starts[r["step"]], epoch), end))
+        elif r["duration_s"] is not None:
+            saves.append((end - r["duration_s"], end))
+    return saves, durable

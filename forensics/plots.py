@@ -153,17 +153,7 @@ def segments(report: dict, attempts: pl.DataFrame | None = None,
         i = a["index"]
         x = crash.get(i)
         reason = a.get("end_reason") or reasons.get(i)
-        saves, durable = [], []
-        if ck is not None:
-            c = ck.filter(pl.col("_att") == i)
-            starts = {r["step"]: r["ts"] for r in c.filter(pl.col("event") == "save_start").iter_rows(named=True)}
-            for r in c.filter(pl.col("event") == "save_end").iter_rows(named=True):
-                end = dt.to_seconds(r["ts"], ep)
-                durable.append(end)
-                if r["step"] in starts:
-                    saves.append((dt.to_seconds(starts[r["step"]], ep), end))
-                elif r["duration_s"] is not None:
-                    saves.append((end - r["duration_s"], end))
+        saves, durable = dt.save_intervals(ck.filter(pl.col("_att") == i), ep) if ck is not None else ([], [])
         spans.append(dt.AttemptSpan(
             index=i, start=dt.to_seconds(a["start"], ep), end=dt.to_seconds(a["end"], ep),
             first_step_start=dt.to_seconds(a["first_step_start"], ep),

@@ -110,3 +110,23 @@ def test_property_buckets_sum_exactly_and_match_reference(spans: list[AttemptSpa
     ref = _reference(spans)
     for b in BUCKETS:
         assert abs(d.buckets[b] - ref[b]) < 1e-6, (b, d.buckets, ref)
+
+
+def test_save_intervals_pair_starts_and_ends() -> None:
+    from datetime import UTC, datetime
+
+    import polars as pl
+
+    from forensics.downtime import save_intervals
+
+    t0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+    ck = pl.DataFrame({
+        "event": ["save_start", "save_end", "save_end", "save_end"],
+        "step": [100, 100, 200, 300],
+        "ts": [datetime(2026, 11, 2, 8, 1, tzinfo=UTC), datetime(2026, 11, 2, 8, 1, 30, tzinfo=UTC),
+               datetime(2026, 11, 2, 8, 5, tzinfo=UTC), None],
+        "duration_s": [None, None, 12.0, 5.0],
+    })
+    saves, durable = save_intervals(ck, t0)
+    assert saves == [(60.0, 90.0), (288.0, 300.0)]  # paired with its start; else end minus duration
+    assert durable == [90.0, 300.0]  # an end without a time stamp is skipped

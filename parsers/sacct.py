@@ -106,6 +106,23 @@ def _epoch(v: Any) -> datetime | None:
     return datetime.fromtimestamp(n, tz=UTC) if n else None
 
 
+_TS = pl.coalesce(pl.col("end"), pl.col("start"))  # a record's time: when it ended, else began
+
+
+def _state_events(rec: pl.DataFrame, ctx: ParseContext, *extra: pl.Expr) -> pl.DataFrame:
+    """One `sched_state` event per record with a state (text and --json output alike); the host is
+    the failed node, else a single-node node list, else the path's."""
+    return events_frame(rec.filter(pl.col("state").is_not_null()).with_columns(
+        pl.lit(NAME).alias("source"), pl.lit("sched_state").alias("kind"), _TS.alias("ts"),
+        pl.when(_TS.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.coalesce(pl.col("failed_node"),
+                    pl.when(~pl.col("node_list").str.contains(r"[\[,]")).then(pl.col("node_list")),
+                    pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
+        pl.col("state").replace_strict(STATE_SEVERITY, default="warning", return_dtype=pl.Utf8).alias("severity"),
+        pl.col("state").alias("code"), *extra,
+    ))
+
+
 def _json_record(obj: dict, job_id: str | None, step_id: str | None, name: Any, line_no: int) -> dict:
     state = obj.get("state")
     if isinstance(state, dict):
@@ -181,19 +198,9 @@ def _parse_json(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             recs.append(rec)
     schema = {k: v for k, v in empty_table("sched_records").schema.items()}
     rec = pl.DataFrame(recs, schema=schema) if recs else empty_table("sched_records")
-    ts = pl.coalesce(pl.col("end"), pl.col("start"))
-    events = events_frame(rec.filter(pl.col("state").is_not_null()).with_columns(
-        pl.lit(NAME).alias("source"), pl.lit("sched_state").alias("kind"), ts.alias("ts"),
-        ts.dt.strftime("%Y-%m-%dT%H:%M:%SZ").alias("ts_raw"),
-        pl.when(ts.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
-        pl.coalesce(pl.col("failed_node"),
-                    pl.when(~pl.col("node_list").str.contains(r"[\[,]")).then(pl.col("node_list")),
-                    pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
-        pl.col("state").replace_strict(STATE_SEVERITY, default="warning", return_dtype=pl.Utf8).alias("severity"),
-        pl.col("state").alias("code"),
-        pl.concat_str([pl.lit("sacct --json "), pl.col("job_id"), pl.lit("."), pl.col("step_id").fill_null(""),
-                       pl.lit(" "), pl.col("state")]).str.replace(r"\. ", " ").alias("message"),
-    ))
+    events = _state_events(rec, ctx, _TS.dt.strftime("%Y-%m-%dT%H:%M:%SZ").alias("ts_raw"), pl.concat_str(
+        [pl.lit("sacct --json "), pl.col("job_id"), pl.lit("."), pl.col("step_id").fill_null(""),
+         pl.lit(" "), pl.col("state")]).str.replace(r"\. ", " ").alias("message"))
     # the whole document is one structured record set: every line belongs to it
     return Extraction(events=events, tables={"sched_records": rec}, claimed=lines["line_no"].sort(),
                       ignored=pl.Series("line_no", [], dtype=pl.Int64))
@@ -266,17 +273,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .otherwise(pl.coalesce(state_rest, reason_col)).alias("reason"),
         pl.coalesce(col("End"), col("Start")).alias("ts_raw"),
     )
-    ts = pl.coalesce(pl.col("end"), pl.col("start"))
-    events = events_frame(rec.filter(pl.col("state").is_not_null()).with_columns(
-        pl.lit(NAME).alias("source"), pl.lit("sched_state").alias("kind"),
-        ts.alias("ts"),
-        pl.when(ts.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
-        pl.coalesce(pl.col("failed_node"),
-                    pl.when(~pl.col("node_list").str.contains(r"[\[,]")).then(pl.col("node_list")),
-                    pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
-        pl.col("state").replace_strict(STATE_SEVERITY, default="warning", return_dtype=pl.Utf8).alias("severity"),
-        pl.col("state").alias("code"),
-    ))
+    events = _state_events(rec, ctx)
     no_state = rec.filter(pl.col("state").is_null()).height
     if no_state:
         warnings.append(f"{no_state} sacct row(s) without a State column value")

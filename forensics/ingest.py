@@ -180,16 +180,14 @@ def _sniff(p: ParserInfo, head_text: str) -> float:
 
 def _choose(head_text: str, parsers: list[ParserInfo]) -> list[ParserInfo]:
     head_text = sniff_text(head_text)
+    line_parsers = [p for p in parsers if not p.exclusive]
     exclusive = [(s, p) for p in parsers if p.exclusive and (s := _sniff(p, head_text)) >= 0.5]
-    if exclusive and max(s for s, _ in exclusive) >= LINE_SNIFF_MAX:  # no line parser can beat it
-        return [max(exclusive, key=lambda sp: sp[0])[1]]
     if exclusive:  # the line parsers' sniffs only matter against a structured format's
-        scores = [(_sniff(p, head_text), p) for p in parsers if not p.exclusive]
         best = max(exclusive, key=lambda sp: sp[0])
-        line_best = max((s for s, p in scores if not p.exclusive), default=0.0)
-        if best[0] >= line_best:
+        # at LINE_SNIFF_MAX no line parser can beat it: their sniffs are not run
+        if best[0] >= LINE_SNIFF_MAX or best[0] >= max((_sniff(p, head_text) for p in line_parsers), default=0.0):
             return [best[1]]
-    return [p for p in parsers if not p.exclusive]
+    return line_parsers
 
 
 def _run_parser(p: ParserInfo | None, fn: Callable[[], Extraction], warnings: list[str]) -> Extraction | None:

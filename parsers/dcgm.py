@@ -92,19 +92,24 @@ def _canon_expr(expr: pl.Expr, uniques: list[str]) -> pl.Expr:
 _STRING_BLANKS = ["<<<NULL>>>", "<<<NOT_FOUND>>>", "<<<NOT_SUPPORTED>>>", "<<<NOT_PERM>>>", "N/A", ""]
 
 
-def clean_value(expr: pl.Expr) -> pl.Expr:
-    """Text value -> Float64 with DCGM blank sentinels (int64 >= 0x7ffffffffffffff0, int32
-    0x7ffffff0..3, double >= 1.40737488355328e14) and `N/A`/`<<<...>>>` strings as null."""
-    s = expr.cast(pl.Utf8).str.strip_chars()
-    is_int = s.str.contains(r"^-?\d+$")
+def _clean_values(raw: pl.Series) -> pl.Series:
+    s = raw.cast(pl.Utf8).str.strip_chars()
     v = s.cast(pl.Float64, strict=False)
+    is_int = s.str.contains(r"^-?\d+$")
     blank = (
         s.is_in(_STRING_BLANKS)
-        | (is_int & (v >= 9.2233720368547758e18))
-        | (is_int & (v >= 2147483632) & (v <= 2147483635))
+        | (is_int & ((v >= 9.2233720368547758e18) | ((v >= 2147483632) & (v <= 2147483635))))
         | (~is_int & (v >= 1.40737488355328e14) & v.is_finite())
-    )
-    return pl.when(blank.fill_null(False)).then(pl.lit(None, dtype=pl.Float64)).otherwise(v)
+    ).fill_null(False)
+    return pl.select(pl.when(blank).then(None).otherwise(v)).to_series().alias(raw.name)
+
+
+def clean_value(expr: pl.Expr) -> pl.Expr:
+    """Text value -> Float64 with DCGM blank sentinels (int64 >= 0x7ffffffffffffff0, int32
+    0x7ffffff0..3, double >= 1.40737488355328e14) and `N/A`/`<<<...>>>` strings as null.
+    Evaluated on whole columns (each intermediate once: as one expression tree, an eager select
+    recomputed the strip and the cast for every comparison, 4x the cost)."""
+    return expr.map_batches(_clean_values, return_dtype=pl.Float64)
 
 
 def _label(labels: pl.Expr, *names: str) -> pl.Expr:

@@ -56,6 +56,26 @@ def test_dcgm_blank_sentinel_is_null() -> None:
     assert samples(fixture("long_reordered_epoch.csv"))[1]["value"] is None
 
 
+CLEAN_VALUE_CASES = [  # text as exported -> value (None: a DCGM blank or no number)
+    ("1980", 1980.0), (" 5 ", 5.0), ("-3", -3.0), ("+7", 7.0), ("698.123", 698.123),
+    ("N/A", None), ("", None), ("<<<NULL>>>", None), ("<<<NOT_SUPPORTED>>>", None), ("abc", None), (None, None),
+    ("9223372036854775792", None), ("9223372036854775807", None),  # int64 blanks (>= 0x7ffffffffffffff0)
+    ("2147483632", None), ("2147483635", None), ("2147483631", 2147483631.0), ("2147483636", 2147483636.0),
+    ("2147483635.0", 2147483635.0),  # the int32 blanks are integers only
+    ("1.40737488355328e14", None), ("1e300", None), ("140000000000000.0", 140000000000000.0),  # double blank
+    ("inf", float("inf")), ("-inf", float("-inf")),
+]
+
+
+def test_dcgm_clean_value_table() -> None:
+    raw = pl.DataFrame({"v": [c[0] for c in CLEAN_VALUE_CASES]}, schema={"v": pl.Utf8})
+    got = raw.select(dcgm.clean_value(pl.col("v")))["v"].to_list()
+    assert got == [c[1] for c in CLEAN_VALUE_CASES]
+    # the same on a lazy frame and inside a longer select (the cleaning runs on whole columns)
+    lazy = raw.lazy().select(pl.col("v").alias("raw"), dcgm.clean_value(pl.col("v")).alias("value")).collect()
+    assert lazy["value"].to_list() == got and lazy["raw"].to_list() == raw["v"].to_list()
+
+
 def test_dcgm_prometheus_xid_event() -> None:
     (e,) = fixture("exporter_prometheus.prom").events.to_dicts()
     assert (e["kind"], e["code"], e["gpu"], e["line_no"], e["host"], e["pci_bus_id"]) == (

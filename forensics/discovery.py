@@ -78,6 +78,7 @@ class JobDirError(Exception):
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_OTHER_TAR_MAGIC = (b"BZh", b"\xfd7zXZ\x00")  # tar.bz2 / tar.xz bundles (tarfile reads them too)
 
 _GENERIC_DIR = re.compile(
     r"^(?:logs?|nodes?|hosts?|ranks?|workers?|attempt[-_]?\d+|run[-_]?\d+|rank[-_]?\d+|slurm|dcgm|dmesg|"
@@ -151,12 +152,19 @@ def _is_tar(path: Path, head: bytes) -> bool:
         return name.endswith((".tar.gz", ".tgz", ".tar.zst", ".tzst"))
     if len(head) >= 262 and head[257:262] == b"ustar":
         return True
+    if head.startswith(_OTHER_TAR_MAGIC):  # bzip2 / xz (any size): tarfile tries the decompressors
+        try:
+            with safe_open(path) as fh:
+                return tarfile.is_tarfile(fh)
+        except (OSError, tarfile.TarError, ValueError):
+            return False
     if len(head) < 512:
         return False
-    try:  # old (v7) tar without the ustar magic: tarfile checks the header checksum
-        with safe_open(path) as fh:
-            return tarfile.is_tarfile(fh)
-    except (OSError, tarfile.TarError, ValueError):
+    try:  # old (v7) tar without the ustar magic: a first header whose checksum holds (what
+        # tarfile.is_tarfile checks, without reopening the file and trying every decompressor)
+        tarfile.TarInfo.frombuf(head[:512], "utf-8", "surrogateescape")
+        return True
+    except (tarfile.TarError, ValueError):
         return False
 
 

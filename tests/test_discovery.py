@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from forensics.discovery import JobDirError, Limits, discover, iter_chunks, looks_binary, path_hints
+from forensics.discovery import (
+    JobDirError,
+    Limits,
+    discover,
+    is_archive,
+    iter_chunks,
+    looks_binary,
+    path_hints,
+)
 
 
 @pytest.mark.parametrize(("path", "host", "rank", "attempt"), [
@@ -119,3 +127,33 @@ def test_symlink_out_of_job_not_followed(tmp_path: Path) -> None:
 def test_binary_detection() -> None:
     assert looks_binary(bytes(range(256)) * 10)
     assert not looks_binary("NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus. ünïcode\n".encode() * 10)
+
+
+def _v7(tar: bytes) -> bytes:
+    """The same tar with the first header's ustar magic blanked (an old v7 tar), checksum redone."""
+    h = bytearray(tar[:512])
+    h[257:265] = bytes(8)
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\0 " % sum(h)
+    return bytes(h) + tar[512:]
+
+
+@pytest.mark.parametrize("fmt,mode,v7", [(tarfile.GNU_FORMAT, "w", True), (tarfile.GNU_FORMAT, "w", False),
+                                         (tarfile.USTAR_FORMAT, "w", False), (tarfile.PAX_FORMAT, "w:bz2", False),
+                                         (tarfile.GNU_FORMAT, "w:xz", False)])
+def test_archive_detection_agrees_with_tarfile(tmp_path: Path, fmt: int, mode: str, v7: bool) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode=mode, format=fmt) as tf:  # type: ignore[call-overload]
+        ti = tarfile.TarInfo("logs/rank-0.log")
+        data = b"x" * 700
+        ti.size = len(data)
+        tf.addfile(ti, io.BytesIO(data))
+    bundle = tmp_path / "bundle.bin"  # no telling suffix: detection reads the bytes
+    bundle.write_bytes(_v7(buf.getvalue()) if v7 else buf.getvalue())
+    if v7:
+        assert b"ustar" not in bundle.read_bytes()[:512]
+    log = tmp_path / "big.log"
+    log.write_bytes(b"2024-01-01 00:00:00 INFO step 1\n" * 40)  # 1.3 kB of text: not a tar
+    for p in (bundle, log):
+        assert is_archive(p) == tarfile.is_tarfile(str(p))
+    assert is_archive(bundle) and not is_archive(log)

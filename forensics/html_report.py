@@ -301,12 +301,13 @@ def _advice(rep: dict) -> str:
     return f'<section id="advice"><h2>Checkpoint advice</h2>{_any(rep["advice"])}</section>'
 
 
-def _host_of(path: str, hosts: list[str]) -> str | None:
-    parts = path.replace("\\", "/").split("/")
-    for h in hosts:
-        if h in parts or any(p.startswith(h + ".") or p.startswith(h + "-") or p.startswith(h + "_") for p in parts):
-            return h
-    return None
+def _host_of(path: str, order: dict[str, int]) -> str | None:
+    """The host a path names: a path part that is the host, or starts with it and '.', '-' or '_'.
+    `order` ranks the hosts (the longest first); the best-ranked one named wins."""
+    found: list[str] = []
+    for p in path.replace("\\", "/").split("/"):
+        found += [c for c in (p, *(p[:k] for k, ch in enumerate(p) if ch in ".-_")) if c in order]
+    return min(found, key=order.__getitem__) if found else None
 
 
 COVERAGE_WORDS = ("missing", "skew", "truncat", "no timezone", "unrecognized", "no file", "binary", "limit",
@@ -316,6 +317,7 @@ COVERAGE_WORDS = ("missing", "skew", "truncat", "no timezone", "unrecognized", "
 def _coverage(rep: dict) -> str:
     src = rep.get("sources") or []
     hosts = sorted((rep.get("job") or {}).get("hosts") or [], key=len, reverse=True)
+    order = {h: i for i, h in enumerate(hosts)}
     out = ['<section id="coverage"><h2>Coverage</h2>']
     j = rep.get("job") or {}
     tot = {k: sum(int(s.get(k) or 0) for s in src) for k in ("lines", "parsed", "ignored", "unparsed", "events")}
@@ -326,7 +328,7 @@ def _coverage(rep: dict) -> str:
     if hosts:
         per: dict[str, dict] = {}
         for s in src:
-            h = _host_of(s.get("path") or "", hosts) or "(no host in path)"
+            h = _host_of(s.get("path") or "", order) or "(no host in path)"
             a = per.setdefault(h, {"files": 0, "lines": 0, "parsed": 0, "ignored": 0, "unparsed": 0, "events": 0,
                                    "warnings": 0})
             a["files"] += 1

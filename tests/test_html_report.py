@@ -185,3 +185,21 @@ def test_make_demo_prints_the_html_path_last() -> None:
     cmds = [ln.strip() for ln in recipe.splitlines()[1:] if ln.startswith("\t")]
     assert any("forensics analyze" in c and "--out forensics-out/demo" in c for c in cmds)
     assert cmds[-1].startswith("@echo") and cmds[-1].rstrip('"').endswith("forensics-out/demo/report.html)")
+
+
+HOST_OF_CASES = [  # (path, host the per-host coverage table files it under)
+    ("logs/node-1/rank-0.log", "node-1"),
+    ("logs/node-10/rank-0.log", "node-10"),  # not node-1: the longest host named wins
+    ("nodes/node-1.cluster.local/dmesg.txt", "node-1"),
+    ("dmesg-node-2_2024.txt", None),  # a host inside a part, not at its start, is not a match
+    ("node-2_dmesg.txt", "node-2"),
+    ("node-2-node-10.log", "node-2"),  # a prefix only
+    ("a\\node-3\\b.log", "node-3"),
+    ("slurm/slurm-77.out", None),
+]
+
+
+@pytest.mark.parametrize("path,host", HOST_OF_CASES)
+def test_host_of_a_path(path: str, host: str | None) -> None:
+    hosts = sorted(["node-1", "node-2", "node-3", "node-10"], key=len, reverse=True)
+    assert html_report._host_of(path, {h: i for i, h in enumerate(hosts)}) == host

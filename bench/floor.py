@@ -1,0 +1,60 @@
+"""The least work any analyzer built on this project's stack (Python, polars, DuckDB) must do on a
+job, timed by bench/run.py beside `forensics analyze`, `cat` and `grep` to show how close to the
+grep baseline the stack itself can come.
+
+    python bench/floor.py JOB_DIR
+
+It only:
+1. starts Python and imports polars and DuckDB;
+2. loads every DCGM CSV into a DuckDB table with typed columns (stamp, GPU index, value) in one
+   `read_csv` over all files: the "DCGM straight into DuckDB" of issue 8, DuckDB's own parallel
+   reader, no cleaning, no sentinel rules, no field names;
+3. reads every other file whole and counts its lines and its NCCL INFO lines with `bytes.count`
+   (C speed, no per-line work): less than deciding, line by line, what is chatter.
+
+No parser, no attribution, no report. Prints one JSON line: the seconds of each step and the
+counts (so a reader can check it did touch every file).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+T0 = time.perf_counter()
+import duckdb  # noqa: E402
+import polars  # noqa: E402, F401 - imported as the analyzer does
+
+DCGM_COLUMNS = {"timestamp": "TIMESTAMPTZ", "metric": "VARCHAR", "gpu": "INTEGER", "UUID": "VARCHAR",
+                "pci_bus_id": "VARCHAR", "Hostname": "VARCHAR", "value": "DOUBLE"}
+
+
+def main(job: Path) -> dict:
+    t_import = time.perf_counter() - T0
+    files = sorted(p for p in job.rglob("*") if p.is_file())
+    dcgm = [str(p) for p in files if p.name == "dcgm.csv"]
+    t = time.perf_counter()
+    con = duckdb.connect()
+    samples = 0
+    if dcgm:
+        con.execute("CREATE TABLE s AS SELECT * FROM read_csv($files, header = true, columns = $cols)",
+                    {"files": dcgm, "cols": DCGM_COLUMNS})
+        samples = con.execute("SELECT count(*) FROM s").fetchone()[0]  # type: ignore[index]
+    t_dcgm = time.perf_counter() - t
+    t = time.perf_counter()
+    lines = info = 0
+    for p in files:
+        if p.name != "dcgm.csv":
+            data = p.read_bytes()
+            lines += data.count(b"\n")
+            info += data.count(b" NCCL INFO ")
+    t_rest = time.perf_counter() - t
+    return {"import_s": round(t_import, 3), "dcgm_to_duckdb_s": round(t_dcgm, 3), "other_files_count_s": round(t_rest, 3),
+            "dcgm_files": len(dcgm), "dcgm_samples": samples, "other_files": len(files) - len(dcgm),
+            "other_lines": lines, "nccl_info_lines": info}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(Path(sys.argv[1]))))

@@ -1,0 +1,63 @@
+"""bench/floor.py (the stack's least work on a job) and bench/run.py's grep baseline, on a small
+simulated job: they must touch every file and count what the analysis counts."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from forensics.analysis import analyze
+from forensics.signatures import catalog_literals, load_catalog
+from forensics.simulate import load_scenario, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    case = tmp_path_factory.mktemp("bench") / "case"
+    simulate(load_scenario(ROOT / "fixtures" / "scenarios" / "gpu_fell_off_bus.toml"), case, 3)
+    return case / "job"
+
+
+def test_floor_loads_every_dcgm_sample_and_counts_every_other_line(job: Path, tmp_path: Path) -> None:
+    got = _module("floor").main(job)
+    files = [p for p in job.rglob("*") if p.is_file()]
+    dcgm = [p for p in files if p.name == "dcgm.csv"]
+    other = [p for p in files if p.name != "dcgm.csv"]
+    assert got["dcgm_files"] == len(dcgm) > 0 and got["other_files"] == len(other)
+    assert got["other_lines"] == sum(p.read_bytes().count(b"\n") for p in other)
+    assert got["nccl_info_lines"] == sum(
+        len(re.findall(rb" NCCL INFO ", p.read_bytes())) for p in other)
+    # as many samples as the analysis stores: the floor loads the same data, only without the rules
+    a = analyze(job, tmp_path / "out", html=False)
+    assert got["dcgm_samples"] == a.sql("SELECT count(*) AS n FROM dcgm_samples")["n"][0] > 0
+
+
+def test_floor_runs_as_the_benchmark_runs_it(job: Path) -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "floor.py"), str(job)],
+                         capture_output=True, text=True, check=True)
+    assert '"dcgm_samples"' in out.stdout and out.stderr == ""
+
+
+def test_grep_baseline_is_the_catalog_literals_escaped() -> None:
+    pat = _module("run").grep_pattern()
+    lits = catalog_literals(load_catalog())
+    assert len(pat.split("|")) >= len(lits) > 100
+    for lit in lits:  # every literal is found by the ERE as itself
+        hit = subprocess.run(["grep", "-E", "-c", "-e", pat], input=f"x {lit} y\n", capture_output=True, text=True)
+        assert hit.stdout.strip() == "1", lit

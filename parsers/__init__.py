@@ -17,6 +17,11 @@ A line parser (EXCLUSIVE False) also declares how forensics/bulk.py may run it o
     BATCH = True               # once over the lines of many files: hints from `records.host_hint`,
                                # `rank_hint`, per-file state keyed also on `records.file_keys(ctx)`
     TRIGGER: str | list[str]   # else: a regex / literals; a file with no matching line gives nothing
+
+A structured parser (EXCLUSIVE True) may also read a whole plain file straight from its bytes:
+    parse_bytes(data: bytes, ctx: ParseContext) -> Extraction | None
+                               # exactly what `parse` gives on the file's lines, or None: the file
+                               # needs `parse` (ingest then reads it the usual way; dcgm's long CSV)
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from parsers.kernel import xid_severity
@@ -124,7 +125,9 @@ def _label(labels: pl.Expr, *names: str) -> pl.Expr:
 def _events(samples: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
     """samples has line_no, ts, ts_quality, host, gpu, pci_bus_id, field, value, message plus (in
     `extra`, same row order) err_code, xid_label, health_code."""
-    df = pl.concat([samples, extra], how="horizontal").with_row_index("_ord")
+    keep = samples["field"].is_in([XID_FIELD, XID_COUNT_FIELD, HEALTH_FIELD])  # the rows events come from
+    df = pl.concat([samples.filter(keep), extra.filter(keep)], how="horizontal").with_columns(
+        keep.arg_true().alias("_ord"))
     xid = (
         pl.when(pl.col("field") == XID_FIELD)
         .then(pl.coalesce(pl.col("value").cast(pl.Int64, strict=False),
@@ -159,13 +162,17 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
 _EXTRA_COLS = ["err_code", "xid_label", "health_code", "health_watch"]
 
 
-def _finish(samples: pl.DataFrame, claimed: pl.Series, ignored: pl.Series,
-            warnings: list[str], messages: pl.DataFrame | None = None) -> Extraction:
+def _finish(samples: pl.DataFrame, claimed: pl.Series, ignored: pl.Series, warnings: list[str],
+            messages: pl.DataFrame | Callable[[pl.Series], pl.DataFrame] | None = None) -> Extraction:
+    """`messages`: line_no -> message of the lines, or a function giving them for some line numbers
+    (only events carry their line's text)."""
     extra = samples.with_columns([pl.lit(None, dtype=pl.Utf8).alias(c) for c in _EXTRA_COLS
                                   if c not in samples.columns]).select(_EXTRA_COLS)
     base = samples.select([c for c in samples.columns if c not in _EXTRA_COLS])
     events = _events(base, extra)
     if messages is not None and not events.is_empty():
+        if callable(messages):
+            messages = messages(events["line_no"])
         events = events.drop("message").join(messages, on="line_no", how="left").select(events.columns)
     return Extraction(
         events=events,
@@ -221,26 +228,31 @@ def _prometheus(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     return _finish(out, samples["line_no"], ignored, warnings)
 
 
+def _is_csv_header(line: str) -> bool:
+    cols = [c.strip().strip('"').lower() for c in line.strip().split(",")]
+    return "value" in cols and ("metric" in cols or "__name__" in cols or "field" in cols)
+
+
 def _csv_header(lines: pl.DataFrame) -> tuple[int, str] | None:
     for line_no, text in lines.select("line_no", "text").head(50).iter_rows():
         s = (text or "").strip()
         if not s or s.startswith("#"):
             continue
-        cols = [c.strip().strip('"').lower() for c in s.split(",")]
-        if "value" in cols and ("metric" in cols or "__name__" in cols or "field" in cols):
-            return int(line_no), s
-        return None
+        return (int(line_no), s) if _is_csv_header(s) else None
     return None
 
 
-def _via_unique(df: pl.DataFrame, raw: pl.Expr, fn: Callable[[pl.Expr], pl.Expr], name: str) -> pl.DataFrame:
-    """Add column `name` = fn(raw), computed once per distinct value of `raw` (row order kept).
-    `fn` gets the raw values as the column `_k` and may also read the frame's own columns (a
-    timestamp expression does), so it is evaluated on the distinct rows of the frame."""
-    keyed = df.with_columns(raw.alias("_k"))
-    u = keyed.unique("_k", keep="first", maintain_order=True)
-    u = u.select("_k", fn(pl.col("_k")).alias(name))
-    return keyed.join(u, on="_k", how="left", nulls_equal=True, maintain_order="left").drop("_k")
+def _per_value(df: pl.DataFrame, raw: pl.Expr, fn: Callable[[pl.Expr], pl.Expr], name: str) -> pl.DataFrame:
+    """Add column `name` = fn(raw), computed once per distinct value of `raw` (a sample file repeats
+    one stamp over every GPU and field, one address over every field and sample). `fn` sees the
+    values only, as the column `_k`."""
+    k = df.with_columns(raw.alias("_k"))["_k"]  # (a literal is broadcast)
+    u = k.drop_nulls().unique(maintain_order=True)
+    v = pl.DataFrame({"_k": pl.concat([u, pl.Series([None], dtype=u.dtype)])}).select(fn(pl.col("_k")))[:, 0]
+    out = k.replace_strict(u, v.head(u.len()), default=None, return_dtype=v.dtype)
+    if v[-1] is not None:  # what fn makes of a missing value
+        out = pl.select(pl.when(k.is_null()).then(pl.lit(v[-1], dtype=v.dtype)).otherwise(out)).to_series()
+    return df.with_columns(out.alias(name))
 
 
 def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction:
@@ -257,6 +269,15 @@ def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction
     if df.height != len(data_lines):
         warnings.append(f"CSV rows ({df.height}) do not match data lines ({len(data_lines)}); line numbers approximate")
         data_lines = pl.Series("line_no", list(range(header_line + 1, header_line + 1 + df.height)), dtype=pl.Int64)
+    ignored = lines.filter(~pl.col("line_no").is_in(data_lines.implode()))["line_no"]
+    # the line's text is the message of the few samples that become events, not of every sample
+    return _finish(_csv_samples(df, data_lines, ctx), data_lines, ignored, warnings,
+                   messages=lines.select("line_no", pl.col("text").alias("message")))
+
+
+def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext) -> pl.DataFrame:
+    """The rules of the long CSV: the rows of `df` (text columns as the header names them) as
+    samples, row i read from line data_lines[i]."""
     cols = {c.strip().lower(): c for c in df.columns}
 
     def col(*names: str) -> pl.Expr:
@@ -266,16 +287,19 @@ def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction
         return pl.lit(None, dtype=pl.Utf8)
 
     tsraw = col("timestamp", "time", "ts", "datetime")
-    num = tsraw.cast(pl.Float64, strict=False)
-    ts = (pl.when(num.is_not_null() & (num > 1e11)).then(epoch_seconds(num / 1000.0))
-          .when(num.is_not_null()).then(epoch_seconds(num))
-          .otherwise(iso(tsraw, ctx.tz)))
+
+    def ts(raw: pl.Expr) -> pl.Expr:  # epoch seconds or milliseconds, or ISO 8601
+        num = raw.cast(pl.Float64, strict=False)
+        return (pl.when(num.is_not_null() & (num > 1e11)).then(epoch_seconds(num / 1000.0))
+                .when(num.is_not_null()).then(epoch_seconds(num))
+                .otherwise(iso(raw, ctx.tz)))
+
     metric = col("metric", "__name__", "field")
     uniques = df.select(metric.alias("m"))["m"].unique().to_list()
     # a few stamps and addresses repeat over every GPU and field: parse each distinct value once
-    df = _via_unique(df, tsraw, lambda _: ts, "_ts")
-    df = _via_unique(df, col("pci_bus_id"), normalize_pci, "_pci")
-    out = df.with_columns(pl.Series("line_no", data_lines, dtype=pl.Int64)).select(
+    df = _per_value(df, tsraw, ts, "_ts")
+    df = _per_value(df, col("pci_bus_id"), normalize_pci, "_pci")
+    return df.with_columns(pl.Series("line_no", data_lines, dtype=pl.Int64)).select(
         "line_no",
         pl.col("_ts").alias("ts"),
         pl.when(pl.col("_ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
@@ -292,9 +316,49 @@ def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction
         col("health_error_code").alias("health_code"),
         col("health_watch").alias("health_watch"),
     )
-    ignored = lines.filter(~pl.col("line_no").is_in(data_lines.implode()))["line_no"]
-    # the line's text is the message of the few samples that become events, not of every sample
-    return _finish(out, data_lines, ignored, warnings, messages=lines.select("line_no", pl.col("text").alias("message")))
+
+
+_LINE_START_BLANKS = np.frombuffer(b"\n \t\x0b\x0c", dtype=np.uint8)
+
+
+def parse_bytes(data: bytes, ctx: ParseContext) -> Extraction | None:
+    """A whole plain file (`parsers.lines.is_plain`) that `parse` would read as a long CSV with its
+    header on line 1 and one sample per line after it (ASCII, no quotes, no blank or indented
+    line, no line of another DCGM shape): read by polars' CSV reader straight from the bytes,
+    without a frame of lines first, by the same rules (`_csv_samples`; tests compare both on every
+    CSV fixture). None for anything else: `parse` reads it."""
+    if not data or not data.isascii() or b'"' in data or data[:1].isspace():
+        return None
+    arr = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    if np.isin(arr[ends[ends + 1 < len(data)] + 1], _LINE_START_BLANKS).any():  # a blank or indented line
+        return None
+    first = data[:data.find(b"\n")] if b"\n" in data else data
+    last = data[data.rfind(b"\n") + 1:]
+    if first.startswith(b"#") or not _is_csv_header(first.decode()) or (last and last.isspace()):
+        return None
+    # the shapes `parse` tries before the CSV: none may be there
+    if (first.lstrip().startswith((b"{", b"[")) or data.startswith(b"#Entity") or b"\n#Entity" in data
+            or HEALTH_MARK.encode() in data or (b"Diagnostic" in data and re.search(DIAG_HDR_RE.encode(), data, re.M))):
+        return None
+    n = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    try:
+        df = pl.read_csv(data, infer_schema=False, truncate_ragged_lines=True)
+    except Exception:  # noqa: BLE001 - `parse` reads it and reports why
+        return None
+    if df.height != n - 1:
+        return None
+    data_lines = pl.int_range(2, n + 1, dtype=pl.Int64, eager=True).alias("line_no")
+
+    def messages(line_nos: pl.Series) -> pl.DataFrame:
+        stops = np.append(ends, len(data)) if len(ends) < n else ends
+        starts = np.concatenate(([0], stops[:-1] + 1))
+        nos = line_nos.unique().sort().to_list()
+        return pl.DataFrame({"line_no": nos, "message": [data[starts[k - 1]:stops[k - 1]].decode() for k in nos]},
+                            schema={"line_no": pl.Int64, "message": pl.Utf8})
+
+    return _finish(_csv_samples(df, data_lines, ctx), data_lines, pl.Series("line_no", [1], dtype=pl.Int64), [],
+                   messages=messages)
 
 
 def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:

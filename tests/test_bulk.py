@@ -1,6 +1,8 @@
-"""forensics/bulk.py: many files parsed at once give each file exactly the result of parsing it
-alone (ingest.parse_one), on every fixture folder, the labelled real-sample jobs and simulated
-jobs with NCCL INFO chatter; and the per-file parsers' TRIGGER contract holds on every fixture."""
+"""The fast paths of ingest give each file exactly the result of the plain way: forensics/bulk.py
+(many files parsed at once) against parsing each alone (ingest.parse_one), on every fixture folder,
+the labelled real-sample jobs and simulated jobs with NCCL INFO chatter; a parser's `parse_bytes`
+(whole structured files read from their bytes) against its `parse` of the lines; and the per-file
+parsers' TRIGGER contract holds on every fixture."""
 
 from __future__ import annotations
 
@@ -30,8 +32,8 @@ def _sorted(df: pl.DataFrame) -> pl.DataFrame:
     return df.sort(df.columns, nulls_last=True) if not df.is_empty() else df
 
 
-def _ingest(job: Path, bulk: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str, ingest_mod.FileResult]:
-    monkeypatch.setattr(ingest_mod, "BULK", bulk)
+def _ingest(job: Path, on: bool, monkeypatch: pytest.MonkeyPatch, flag: str = "BULK") -> dict[str, ingest_mod.FileResult]:
+    monkeypatch.setattr(ingest_mod, flag, on)
     monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
     disc = discover(job)
     try:
@@ -41,8 +43,8 @@ def _ingest(job: Path, bulk: bool, monkeypatch: pytest.MonkeyPatch) -> dict[str,
     return {f.rel_path: f for f in ing.files}
 
 
-def _assert_same(job: Path, monkeypatch: pytest.MonkeyPatch) -> int:
-    fast, slow = _ingest(job, True, monkeypatch), _ingest(job, False, monkeypatch)
+def _assert_same(job: Path, monkeypatch: pytest.MonkeyPatch, flag: str = "BULK") -> int:
+    fast, slow = _ingest(job, True, monkeypatch, flag), _ingest(job, False, monkeypatch, flag)
     assert fast.keys() == slow.keys()
     for path, a in fast.items():
         b = slow[path]
@@ -79,6 +81,40 @@ def test_bulk_equals_file_by_file_on_simulated_info_logs(scenario: str, tmp_path
     monkeypatch.setattr(ingest_mod, "BULK_GROUP_BATCHES", 3)
     n_events = _assert_same(tmp_path / "case" / "job", monkeypatch)
     assert n_events > 10
+
+
+def _dcgm_whole_files(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the files the dcgm parser reads from their bytes (while the test runs)."""
+    from parsers import dcgm
+
+    taken: list[int] = []
+    real = dcgm.parse_bytes
+
+    def counting(data: bytes, ctx: ParseContext):  # noqa: ANN202
+        got = real(data, ctx)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(dcgm, "parse_bytes", counting)
+    return taken
+
+
+@pytest.mark.parametrize("folder", [FIXTURES / "dcgm", *(d for d in JOB_DIRS if "dcgm" in d.name)],
+                         ids=lambda p: p.name)
+def test_parse_bytes_equals_parse_on_fixtures(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _dcgm_whole_files(monkeypatch)
+    _assert_same(folder, monkeypatch, flag="PARSE_BYTES")
+    if folder.name == "dcgm":
+        assert sum(taken) == 1  # long_timeseries.csv (the other CSV quotes a cell: read as lines)
+
+
+def test_parse_bytes_equals_parse_on_simulated_dcgm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    simulate(load_scenario(FIXTURES / "scenarios" / "gpu_fell_off_bus.toml"), tmp_path / "case", 5)
+    job = tmp_path / "case" / "job"
+    n_dcgm = len(list(job.rglob("dcgm.csv")))
+    taken = _dcgm_whole_files(monkeypatch)
+    n_events = _assert_same(job, monkeypatch, flag="PARSE_BYTES")
+    assert sum(taken) == n_dcgm > 0 and n_events > 10
 
 
 def test_chatter_is_ignored_and_the_rest_parsed(tmp_path: Path) -> None:

@@ -231,3 +231,48 @@ def test_dcgmi_diag_failed_and_warned_tests() -> None:
     assert 18 in ex.claimed.to_list()  # the wrapped second line of the warning
     assert set(ex.claimed.to_list()) | set(ex.ignored.to_list()) == set(range(1, 29))
     check_contract(ex, 28)
+
+
+_TS = (FIX / "long_timeseries.csv").read_text()
+_HDR, *_ROWS = _TS.splitlines()
+PARSE_BYTES_CASES = {  # name -> (file text, whether parse_bytes reads it itself)
+    "fixture long_timeseries": (_TS, True),
+    "fixture long_reordered_epoch (quoted model name)": ((FIX / "long_reordered_epoch.csv").read_text(), False),
+    "no final newline": (_TS.rstrip("\n"), True),
+    "epoch ms stamps, an XID that changes": (
+        "time,metric,gpu,Hostname,value\n" + "".join(
+            f"{1718000000000 + 15000 * i},DCGM_FI_DEV_XID_ERRORS,{i % 2},node-3,{[0, 0, 79, 79, 48, 0][i]}\n"
+            for i in range(6)), True),
+    "ragged rows": (f"{_HDR}\n{_ROWS[0]}\n{_ROWS[1]},extra,cells\n{_ROWS[2].rsplit(',', 2)[0]}\n", True),
+    "blank line": (f"{_HDR}\n{_ROWS[0]}\n\n{_ROWS[1]}\n", False),
+    "whitespace-only line": (f"{_HDR}\n{_ROWS[0]}\n  \n{_ROWS[1]}\n", False),
+    "comment before the header": (f"# dcgm export\n{_TS}", False),
+    "header only": (f"{_HDR}\n", True),
+    "a dmon table further down": (f"{_TS}#Entity   POWER\nGPU 0     85.2\n", False),
+    "non-ASCII host": (_TS.replace("node-17", "nöde-17"), False),
+}
+
+
+@pytest.mark.parametrize("name", list(PARSE_BYTES_CASES))
+def test_parse_bytes_is_parse_or_declines(name: str) -> None:
+    """`parse_bytes` (the whole-file fast path for long CSVs) reads what it takes exactly as `parse`
+    does from the lines, and declines (None) the files whose lines need `parse`."""
+    text, fast = PARSE_BYTES_CASES[name]
+    data = text.encode()
+    ctx = ParseContext(path="dcgm.csv", host_hint="hint-host")
+    got = dcgm.parse_bytes(data, ctx)
+    assert (got is not None) == fast
+    if got is None:
+        return
+    want = dcgm.parse(with_body(decode_lines(data).lines), ctx)
+    assert got.claimed.to_list() == want.claimed.to_list() and got.ignored.to_list() == want.ignored.to_list()
+    assert got.events.equals(want.events) and got.warnings == want.warnings
+    assert got.tables["dcgm_samples"].equals(want.tables["dcgm_samples"])
+    assert got.claimed.len() + got.ignored.len() == text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def test_parse_bytes_events_carry_their_lines_text() -> None:
+    text = PARSE_BYTES_CASES["epoch ms stamps, an XID that changes"][0]
+    ev = dcgm.parse_bytes(text.encode(), ParseContext(path="dcgm.csv")).events  # type: ignore[union-attr]
+    assert [(r["line_no"], r["code"], r["message"]) for r in ev.to_dicts()] == [
+        (4, "79", text.splitlines()[3]), (5, "79", text.splitlines()[4]), (6, "48", text.splitlines()[5])]

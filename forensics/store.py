@@ -3,11 +3,13 @@ frames by column name, read back as polars frames."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 SCHEMA_SQL = resources.files("forensics").joinpath("schema.sql").read_text(encoding="utf-8")
 INSERT_BATCH_ROWS = 200_000
@@ -24,15 +26,29 @@ class Store:
             self.con.execute(SCHEMA_SQL)
 
     def insert(self, table: str, df: pl.DataFrame | pl.LazyFrame) -> None:
-        """A LazyFrame (a table that waits on disk) goes in by batches: memory stays bounded."""
+        """A LazyFrame (a table that waits on disk) streams in as one insert, INSERT_BATCH_ROWS rows
+        in memory at a time (DuckDB writes large appends to the file as they come, within its
+        memory limit)."""
         if isinstance(df, pl.LazyFrame):
-            for batch in df.collect_batches(chunk_size=INSERT_BATCH_ROWS):
-                self.insert(table, batch)
-                self.con.execute("CHECKPOINT")  # to disk: appended rows stay in memory until then
+            batches = iter(df.collect_batches(chunk_size=INSERT_BATCH_ROWS))
+            first = next(batches, None)
+            if first is None:
+                return
+            head = first.to_arrow()
+
+            def arrow_batches() -> Iterator[pa.RecordBatch]:
+                yield from head.to_batches()
+                for b in batches:
+                    yield from b.to_arrow().cast(head.schema).to_batches()
+
+            self._insert_arrow(table, pa.RecordBatchReader.from_batches(head.schema, arrow_batches()))
+            self.con.execute("CHECKPOINT")
             return
         if df.is_empty():
             return
-        arrow = df.to_arrow()
+        self._insert_arrow(table, df.to_arrow())
+
+    def _insert_arrow(self, table: str, arrow: pa.Table | pa.RecordBatchReader) -> None:
         self.con.register("_incoming", arrow)
         try:
             self.con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')

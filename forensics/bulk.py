@@ -92,7 +92,7 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     """Read a batch into one frame, count and drop NCCL chatter, find each file's first and last
     stamps. Returns the screened batch and the item indices left to `parse_one` (unclean files,
     or all when the batch cannot be read as lines)."""
-    from forensics.ingest import SPAN_LINES, _stamp_expr
+    from forensics.ingest import SPAN_LINES
 
     is_clean = [clean(it.data) for it in items]
     ok = [it for it, c in zip(items, is_clean, strict=True) if c]
@@ -117,19 +117,26 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     chat_n = np.zeros(len(ok), dtype=np.int64)
     chat_n[chat["hint_file"].to_numpy()] = chat["_chat"].to_numpy()
     # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
-    span = df.filter(~pl.col("_sep") & ((pl.col("_local") <= SPAN_LINES) | (pl.col("_local") > pl.Series(
-        (n - SPAN_LINES)[k], dtype=pl.Int64))))
-    span = span.filter(t.str.contains(_STAMP_HINT)).select("hint_file", "line_no", "text")
-    lo_hi: dict[int, tuple] = {}
-    if not span.is_empty():
-        sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)
-        st = with_body(span).with_columns(_stamp_expr(sctx).alias("_t")).group_by("hint_file").agg(
-            pl.col("_t").min().alias("lo"), pl.col("_t").max().alias("hi"))
-        lo_hi = {r["hint_file"]: (r["lo"], r["hi"]) for r in st.iter_rows(named=True)}
+    lo_hi = _spans(df.filter(~pl.col("_sep") & ((pl.col("_local") <= SPAN_LINES) | (pl.col("_local") > pl.Series(
+        (n - SPAN_LINES)[k], dtype=pl.Int64)))), cfg, ref_year)
     rest = df.filter(~pl.col("_chat")).drop("_chat")  # blank lines stay: a block may hold them
     sha = [hashlib.sha256(it.data).hexdigest() for it in ok]
     kept = [Item(it.index, it.sf, b"") for it in ok]
     return Screened(kept, n, chat_n, sha, lo_hi, rest, bases), again
+
+
+def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[int, tuple]:
+    """hint_file -> (earliest, latest) stamp among `lines` (hint_file, line_no, text): each file's
+    first and last SPAN_LINES lines, as `ingest.line_span` reads them."""
+    from forensics.ingest import _stamp_expr
+
+    span = lines.filter(pl.col("text").str.contains(_STAMP_HINT)).select("hint_file", "line_no", "text")
+    if span.is_empty():
+        return {}
+    sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)
+    st = with_body(span).with_columns(_stamp_expr(sctx).alias("_t")).group_by("hint_file").agg(
+        pl.col("_t").min().alias("lo"), pl.col("_t").max().alias("hi"))
+    return {r["hint_file"]: (r["lo"], r["hi"]) for r in st.iter_rows(named=True)}
 
 
 def parse_batch(items: list[Item], cfg: JobConfig, ref_year: int | None, boot_times: dict[str, datetime],
@@ -323,4 +330,88 @@ def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: li
             tb = tb.with_columns(pl.col("host").fill_null(_per_file(hosts, pl.Utf8)))
         tables[tname] = tb.partition_by("hint_file", as_dict=True, maintain_order=True, include_key=False)
     return events, tables
+
+
+def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int | None,
+                max_line: int = MAX_LINE_CHARS) -> tuple[dict[int, object], list[int]]:
+    """Whole structured files that parser `p` reads straight from their bytes (`parse_bytes_many`:
+    many files, one read per header, its rules applied once). FileResults by item index, as
+    `ingest.parse_one` makes them, and the indices it leaves to the usual way (not plain text, a
+    line over the limit, a file the parser declines, or one whose lines it does not account for
+    exactly once)."""
+    from forensics.ingest import SPAN_LINES, FileResult, _check_unchanged
+
+    ok, again, newlines = [], [], []
+    for it in items:
+        nl = np.flatnonzero(np.frombuffer(it.data, dtype=np.uint8) == 10)
+        longest = int(np.diff(np.concatenate(([-1], nl, [len(it.data)]))).max()) - 1 if it.data else 0
+        if len(it.data) == it.sf.size and 0 < len(it.data) and is_plain(it.data) \
+                and longest <= min(max_line, MAX_LINE_CHARS):
+            ok.append(it)
+            newlines.append(nl)
+        else:
+            again.append(it.index)
+    if not ok:
+        return {}, again
+    hosts = [cfg.host_aliases.get(it.sf.host_hint or "", it.sf.host_hint) for it in ok]
+    ranks = [it.sf.rank_hint for it in ok]
+    ctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone, batched=True)
+    try:
+        ext, taken = p.module.parse_bytes_many([it.data for it in ok], hosts, ctx)
+    except Exception:  # noqa: BLE001 - the usual way reads them and reports what fails
+        return {}, again + [it.index for it in ok]
+    if ext.warnings:
+        return {}, again + [it.index for it in ok]
+    bases = np.arange(len(ok), dtype=np.int64) * p.module.BYTES_STRIDE
+    n = np.array([len(nl) + (0 if it.data.endswith(b"\n") else 1) for it, nl in zip(ok, newlines, strict=True)],
+                 dtype=np.int64)
+    claimed, ignored = ext.claimed.cast(pl.Int64).unique(), ext.ignored.cast(pl.Int64).unique()
+    n_claimed = np.bincount(_file_of(claimed, bases), minlength=len(ok))
+    n_ignored = np.bincount(_file_of(ignored, bases), minlength=len(ok))
+    both = np.unique(_file_of(claimed.filter(claimed.is_in(ignored.implode())), bases))
+    taken = [t and n_claimed[k] + n_ignored[k] == n[k] and k not in both for k, t in enumerate(taken)]
+    # first / last stamps: the first and last SPAN_LINES lines of each file in one frame
+    blob, files, local = [], [], []
+    for k, it in enumerate(ok):
+        if not taken[k]:
+            continue
+        nl = newlines[k]
+        cut = [(0, min(n[k], SPAN_LINES))]
+        if n[k] > SPAN_LINES:
+            cut.append((max(SPAN_LINES, n[k] - SPAN_LINES), n[k]))
+        for a, b in cut:
+            start = 0 if a == 0 else int(nl[a - 1]) + 1
+            piece = it.data[start:int(nl[b - 1]) + 1] if b <= len(nl) else it.data[start:] + b"\n"
+            blob.append(piece)
+            files.append(np.full(b - a, k, dtype=np.int64))
+            local.append(np.arange(a + 1, b + 1, dtype=np.int64))
+    lo_hi: dict[int, tuple] = {}
+    if blob:
+        text = plain_lines(b"".join(blob))
+        if text is None:
+            return {}, again + [it.index for it in ok]
+        lo_hi = _spans(pl.DataFrame({"hint_file": np.concatenate(files), "line_no": np.concatenate(local),
+                                     "text": text}), cfg, ref_year)
+    events, tables = _split([(p.name, ext)], bases, hosts, ranks, cfg)
+    no_events = pl.DataFrame(schema=EVENT_SCHEMA)
+    out: dict[int, object] = {}
+    for k, it in enumerate(ok):
+        if not taken[k]:
+            again.append(it.index)
+            continue
+        res = FileResult(it.sf.rel_path, it.sf.size, hashlib.sha256(it.data).hexdigest(), p.name, p.name,
+                         events=no_events)
+        res.lines, res.parsed, res.ignored = int(n[k]), int(n_claimed[k]), int(n_ignored[k])
+        res.first_ts, res.last_ts = lo_hi.get(k, (None, None))
+        ev = events.get((k,))
+        if ev is not None:
+            res.events = ev
+        for name, parts in tables.items():
+            tb = parts.get((k,))
+            if tb is not None:
+                res.tables[name] = tb
+        _check_unchanged(it.sf, res)
+        res.warnings.extend(it.sf.warnings)
+        out[it.index] = res
+    return out, again
 

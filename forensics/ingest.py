@@ -37,7 +37,7 @@ from forensics.report import MAX_UNPARSED_LISTED
 from parsers import ParserInfo, registry
 from parsers import timestamps as ts
 from parsers.elastic import parse_error_json, sniff_error_json
-from parsers.lines import decode_lines, is_plain, with_body
+from parsers.lines import decode_lines, with_body
 from parsers.nccl import chatter
 from parsers.records import (
     EVENT_SCHEMA,
@@ -225,21 +225,16 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     events, tables, claimed_counts = [], {}, Counter()
     invalid_utf8 = False
     nul = 0
-    whole = _parse_whole(sf, chosen, ctx, limits)
-    if whole is not None:  # a structured file its parser read straight from the bytes
-        p, ext, n, span, sha = whole
-        res.lines, res.parsed, res.ignored = n, ext.claimed.len(), ext.ignored.len()
-        res.first_ts, res.last_ts = span
-        claimed_counts[p.name] = ext.claimed.len()
-        if not ext.events.is_empty():
-            events.append(conform(ext.events, EVENT_SCHEMA))
-        for tname, tdf in ext.tables.items():
-            if tname in TABLE_SCHEMAS and not tdf.is_empty():
-                tables.setdefault(tname, []).append(conform(tdf, TABLE_SCHEMAS[tname]))
-        res.warnings.extend(ext.warnings)
-        hasher = None
-        res.sha256 = sha
-    for chunk, first in iter_chunks(sf, limits, hasher=hasher) if whole is None else ():
+    if _whole_parser(sf, chosen, limits) is not None:  # a structured file its parser reads from the bytes
+        from forensics.bulk import Item, parse_whole
+
+        try:
+            got, _ = parse_whole([Item(0, sf, _read_whole(sf))], chosen[0], cfg, ref_year, limits.max_line_bytes)
+        except OSError:
+            got = {}
+        if 0 in got:
+            return got[0]  # type: ignore[return-value]
+    for chunk, first in iter_chunks(sf, limits, hasher=hasher):
         dec = decode_lines(chunk, first)
         invalid_utf8 |= dec.invalid_utf8
         nul += dec.nul_bytes
@@ -292,8 +287,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         rest = lines.filter(~pl.col("line_no").is_in(claimed.implode()) & ~pl.col("line_no").is_in(ignored.implode()))
         res.unparsed += rest.height
         _keep_errors(res, rest)
-    if whole is None:
-        res.sha256 = hasher.hexdigest() if hasher is not None else _sha256(sf)
+    res.sha256 = hasher.hexdigest() if hasher is not None else _sha256(sf)
     _check_unchanged(sf, res)
     if res.unparsed_error_lines > res.unparsed_errors.height:
         res.warnings.append(f"{res.unparsed_error_lines} error-like unparsed lines; the first "
@@ -329,49 +323,48 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     return res
 
 
-PARSE_BYTES = True  # a parser with `parse_bytes` reads whole plain files from their bytes; tests compare both
+PARSE_BYTES = True  # a parser with `parse_bytes_many` reads whole plain files from their bytes; tests compare both
+WHOLE_BATCH_BYTES = 32 * 1024 * 1024  # bytes of such files read together
 
 
-def _parse_whole(sf: SourceFile, chosen: list[ParserInfo], ctx: ParseContext, limits: Limits
-                 ) -> tuple[ParserInfo, Extraction, int, tuple, str] | None:
-    """The one chosen structured parser's `parse_bytes` on the whole file, when it takes it: a plain
-    file of at most one chunk, no line over the line limit, every line parsed or ignored. Returns
-    (parser, extraction, lines, first/last stamp, sha256), or None: the file is read the usual way."""
-    if not (PARSE_BYTES and len(chosen) == 1 and chosen[0].exclusive and sf.compression is None
-            and 0 < sf.size <= limits.chunk_bytes and hasattr(chosen[0].module, "parse_bytes")):
+def _whole_parser(sf: SourceFile, chosen: list[ParserInfo], limits: Limits) -> ParserInfo | None:
+    """The structured parser that reads this file straight from its bytes (`bulk.parse_whole`),
+    if the file is a plain one of at most one chunk and the one parser chosen for it can."""
+    if (PARSE_BYTES and len(chosen) == 1 and chosen[0].exclusive and sf.compression is None
+            and 0 < sf.size <= limits.chunk_bytes and hasattr(chosen[0].module, "parse_bytes_many")):
+        return chosen[0]
+    return None
+
+
+def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limits: Limits) -> ParserInfo | None:
+    """`_whole_parser` from the file's head, as `parse_one` chooses (None for anything unusual)."""
+    if not PARSE_BYTES or sf.compression is not None or not 0 < sf.size <= limits.chunk_bytes:
         return None
-    p = chosen[0]
     try:
-        data = _read_whole(sf)
+        head = read_head(sf, limits)
     except OSError:
         return None
-    if len(data) != sf.size or not is_plain(data):
+    if not head or looks_binary(head) or _boot_time_file(head, cfg) is not None:
         return None
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    starts = np.concatenate(([0], ends + 1))[: len(ends) + (0 if data.endswith(b"\n") else 1)]
-    n = len(starts)
-    if n == 0 or int((np.append(ends, len(data))[:n] - starts).max()) > limits.max_line_bytes:
-        return None
+    text = head.decode("utf-8", errors="replace")
+    return None if sniff_error_json(text) else _whole_parser(sf, _choose(text, parsers), limits)
+
+
+def _whole_group(ids: list[int], disc: Discovery, p: ParserInfo, cfg: JobConfig, ref_year: int | None,
+                 limits: Limits) -> dict[int, FileResult]:
+    from forensics.bulk import Item, parse_whole
+
+    items = []
+    for i in ids:
+        try:
+            items.append(Item(i, disc.files[i], _read_whole(disc.files[i])))
+        except OSError:
+            continue
     try:
-        ext = p.module.parse_bytes(data, ctx)
-    except Exception:  # noqa: BLE001 - the usual way reads it and reports what fails
-        return None
-    if ext is None or ext.warnings:
-        return None
-    claimed = ext.claimed.cast(pl.Int64).unique()
-    ignored = ext.ignored.cast(pl.Int64).unique()
-    if (claimed.len() + ignored.len() != n or claimed.is_in(ignored.implode()).any()
-            or int(pl.concat([claimed, ignored]).min()) < 1 or int(pl.concat([claimed, ignored]).max()) > n):
-        return None  # not every line accounted for exactly once: the usual way keeps what is unparsed
-    # the first / last stamps among the first and last SPAN_LINES lines, as `line_span` reads them
-    head_end = int(starts[SPAN_LINES]) if n > SPAN_LINES else len(data)
-    tail_from = max(SPAN_LINES, n - SPAN_LINES)
-    parts = [decode_lines(data[:head_end]).lines]
-    if tail_from < n:
-        parts.append(decode_lines(data[int(starts[tail_from]):], tail_from + 1).lines)
-    span = line_span(pl.concat(parts), ctx)
-    return p, Extraction(events=ext.events, tables=ext.tables, claimed=claimed, ignored=ignored,
-                         warnings=[]), n, span, hashlib.sha256(data).hexdigest()
+        got, _ = parse_whole(items, p, cfg, ref_year, limits.max_line_bytes)
+    except Exception:  # noqa: BLE001 - file by file instead: parse_one reports what fails, per file
+        return {}
+    return got  # type: ignore[return-value]
 
 
 def _keep_errors(res: FileResult, rest: pl.DataFrame) -> None:
@@ -661,6 +654,23 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         order_left = [i for i in order if results[i] is None]
     else:
         order_left = order
+    # whole structured files a parser reads from their bytes (DCGM CSV): many at a time
+    routes: dict[str, tuple[ParserInfo, list[int]]] = {}
+    for i in order_left:
+        wp = _whole_route(disc.files[i], cfg, parsers, limits)
+        if wp is not None:
+            routes.setdefault(wp.name, (wp, []))[1].append(i)
+    jobs = [(wp, pack) for wp, ids in routes.values()
+            for pack in _pack(ids, lambda i: disc.files[i].size, WHOLE_BATCH_BYTES)]
+    if jobs:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for got in pool.map(lambda j: _whole_group(j[1], disc, j[0], cfg, ref_year, limits), jobs):
+                for i, r in got.items():
+                    results[i] = _spill(i, r, spill_dir)
+                    done += 1
+                if progress and got:
+                    progress(done, len(order))
+        order_left = [i for i in order_left if results[i] is None]
     # small unrecognizable files are screened in batches (no per-file parser cost)
     cands = [i for i in order_left if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers)]
     batches = [[(i, disc.files[i], heads[i]) for i in p] for p in _pack(cands, lambda i: len(heads[i]) + 1, BATCH_BYTES)]

@@ -14,6 +14,7 @@ import io
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from parsers.records import (
     empty_events,
     empty_table,
     events_frame,
+    file_keys,
+    host_hint,
     normalize_pci,
     table_frame,
 )
@@ -90,16 +93,16 @@ def _canon_expr(expr: pl.Expr, uniques: list[str]) -> pl.Expr:
 # --------------------------------------------------------------------------------------------
 # value cleaning
 
-_STRING_BLANKS = ["<<<NULL>>>", "<<<NOT_FOUND>>>", "<<<NOT_SUPPORTED>>>", "<<<NOT_PERM>>>", "N/A", ""]
-
 
 def _clean_values(raw: pl.Series) -> pl.Series:
     s = raw.cast(pl.Utf8).str.strip_chars()
-    v = s.cast(pl.Float64, strict=False)
+    v = s.cast(pl.Float64, strict=False)  # the blank strings (N/A, <<<...>>>, '') are no number: null
+    big = v >= 2147483632
+    if not big.any():  # no value in the sentinel ranges
+        return v.alias(raw.name)
     is_int = s.str.contains(r"^-?\d+$")
     blank = (
-        s.is_in(_STRING_BLANKS)
-        | (is_int & ((v >= 9.2233720368547758e18) | ((v >= 2147483632) & (v <= 2147483635))))
+        (is_int & ((v >= 9.2233720368547758e18) | (big & (v <= 2147483635))))
         | (~is_int & (v >= 1.40737488355328e14) & v.is_finite())
     ).fill_null(False)
     return pl.select(pl.when(blank).then(None).otherwise(v)).to_series().alias(raw.name)
@@ -122,7 +125,7 @@ def _label(labels: pl.Expr, *names: str) -> pl.Expr:
 # events from samples
 
 
-def _events(samples: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
+def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
     """samples has line_no, ts, ts_quality, host, gpu, pci_bus_id, field, value, message plus (in
     `extra`, same row order) err_code, xid_label, health_code."""
     keep = samples["field"].is_in([XID_FIELD, XID_COUNT_FIELD, HEALTH_FIELD])  # the rows events come from
@@ -137,7 +140,7 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
     )
     x = df.with_columns(xid.alias("_xid")).filter(pl.col("field").is_in([XID_FIELD, XID_COUNT_FIELD]))
     x = x.sort("ts", "_ord", nulls_last=False).with_columns(
-        pl.col("_xid").shift(1).over(["host", "gpu", "field"]).alias("_prev")
+        pl.col("_xid").shift(1).over(["host", "gpu", "field", *(keys or [])]).alias("_prev")
     ).filter(
         pl.col("_xid").is_not_null() & (pl.col("_xid") != 0)
         & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("_xid")))
@@ -147,7 +150,7 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame) -> pl.DataFrame:
         xid_severity(pl.col("_xid")).alias("severity"),
     )
     h = df.filter(pl.col("field") == HEALTH_FIELD).sort("ts", "_ord").with_columns(
-        pl.col("value").shift(1).over(["host", "gpu", "health_watch"]).alias("_prev")
+        pl.col("value").shift(1).over(["host", "gpu", "health_watch", *(keys or [])]).alias("_prev")
     ).filter(
         (pl.col("value") > 0) & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("value")))
     ).with_columns(
@@ -163,13 +166,14 @@ _EXTRA_COLS = ["err_code", "xid_label", "health_code", "health_watch"]
 
 
 def _finish(samples: pl.DataFrame, claimed: pl.Series, ignored: pl.Series, warnings: list[str],
-            messages: pl.DataFrame | Callable[[pl.Series], pl.DataFrame] | None = None) -> Extraction:
+            messages: pl.DataFrame | Callable[[pl.Series], pl.DataFrame] | None = None,
+            keys: list[str] | None = None) -> Extraction:
     """`messages`: line_no -> message of the lines, or a function giving them for some line numbers
-    (only events carry their line's text)."""
+    (only events carry their line's text). `keys`: what else keeps samples apart (many files)."""
     extra = samples.with_columns([pl.lit(None, dtype=pl.Utf8).alias(c) for c in _EXTRA_COLS
                                   if c not in samples.columns]).select(_EXTRA_COLS)
     base = samples.select([c for c in samples.columns if c not in _EXTRA_COLS])
-    events = _events(base, extra)
+    events = _events(base, extra, keys)
     if messages is not None and not events.is_empty():
         if callable(messages):
             messages = messages(events["line_no"])
@@ -275,15 +279,16 @@ def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction
                    messages=lines.select("line_no", pl.col("text").alias("message")))
 
 
-def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext) -> pl.DataFrame:
+def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext, spaces: bool = True) -> pl.DataFrame:
     """The rules of the long CSV: the rows of `df` (text columns as the header names them) as
-    samples, row i read from line data_lines[i]."""
+    samples, row i read from line data_lines[i]. `spaces=False`: the text has no white space, so
+    no cell needs stripping."""
     cols = {c.strip().lower(): c for c in df.columns}
 
     def col(*names: str) -> pl.Expr:
         for n in names:
             if n.lower() in cols:
-                return pl.col(cols[n.lower()]).str.strip_chars()
+                return pl.col(cols[n.lower()]).str.strip_chars() if spaces else pl.col(cols[n.lower()])
         return pl.lit(None, dtype=pl.Utf8)
 
     tsraw = col("timestamp", "time", "ts", "datetime")
@@ -304,8 +309,7 @@ def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext) -> 
         pl.col("_ts").alias("ts"),
         pl.when(pl.col("_ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         tsraw.alias("ts_raw"),
-        pl.coalesce(col("Hostname", "hostname", "host", "instance"), pl.lit(ctx.host_hint, dtype=pl.Utf8))
-        .alias("host"),
+        pl.coalesce(col("Hostname", "hostname", "host", "instance"), host_hint(ctx)).alias("host"),
         col("gpu").cast(pl.Int64, strict=False).alias("gpu"),
         col("UUID", "uuid", "gpu_uuid").alias("uuid"),
         pl.col("_pci").alias("pci_bus_id"),
@@ -315,10 +319,44 @@ def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext) -> 
         col("xid").alias("xid_label"),
         col("health_error_code").alias("health_code"),
         col("health_watch").alias("health_watch"),
+        *file_keys(ctx),
     )
 
 
-_LINE_START_BLANKS = np.frombuffer(b"\n \t\x0b\x0c", dtype=np.uint8)
+_BAD_LINE_STARTS = np.frombuffer(b"\n \t\x0b\x0c#|", dtype=np.uint8)
+_SPACES = (b" ", b"\t", b"\x0b", b"\x0c")  # the white space an ASCII cell can hold (no CR: plain text)
+BYTES_STRIDE = 1 << 40  # line numbers of file k in parse_bytes_many start at k * BYTES_STRIDE
+
+
+@dataclass
+class _WholeCsv:
+    header: bytes
+    body: bytes  # the lines after the header, each ending in a newline
+    n: int  # lines in the file
+    stops: np.ndarray  # where each line ends (its newline, or the end of the data)
+
+
+def _whole_csv(data: bytes) -> _WholeCsv | None:
+    """`data` as `parse` would read it, if that is a long CSV with its header on line 1 and one
+    sample per later line (ASCII, no quote, no blank or indented line, no other DCGM shape)."""
+    if not data or not data.isascii() or b'"' in data or data[:1].isspace():
+        return None
+    arr = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    # no blank or indented line, and none starting as a dmon header (#Entity) or diag table (|) does
+    if np.isin(arr[ends[ends + 1 < len(data)] + 1], _BAD_LINE_STARTS).any():
+        return None
+    first = data[:ends[0]] if len(ends) else data
+    last = data[ends[-1] + 1:] if len(ends) else data
+    if first.startswith((b"#", b"|")) or not _is_csv_header(first.decode()) or (last and last.isspace()):
+        return None
+    if b" " in data and HEALTH_MARK.encode() in data:  # the other shape `parse` tries before the CSV
+        return None
+    n = len(ends) + (0 if data.endswith(b"\n") else 1)
+    body = data[len(first) + 1:]
+    if body and not body.endswith(b"\n"):
+        body += b"\n"
+    return _WholeCsv(first, body, n, ends if len(ends) == n else np.append(ends, len(data)))
 
 
 def parse_bytes(data: bytes, ctx: ParseContext) -> Extraction | None:
@@ -327,38 +365,58 @@ def parse_bytes(data: bytes, ctx: ParseContext) -> Extraction | None:
     line, no line of another DCGM shape): read by polars' CSV reader straight from the bytes,
     without a frame of lines first, by the same rules (`_csv_samples`; tests compare both on every
     CSV fixture). None for anything else: `parse` reads it."""
-    if not data or not data.isascii() or b'"' in data or data[:1].isspace():
-        return None
-    arr = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(arr == 10)
-    if np.isin(arr[ends[ends + 1 < len(data)] + 1], _LINE_START_BLANKS).any():  # a blank or indented line
-        return None
-    first = data[:data.find(b"\n")] if b"\n" in data else data
-    last = data[data.rfind(b"\n") + 1:]
-    if first.startswith(b"#") or not _is_csv_header(first.decode()) or (last and last.isspace()):
-        return None
-    # the shapes `parse` tries before the CSV: none may be there
-    if (first.lstrip().startswith((b"{", b"[")) or data.startswith(b"#Entity") or b"\n#Entity" in data
-            or HEALTH_MARK.encode() in data or (b"Diagnostic" in data and re.search(DIAG_HDR_RE.encode(), data, re.M))):
-        return None
-    n = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    try:
-        df = pl.read_csv(data, infer_schema=False, truncate_ragged_lines=True)
-    except Exception:  # noqa: BLE001 - `parse` reads it and reports why
-        return None
-    if df.height != n - 1:
-        return None
-    data_lines = pl.int_range(2, n + 1, dtype=pl.Int64, eager=True).alias("line_no")
+    ext, taken = parse_bytes_many([data], [ctx.host_hint], ctx)
+    return ext if taken[0] else None
+
+
+def parse_bytes_many(datas: list[bytes], hosts: list[str | None], ctx: ParseContext) -> tuple[Extraction, list[bool]]:
+    """`parse_bytes` of many files at once (files with the same header read by one CSV call, their
+    rules applied once): one Extraction in which file k's line i is k * BYTES_STRIDE + i (a batched
+    `ctx` keys events per file), and which files it read (the others need `parse`). `hosts`: each
+    file's host hint."""
+    wholes = [_whole_csv(d) for d in datas]
+    taken = [w is not None for w in wholes]
+    groups: dict[bytes, list[int]] = {}
+    for k, w in enumerate(wholes):
+        if w is not None:
+            groups.setdefault(w.header, []).append(k)
+    parts, nos_parts = [], []
+    for header, ks in groups.items():
+        try:
+            df = pl.read_csv(header + b"\n" + b"".join(wholes[k].body for k in ks),  # type: ignore[union-attr]
+                             infer_schema=False, truncate_ragged_lines=True)
+        except Exception:  # noqa: BLE001 - `parse` reads them and reports why
+            df = None
+        rows = [wholes[k].n - 1 for k in ks]  # type: ignore[union-attr]
+        if df is None or df.height != sum(rows):
+            for k in ks:
+                taken[k] = False
+            continue
+        nos = pl.Series("line_no", np.concatenate(
+            [k * BYTES_STRIDE + np.arange(2, r + 2, dtype=np.int64) for k, r in zip(ks, rows, strict=True)]))
+        if ctx.batched:
+            df = df.with_columns(
+                pl.Series("hint_file", np.repeat(np.array(ks, dtype=np.int64), rows)),
+                pl.Series("hint_host", hosts, dtype=pl.Utf8).gather(np.repeat(np.array(ks, dtype=np.int64), rows)))
+        spaces = any(c in w.body or c in w.header for k in ks if (w := wholes[k]) for c in _SPACES)
+        parts.append(_csv_samples(df, nos, ctx, spaces))
+        nos_parts.append(nos)
+    if not parts:
+        return Extraction(events=empty_events(), tables={"dcgm_samples": empty_table("dcgm_samples")}), taken
+    data_lines = pl.concat(nos_parts)
+    headers = pl.Series("line_no", [k * BYTES_STRIDE + 1 for k, t in enumerate(taken) if t], dtype=pl.Int64)
 
     def messages(line_nos: pl.Series) -> pl.DataFrame:
-        stops = np.append(ends, len(data)) if len(ends) < n else ends
-        starts = np.concatenate(([0], stops[:-1] + 1))
         nos = line_nos.unique().sort().to_list()
-        return pl.DataFrame({"line_no": nos, "message": [data[starts[k - 1]:stops[k - 1]].decode() for k in nos]},
-                            schema={"line_no": pl.Int64, "message": pl.Utf8})
+        text = []
+        for no in nos:
+            k, i = divmod(no, BYTES_STRIDE)
+            w = wholes[k]
+            start = 0 if i == 1 else int(w.stops[i - 2]) + 1  # type: ignore[union-attr]
+            text.append(datas[k][start:int(w.stops[i - 1])].decode())  # type: ignore[union-attr]
+        return pl.DataFrame({"line_no": nos, "message": text}, schema={"line_no": pl.Int64, "message": pl.Utf8})
 
-    return _finish(_csv_samples(df, data_lines, ctx), data_lines, pl.Series("line_no", [1], dtype=pl.Int64), [],
-                   messages=messages)
+    return _finish(pl.concat(parts), data_lines, headers, [], messages=messages, keys=file_keys(ctx)), taken
 
 
 def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:

@@ -51,6 +51,8 @@ def is_plain(data: bytes) -> bool:
     its '\\n'-separated pieces exactly, which `plain_lines` reads."""
     if any(b in data for b in _NOT_PLAIN):
         return False
+    if data.isascii():  # ASCII is UTF-8
+        return True
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:

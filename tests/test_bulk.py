@@ -88,14 +88,14 @@ def _dcgm_whole_files(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     from parsers import dcgm
 
     taken: list[int] = []
-    real = dcgm.parse_bytes
+    real = dcgm.parse_bytes_many
 
-    def counting(data: bytes, ctx: ParseContext):  # noqa: ANN202
-        got = real(data, ctx)
-        taken.append(got is not None)
-        return got
+    def counting(datas: list[bytes], hosts: list, ctx: ParseContext):  # noqa: ANN202
+        ext, took = real(datas, hosts, ctx)
+        taken.extend(took)
+        return ext, took
 
-    monkeypatch.setattr(dcgm, "parse_bytes", counting)
+    monkeypatch.setattr(dcgm, "parse_bytes_many", counting)
     return taken
 
 

@@ -239,6 +239,7 @@ PARSE_BYTES_CASES = {  # name -> (file text, whether parse_bytes reads it itself
     "fixture long_timeseries": (_TS, True),
     "fixture long_reordered_epoch (quoted model name)": ((FIX / "long_reordered_epoch.csv").read_text(), False),
     "no final newline": (_TS.rstrip("\n"), True),
+    "cells padded with white space": (_TS.replace(",node-17,", ", node-17\t,").replace(",45\n", ", 45 \n"), True),
     "epoch ms stamps, an XID that changes": (
         "time,metric,gpu,Hostname,value\n" + "".join(
             f"{1718000000000 + 15000 * i},DCGM_FI_DEV_XID_ERRORS,{i % 2},node-3,{[0, 0, 79, 79, 48, 0][i]}\n"
@@ -276,3 +277,34 @@ def test_parse_bytes_events_carry_their_lines_text() -> None:
     ev = dcgm.parse_bytes(text.encode(), ParseContext(path="dcgm.csv")).events  # type: ignore[union-attr]
     assert [(r["line_no"], r["code"], r["message"]) for r in ev.to_dicts()] == [
         (4, "79", text.splitlines()[3]), (5, "79", text.splitlines()[4]), (6, "48", text.splitlines()[5])]
+
+
+def test_parse_bytes_many_is_each_files_parse_bytes() -> None:
+    """Many files at once (same header read together, another header apart, declined files left
+    out): each file's part, line numbers made its own again, is what the file alone gives. Two
+    files report the same host and GPU, so an XID change must be tracked per file."""
+    xid = PARSE_BYTES_CASES["epoch ms stamps, an XID that changes"][0]
+    files = [xid, PARSE_BYTES_CASES["fixture long_timeseries"][0], PARSE_BYTES_CASES["blank line"][0],
+             xid.replace(",79\n", ",31\n"), PARSE_BYTES_CASES["cells padded with white space"][0],
+             "timestamp,metric,gpu,value\n2024-06-10T06:13:20Z,DCGM_FI_DEV_GPU_TEMP,0,45\n"]  # host: the path's
+    hosts = ["h0", "h1", "h2", "h3", "h4", "h5"]
+    ctx = ParseContext(path="<batch>", batched=True)
+    ext, taken = dcgm.parse_bytes_many([f.encode() for f in files], hosts, ctx)
+    assert taken == [True, True, False, True, True, True]
+    stride = dcgm.BYTES_STRIDE
+
+    def part(df: pl.DataFrame, k: int) -> pl.DataFrame:
+        return df.filter(pl.col("line_no") // stride == k).with_columns(pl.col("line_no") - k * stride)
+
+    for k, text in enumerate(files):
+        if not taken[k]:
+            assert part(ext.tables["dcgm_samples"], k).is_empty()
+            continue
+        alone = dcgm.parse_bytes(text.encode(), ParseContext(path="x.csv", host_hint=hosts[k]))
+        assert alone is not None
+        assert part(ext.events, k).equals(alone.events), k
+        assert part(ext.tables["dcgm_samples"], k).equals(alone.tables["dcgm_samples"]), k
+        own = ext.claimed.filter(ext.claimed // stride == k) - k * stride
+        assert own.to_list() == alone.claimed.to_list()
+    assert part(ext.events, 3)["code"].to_list() == ["31", "31", "48"]
+    assert part(ext.tables["dcgm_samples"], 5)["host"].to_list() == ["h5"]

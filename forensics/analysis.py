@@ -3,12 +3,14 @@ report and DuckDB store a notebook can use; the CLI is a thin layer over it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -463,33 +465,21 @@ def _write_outputs(out_dir: Path, result: dict, html: bool = True) -> None:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    rep = result["report"]
+    # the store is written by one worker thread (DuckDB works outside the GIL) while this one
+    # renders the report and its plots; its errors surface here when it is joined
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stored = pool.submit(_write_store, tmp / "forensics.duckdb", result)
+        try:
+            _write_report_files(tmp, result, rep, html)
+            stored.result()
+        except BaseException:
+            stored.cancel()
+            with contextlib.suppress(BaseException):
+                stored.result()
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     try:
-        st = Store(tmp / "forensics.duckdb")
-        st.insert("files", result["files"])
-        st.insert("events", result["events"].drop("path", "attempt", strict=False))
-        for t, df in result["tables"].items():
-            st.insert(t, df)
-        st.insert("unparsed_lines", result["unparsed"])
-        st.insert("rank_map", result["rank_map"])
-        st.insert("attempts", result["attempts"])
-        st.insert("signature_hits", result["hits"].drop("weight"))
-        rep = result["report"]
-        _insert_results(st, rep)
-        st.close()
-        (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-        write_markdown(rep, tmp / "report.md")
-        if html:
-            from forensics import html_report, plots  # matplotlib loads only when a report is written
-
-            tables = result["tables"]
-            frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
-                      "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
-            plot_errors: dict[str, str] = {}
-            pngs = plots.render_all(rep, frames, plot_errors)
-            (tmp / "plots").mkdir()
-            for name, png in pngs.items():
-                (tmp / "plots" / f"{name}.png").write_bytes(png)
-            html_report.write_html(rep, tmp / "report.html", pngs=pngs, plot_errors=plot_errors)
         old = None
         if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
@@ -500,6 +490,40 @@ def _write_outputs(out_dir: Path, result: dict, html: bool = True) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write_store(path: Path, result: dict) -> None:
+    st = Store(path)
+    try:
+        st.insert("files", result["files"])
+        st.insert("events", result["events"].drop("path", "attempt", strict=False))
+        for t, df in result["tables"].items():
+            st.insert(t, df)
+        st.insert("unparsed_lines", result["unparsed"])
+        st.insert("rank_map", result["rank_map"])
+        st.insert("attempts", result["attempts"])
+        st.insert("signature_hits", result["hits"].drop("weight"))
+        _insert_results(st, result["report"])
+    finally:
+        st.close()
+
+
+def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool) -> None:
+    """report.json, report.md and (html) the plots and report.html."""
+    (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    write_markdown(rep, tmp / "report.md")
+    if html:
+        from forensics import html_report, plots  # matplotlib loads only when a report is written
+
+        tables = result["tables"]
+        frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
+                  "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
+        plot_errors: dict[str, str] = {}
+        pngs = plots.render_all(rep, frames, plot_errors)
+        (tmp / "plots").mkdir()
+        for name, png in pngs.items():
+            (tmp / "plots" / f"{name}.png").write_bytes(png)
+        html_report.write_html(rep, tmp / "report.html", pngs=pngs, plot_errors=plot_errors)
 
 
 def _insert_results(st: Store, rep: dict) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from forensics import advice, clock
@@ -189,28 +190,30 @@ def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits:
 
 def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.DataFrame], pl.DataFrame]:
     file_rows, ev_parts, unparsed_parts = [], [], []
-    tparts: dict[str, list[pl.DataFrame]] = {}
+    tparts: dict[str, list[tuple[int, pl.DataFrame | pl.LazyFrame]]] = {}
     for fid, f in enumerate(ing.files):
         file_rows.append({"file_id": fid, "path": f.rel_path, "size": f.size, "sha256": f.sha256,
                           "parser": f.parser, "parsers": f.parsers, "lines": f.lines, "parsed": f.parsed,
                           "ignored": f.ignored, "unparsed": f.unparsed, "events": f.events.height,
                           "warnings": f.warnings, "first_ts": f.first_ts, "last_ts": f.last_ts})
         if not f.events.is_empty():
-            ev_parts.append(f.events.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id"),
-                                                  pl.lit(f.rel_path).alias("path")))
+            ev_parts.append((fid, f.events))
         for t, df in f.tables.items():
-            tparts.setdefault(t, []).append(df.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id")))
+            tparts.setdefault(t, []).append((fid, df))
         for t, path in f.spilled.items():  # on disk (ingest.SPILL_ROWS): read lazily, file order kept
-            tparts.setdefault(t, []).append(pl.scan_parquet(path).with_columns(
-                pl.lit(fid, dtype=pl.Int32).alias("file_id")))
+            tparts.setdefault(t, []).append((fid, pl.scan_parquet(path)))
         if not f.unparsed_errors.is_empty():
-            unparsed_parts.append(f.unparsed_errors.with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id")))
+            unparsed_parts.append((fid, f.unparsed_errors))
     files = pl.DataFrame(file_rows, schema={
         "file_id": pl.Int32, "path": pl.Utf8, "size": pl.Int64, "sha256": pl.Utf8, "parser": pl.Utf8,
         "parsers": pl.Utf8, "lines": pl.Int64, "parsed": pl.Int64, "ignored": pl.Int64, "unparsed": pl.Int64,
         "events": pl.Int64, "warnings": pl.List(pl.Utf8), "first_ts": UTC_DT, "last_ts": UTC_DT})
     ev_schema = {**EVENT_SCHEMA, "file_id": pl.Int32, "path": pl.Utf8}
-    events = pl.concat(ev_parts, rechunk=True) if ev_parts else pl.DataFrame(schema=ev_schema)
+    if ev_parts:
+        events = _concat(ev_parts)
+        events = events.with_columns(files["path"].gather(events["file_id"]).alias("path"))
+    else:
+        events = pl.DataFrame(schema=ev_schema)
     events = events.sort("file_id", "line_no", maintain_order=True).with_row_index("event_id").with_columns(
         pl.col("event_id").cast(pl.Int64))
     tables = {t: _concat(p) for t, p in tparts.items()}
@@ -218,16 +221,20 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
         f.tables = {}
     for t in TABLE_SCHEMAS:
         tables.setdefault(t, pl.DataFrame(schema={**TABLE_SCHEMAS[t], "file_id": pl.Int32}))
-    unparsed = pl.concat(unparsed_parts, rechunk=True) if unparsed_parts else pl.DataFrame(
+    unparsed = _concat(unparsed_parts) if unparsed_parts else pl.DataFrame(
         schema={"line_no": pl.Int64, "text": pl.Utf8, "file_id": pl.Int32})
-    return files, events, tables, unparsed
+    return files, events, tables, unparsed  # type: ignore[return-value]
 
 
-def _concat(parts: list) -> pl.DataFrame | pl.LazyFrame:
-    """One frame of a table's per-file parts; a LazyFrame when any part waits on disk."""
-    if all(isinstance(p, pl.DataFrame) for p in parts):
-        return pl.concat(parts, rechunk=True)  # one chunk: thousands of tiny ones are slow everywhere
-    return pl.concat([p.lazy() for p in parts], how="vertical_relaxed")
+def _concat(parts: list[tuple[int, pl.DataFrame | pl.LazyFrame]]) -> pl.DataFrame | pl.LazyFrame:
+    """One frame of per-file parts (file_id, frame), the file_id column added; a LazyFrame when
+    any part waits on disk."""
+    if all(isinstance(p, pl.DataFrame) for _, p in parts):
+        df = pl.concat([p for _, p in parts], rechunk=True)  # one chunk: thousands of tiny ones are slow
+        ids = np.repeat(np.array([fid for fid, _ in parts], dtype=np.int32), [p.height for _, p in parts])
+        return df.with_columns(pl.Series("file_id", ids, dtype=pl.Int32))
+    return pl.concat([p.lazy().with_columns(pl.lit(fid, dtype=pl.Int32).alias("file_id")) for fid, p in parts],
+                     how="vertical_relaxed")
 
 
 def _fill_ranks(events: pl.DataFrame, rmap: pl.DataFrame) -> pl.DataFrame:

@@ -644,10 +644,13 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         n_groups = max(min(workers, len(packs)), -(-len(packs) // BULK_GROUP_BATCHES))
         groups = [packs[g::n_groups] for g in range(n_groups)] if packs else []
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for got, _again in pool.map(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits),
-                                        groups):
+            def bulk(g: list) -> dict[int, FileResult]:  # spilled in the worker, not one by one here
+                return {i: _spill(i, r, spill_dir) for i, r in _bulk_group(g, cfg, ref_year, boot_times, parsers,
+                                                                            limits)[0].items()}
+
+            for got in pool.map(bulk, groups):
                 for i, r in got.items():
-                    results[i] = _spill(i, r, spill_dir)
+                    results[i] = r
                     done += 1
                 if progress and got:
                     progress(done, len(order))
@@ -664,9 +667,13 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             for pack in _pack(ids, lambda i: disc.files[i].size, WHOLE_BATCH_BYTES)]
     if jobs:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for got in pool.map(lambda j: _whole_group(j[1], disc, j[0], cfg, ref_year, limits), jobs):
+            def whole(j: tuple[ParserInfo, list[int]]) -> dict[int, FileResult]:
+                return {i: _spill(i, r, spill_dir) for i, r in _whole_group(j[1], disc, j[0], cfg, ref_year,
+                                                                             limits).items()}
+
+            for got in pool.map(whole, jobs):
                 for i, r in got.items():
-                    results[i] = _spill(i, r, spill_dir)
+                    results[i] = r
                     done += 1
                 if progress and got:
                     progress(done, len(order))

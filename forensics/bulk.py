@@ -102,23 +102,23 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     n = np.array([it.data.count(b"\n") + (0 if it.data.endswith(b"\n") else 1) for it in ok], dtype=np.int64)
     rows = n + 2
     bases = np.concatenate([[0], np.cumsum(n + GAP)[:-1]]).astype(np.int64)
-    blob = b"".join(it.data + (b"" if it.data.endswith(b"\n") else b"\n") + _SEP_BLOCK.encode() for it in ok)
+    sep = _SEP_BLOCK.encode()
+    blob = b"".join([part for it in ok for part in (it.data, b"" if it.data.endswith(b"\n") else b"\n", sep)])
     text = plain_lines(blob)  # every file ends in '\n': the rows are those of `rows`
     del blob
     if text is None or text.str.len_bytes().max() > min(max_line, MAX_LINE_CHARS):
         return None, again + [it.index for it in ok]
+    # the regexes run on the text as read, in the pieces polars' reader made (one per thread)
+    t = pl.col("text")
+    masks = pl.DataFrame({"text": text}).select(chatter(t).alias("_chat"), t.str.contains(_STAMP_HINT).alias("_st"))
     k = np.repeat(np.arange(len(ok), dtype=np.int64), rows)
     local = np.arange(text.len(), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(rows)[:-1]]), rows) + 1
     df = pl.DataFrame({"line_no": bases[k] + local, "text": text, "hint_file": k, "_local": local,
-                       "_sep": local > n[k]})
-    t = pl.col("text")
-    df = df.with_columns(chatter(t).alias("_chat"))
-    chat = df.group_by("hint_file").agg(pl.col("_chat").sum())
-    chat_n = np.zeros(len(ok), dtype=np.int64)
-    chat_n[chat["hint_file"].to_numpy()] = chat["_chat"].to_numpy()
+                       "_sep": local > n[k], "_chat": masks["_chat"]})
+    chat_n = np.bincount(k, weights=masks["_chat"].to_numpy(), minlength=len(ok)).astype(np.int64)
     # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
     lo_hi = _spans(df.filter(~pl.col("_sep") & ((pl.col("_local") <= SPAN_LINES) | (pl.col("_local") > pl.Series(
-        (n - SPAN_LINES)[k], dtype=pl.Int64)))), cfg, ref_year)
+        (n - SPAN_LINES)[k], dtype=pl.Int64))) & masks["_st"]), cfg, ref_year)
     rest = df.filter(~pl.col("_chat")).drop("_chat")  # blank lines stay: a block may hold them
     sha = [hashlib.sha256(it.data).hexdigest() for it in ok]
     kept = [Item(it.index, it.sf, b"") for it in ok]

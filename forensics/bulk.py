@@ -332,6 +332,31 @@ def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: li
     return events, tables
 
 
+def _head_tail_spans(files: dict[int, tuple[bytes, np.ndarray, int]], cfg: JobConfig, ref_year: int | None
+                     ) -> dict[int, tuple] | None:
+    """First / last stamps of whole files (key -> data, newline offsets, lines) among their first
+    and last SPAN_LINES lines, read as one frame (None if the lines cannot be split)."""
+    from forensics.ingest import SPAN_LINES
+
+    blob, keys, local = [], [], []
+    for k, (data, nl, n) in files.items():
+        cut = [(0, min(n, SPAN_LINES))]
+        if n > SPAN_LINES:
+            cut.append((max(SPAN_LINES, n - SPAN_LINES), n))
+        for a, b in cut:
+            start = 0 if a == 0 else int(nl[a - 1]) + 1
+            blob.append(data[start:int(nl[b - 1]) + 1] if b <= len(nl) else data[start:] + b"\n")
+            keys.append(np.full(b - a, k, dtype=np.int64))
+            local.append(np.arange(a + 1, b + 1, dtype=np.int64))
+    if not blob:
+        return {}
+    text = plain_lines(b"".join(blob))
+    if text is None:
+        return None
+    return _spans(pl.DataFrame({"hint_file": np.concatenate(keys), "line_no": np.concatenate(local), "text": text}),
+                  cfg, ref_year)
+
+
 def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int | None,
                 max_line: int = MAX_LINE_CHARS) -> tuple[dict[int, object], list[int]]:
     """Whole structured files that parser `p` reads straight from their bytes (`parse_bytes_many`:
@@ -339,7 +364,7 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
     `ingest.parse_one` makes them, and the indices it leaves to the usual way (not plain text, a
     line over the limit, a file the parser declines, or one whose lines it does not account for
     exactly once)."""
-    from forensics.ingest import SPAN_LINES, FileResult, _check_unchanged
+    from forensics.ingest import FileResult, _check_unchanged
 
     ok, again, newlines = [], [], []
     for it in items:
@@ -370,28 +395,10 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
     n_ignored = np.bincount(_file_of(ignored, bases), minlength=len(ok))
     both = np.unique(_file_of(claimed.filter(claimed.is_in(ignored.implode())), bases))
     taken = [t and n_claimed[k] + n_ignored[k] == n[k] and k not in both for k, t in enumerate(taken)]
-    # first / last stamps: the first and last SPAN_LINES lines of each file in one frame
-    blob, files, local = [], [], []
-    for k, it in enumerate(ok):
-        if not taken[k]:
-            continue
-        nl = newlines[k]
-        cut = [(0, min(n[k], SPAN_LINES))]
-        if n[k] > SPAN_LINES:
-            cut.append((max(SPAN_LINES, n[k] - SPAN_LINES), n[k]))
-        for a, b in cut:
-            start = 0 if a == 0 else int(nl[a - 1]) + 1
-            piece = it.data[start:int(nl[b - 1]) + 1] if b <= len(nl) else it.data[start:] + b"\n"
-            blob.append(piece)
-            files.append(np.full(b - a, k, dtype=np.int64))
-            local.append(np.arange(a + 1, b + 1, dtype=np.int64))
-    lo_hi: dict[int, tuple] = {}
-    if blob:
-        text = plain_lines(b"".join(blob))
-        if text is None:
-            return {}, again + [it.index for it in ok]
-        lo_hi = _spans(pl.DataFrame({"hint_file": np.concatenate(files), "line_no": np.concatenate(local),
-                                     "text": text}), cfg, ref_year)
+    lo_hi = _head_tail_spans({k: (it.data, newlines[k], int(n[k])) for k, it in enumerate(ok) if taken[k]},
+                             cfg, ref_year)
+    if lo_hi is None:
+        return {}, again + [it.index for it in ok]
     events, tables = _split([(p.name, ext)], bases, hosts, ranks, cfg)
     no_events = pl.DataFrame(schema=EVENT_SCHEMA)
     out: dict[int, object] = {}

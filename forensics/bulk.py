@@ -260,13 +260,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
         if ranked:
             res.parser = ranked[0][0]
             res.parsers = ",".join(p for p, _ in ranked)
-        ev = events.get((f,))
-        if ev is not None:
-            res.events = ev
-        for name, parts in tables.items():
-            tb = parts.get((f,))
-            if tb is not None:
-                res.tables[name] = tb
+        _attach(res, f, events, tables)
         if res.unparsed_error_lines > res.unparsed_errors.height:
             res.warnings.append(f"{res.unparsed_error_lines} error-like unparsed lines; the first "
                                 f"{res.unparsed_errors.height} are kept")
@@ -274,6 +268,17 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
         _check_unchanged(it.sf, res)
         out[it.index] = res
     return out, again
+
+
+def _attach(res, f: int, events: dict, tables: dict[str, dict]) -> None:  # noqa: ANN001 - a FileResult
+    """Give batch file `f`'s result its events and tables (from `_split`)."""
+    ev = events.get((f,))
+    if ev is not None:
+        res.events = ev
+    for name, parts in tables.items():
+        tb = parts.get((f,))
+        if tb is not None:
+            res.tables[name] = tb
 
 
 def _touched(ext, bases: np.ndarray) -> np.ndarray:  # noqa: ANN001
@@ -410,13 +415,7 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
                          events=no_events)
         res.lines, res.parsed, res.ignored = int(n[k]), int(n_claimed[k]), int(n_ignored[k])
         res.first_ts, res.last_ts = lo_hi.get(k, (None, None))
-        ev = events.get((k,))
-        if ev is not None:
-            res.events = ev
-        for name, parts in tables.items():
-            tb = parts.get((k,))
-            if tb is not None:
-                res.tables[name] = tb
+        _attach(res, k, events, tables)
         _check_unchanged(it.sf, res)
         res.warnings.extend(it.sf.warnings)
         out[it.index] = res

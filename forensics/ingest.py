@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -49,6 +50,7 @@ from parsers.records import (
 from parsers.timestamps import derive_missing
 
 SPAN_LINES = 2000
+T = TypeVar("T")
 MAX_KEPT_ERRORS = 10_000  # error-like unparsed lines kept per file (all are counted)
 MAX_ERROR_CHARS = 2000  # of each kept line
 BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this much per batch
@@ -635,6 +637,21 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
                               f"{str(exc)[:300]}); it was skipped, please report it")
             return i, r
 
+    def pooled(fn: Callable[[T], dict[int, FileResult]], jobs: list[T]) -> None:
+        """Run `fn` over `jobs` in the pool; each worker spills what it got (not one by one here)."""
+        nonlocal done
+
+        def run(job: T) -> dict[int, FileResult]:
+            return {i: _spill(i, r, spill_dir) for i, r in fn(job).items()}
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for got in pool.map(run, jobs):
+                for i, r in got.items():
+                    results[i] = r
+                    done += 1
+                if progress and got:
+                    progress(done, len(order))
+
     # plain line logs: many files at a time (forensics/bulk.py); what it leaves goes file by file
     if BULK:
         bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
@@ -643,17 +660,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         # groups of batches, at least one per worker, at most BULK_GROUP_BATCHES batches each
         n_groups = max(min(workers, len(packs)), -(-len(packs) // BULK_GROUP_BATCHES))
         groups = [packs[g::n_groups] for g in range(n_groups)] if packs else []
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            def bulk(g: list) -> dict[int, FileResult]:  # spilled in the worker, not one by one here
-                return {i: _spill(i, r, spill_dir) for i, r in _bulk_group(g, cfg, ref_year, boot_times, parsers,
-                                                                            limits)[0].items()}
-
-            for got in pool.map(bulk, groups):
-                for i, r in got.items():
-                    results[i] = r
-                    done += 1
-                if progress and got:
-                    progress(done, len(order))
+        pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits)[0], groups)
         order_left = [i for i in order if results[i] is None]
     else:
         order_left = order
@@ -666,17 +673,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     jobs = [(wp, pack) for wp, ids in routes.values()
             for pack in _pack(ids, lambda i: disc.files[i].size, WHOLE_BATCH_BYTES)]
     if jobs:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            def whole(j: tuple[ParserInfo, list[int]]) -> dict[int, FileResult]:
-                return {i: _spill(i, r, spill_dir) for i, r in _whole_group(j[1], disc, j[0], cfg, ref_year,
-                                                                             limits).items()}
-
-            for got in pool.map(whole, jobs):
-                for i, r in got.items():
-                    results[i] = r
-                    done += 1
-                if progress and got:
-                    progress(done, len(order))
+        pooled(lambda j: _whole_group(j[1], disc, j[0], cfg, ref_year, limits), jobs)
         order_left = [i for i in order_left if results[i] is None]
     # small unrecognizable files are screened in batches (no per-file parser cost)
     cands = [i for i in order_left if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers)]

@@ -6,6 +6,7 @@ parsers' TRIGGER contract holds on every fixture."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import polars as pl
@@ -14,7 +15,7 @@ import pytest
 import forensics.ingest as ingest_mod
 from forensics.bulk import Item, clean, parse_batch
 from forensics.config import load_job_config
-from forensics.discovery import discover
+from forensics.discovery import Limits, discover
 from forensics.simulate import load_scenario, simulate
 from parsers import registry
 from parsers.lines import decode_lines, with_body
@@ -115,6 +116,34 @@ def test_parse_bytes_equals_parse_on_simulated_dcgm(tmp_path: Path, monkeypatch:
     taken = _dcgm_whole_files(monkeypatch)
     n_events = _assert_same(job, monkeypatch, flag="PARSE_BYTES")
     assert sum(taken) == n_dcgm > 0 and n_events > 10
+
+
+def test_parse_bytes_declines_unusual_dcgm_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DCGM CSVs the byte path must not take (CRLF, a NUL, invalid UTF-8, a line over the line
+    limit, a gzip copy) go the usual way: same results as without the byte path, and the usual
+    warnings."""
+    base = (FIXTURES / "dcgm" / "long_timeseries.csv").read_bytes()
+    hdr, _, body = base.partition(b"\n")
+    (tmp_path / "node-1").mkdir()
+    (tmp_path / "node-1" / "dcgm.csv").write_bytes(base)  # taken
+    (tmp_path / "node-2").mkdir()
+    (tmp_path / "node-2" / "dcgm.csv").write_bytes(base.replace(b"\n", b"\r\n"))
+    (tmp_path / "node-3").mkdir()
+    (tmp_path / "node-3" / "dcgm.csv").write_bytes(base.replace(b"node-17", b"node-\x0017"))
+    (tmp_path / "node-4").mkdir()
+    (tmp_path / "node-4" / "dcgm.csv").write_bytes(base.replace(b"node-17", b"node-\xff17"))
+    (tmp_path / "node-5").mkdir()
+    (tmp_path / "node-5" / "dcgm.csv").write_bytes(hdr + b"\n" + body + b"2024-06-10T06:14:00Z,X," + b"9" * 3000 + b"\n")
+    (tmp_path / "node-6").mkdir()
+    (tmp_path / "node-6" / "dcgm.csv.gz").write_bytes(gzip.compress(base))
+    monkeypatch.setattr(ingest_mod, "Limits", lambda: Limits(max_line_bytes=2000))
+    taken = _dcgm_whole_files(monkeypatch)
+    fast = _ingest(tmp_path, True, monkeypatch, "PARSE_BYTES")
+    assert sum(taken) == 1
+    _assert_same(tmp_path, monkeypatch, flag="PARSE_BYTES")
+    assert any("cut" in w for w in fast["node-5/dcgm.csv"].warnings)
+    assert any("NUL" in w for w in fast["node-3/dcgm.csv"].warnings)
+    assert all(f.parser == "dcgm" for f in fast.values())
 
 
 def test_chatter_is_ignored_and_the_rest_parsed(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ def test_floor_loads_every_dcgm_sample_and_counts_every_other_line(job: Path, tm
     dcgm = [p for p in files if p.name == "dcgm.csv"]
     other = [p for p in files if p.name != "dcgm.csv"]
     assert got["dcgm_files"] == len(dcgm) > 0 and got["other_files"] == len(other)
+    assert got["files_hashed"] == len(files)
     assert got["other_lines"] == sum(p.read_bytes().count(b"\n") for p in other)
     assert got["nccl_info_lines"] == sum(
         len(re.findall(rb" NCCL INFO ", p.read_bytes())) for p in other)

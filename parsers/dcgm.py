@@ -152,7 +152,8 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None =
     h = df.filter(pl.col("field") == HEALTH_FIELD).sort("ts", "_ord").with_columns(
         pl.col("value").shift(1).over(["host", "gpu", "health_watch", *(keys or [])]).alias("_prev")
     ).filter(
-        (pl.col("value") > 0) & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("value")))
+        (pl.col("value") > 0) & pl.col("value").is_finite()  # (NaN compares greater than any number)
+        & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("value")))
     ).with_columns(
         pl.lit("dcgm_health").alias("kind"),
         pl.coalesce(pl.col("health_code"), pl.col("value").cast(pl.Int64).cast(pl.Utf8)).alias("code"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from parsers import dcgm, kernel, sacct, slurm
@@ -74,6 +74,17 @@ def test_dcgm_clean_value_table() -> None:
     # the same on a lazy frame and inside a longer select (the cleaning runs on whole columns)
     lazy = raw.lazy().select(pl.col("v").alias("raw"), dcgm.clean_value(pl.col("v")).alias("value")).collect()
     assert lazy["value"].to_list() == got and lazy["raw"].to_list() == raw["v"].to_list()
+
+
+def test_dcgm_health_status_without_a_number_is_no_event() -> None:
+    """A health status of nan / inf (found by the parse_bytes property test: it made the parser
+    fail on the whole file) is a sample without an event."""
+    ex = run("timestamp,metric,gpu,Hostname,value\n"
+             "1600000000,DCGM_EXP_GPU_HEALTH_STATUS,0,node-1,nan\n"
+             "1600000001,DCGM_EXP_GPU_HEALTH_STATUS,0,node-1,inf\n"
+             "1600000002,DCGM_EXP_GPU_HEALTH_STATUS,0,node-1,20\n")
+    assert [(r["code"], r["line_no"]) for r in ex.events.to_dicts()] == [("20", 4)]
+    assert ex.tables["dcgm_samples"].height == 3 and not ex.warnings
 
 
 def test_dcgm_prometheus_xid_event() -> None:
@@ -308,3 +319,44 @@ def test_parse_bytes_many_is_each_files_parse_bytes() -> None:
         assert own.to_list() == alone.claimed.to_list()
     assert part(ext.events, 3)["code"].to_list() == ["31", "31", "48"]
     assert part(ext.tables["dcgm_samples"], 5)["host"].to_list() == ["h5"]
+
+
+_CELL = st.one_of(
+    st.sampled_from(["45", "0", "-3", "1980", "698.123", "N/A", "", "<<<NULL>>>", "9223372036854775794",
+                     "2147483632", "2147483636", "1.40737488355328e14", "1e300", "nan", " 7 ", "x"]),
+    st.integers(-10**12, 10**12).map(str), st.floats(allow_nan=False).map(repr))
+_STAMP = st.one_of(st.integers(1_600_000_000, 1_800_000_000).map(str),
+                   st.integers(1_600_000_000_000, 1_800_000_000_000).map(str),
+                   st.sampled_from(["2024-06-10T06:13:20Z", "2024-06-10 06:13:35", "2024-06-10T06:13:20.5+02:00",
+                                    "not a time", ""]))
+_ROW = st.tuples(_STAMP, st.sampled_from(["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS", "dcgm_sm_clock",
+                                          "DCGM_EXP_GPU_HEALTH_STATUS", "DCGM_FI_DEV_POWER_USAGE"]),
+                 st.sampled_from(["0", "1", "7", "", "x"]), st.sampled_from(["node-1", "node-2", ""]),
+                 st.sampled_from(["00000000:3B:00.0", "0000:1b:00", ""]), _CELL)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.permutations(["timestamp", "metric", "gpu", "Hostname", "pci_bus_id", "value"]),
+       st.lists(_ROW, max_size=25), st.booleans(), st.integers(0, 2))
+def test_property_parse_bytes_is_parse(cols: list[str], rows: list[tuple], final_newline: bool, ragged: int) -> None:
+    """Generated long CSVs (any column order, sentinels, bad stamps, empty cells, ragged rows):
+    whenever `parse_bytes` takes the file, it gives what `parse` gives on its lines."""
+    order = ["timestamp", "metric", "gpu", "Hostname", "pci_bus_id", "value"]
+    lines = [",".join(cols)]
+    for i, r in enumerate(rows):
+        cells = dict(zip(order, r, strict=True))
+        row = [cells[c] for c in cols]
+        if ragged and i % 3 == 0:
+            row = row[:-ragged] if ragged == 1 else row + ["extra"]
+        lines.append(",".join(row))
+    text = "\n".join(lines) + ("\n" if final_newline else "")
+    data = text.encode()
+    ctx = ParseContext(path="dcgm.csv", host_hint="hint")
+    got = dcgm.parse_bytes(data, ctx)
+    event("taken" if got is not None else "declined")
+    if got is None:
+        return
+    want = dcgm.parse(with_body(decode_lines(data).lines), ctx)
+    assert got.claimed.to_list() == want.claimed.to_list() and got.ignored.to_list() == want.ignored.to_list()
+    assert got.events.equals(want.events) and got.warnings == want.warnings
+    assert got.tables["dcgm_samples"].equals(want.tables["dcgm_samples"])

@@ -246,7 +246,8 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             lines = raw  # structured formats read `text` only: no launcher-prefix pass over CSV rows
         elif chosen:
             # NCCL chatter is counted as ignored and never reaches a parser (as in forensics/bulk.py)
-            is_chat = raw.select(chatter(pl.col("text")).alias("c"))["c"]
+            # on the text alone: its pieces (one per reader thread) keep the regexes on every core
+            is_chat = pl.DataFrame({"text": raw["text"]}).select(chatter(pl.col("text")).alias("c"))["c"]
             chat_nos = raw.filter(is_chat)["line_no"]
             lines = with_body(raw.filter(~is_chat) if chat_nos.len() else raw)
         else:

@@ -467,10 +467,9 @@ def iter_chunks(sf: SourceFile, limits: Limits | None = None, chunk_bytes: int |
                     skipping = False
                 pieces.append(piece)
                 got += len(piece)
-            buf = b"".join(pieces)
-            if not buf:
+            if not any(pieces):
                 continue
-            data = rest + buf if rest else buf
+            data = b"".join([rest, *pieces])  # one copy (the unfinished line and the new bytes)
             end = data.rfind(b"\n")
             if end < 0:
                 complete, rest = b"", data

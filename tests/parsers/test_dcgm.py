@@ -265,6 +265,14 @@ PARSE_BYTES_CASES = {  # name -> (file text, whether parse_bytes reads it itself
 }
 
 
+def _assert_is_parse(got: Extraction, data: bytes, ctx: ParseContext) -> None:
+    """`got` (from parse_bytes) is what `parse` gives on the lines of `data`."""
+    want = dcgm.parse(with_body(decode_lines(data).lines), ctx)
+    assert got.claimed.to_list() == want.claimed.to_list() and got.ignored.to_list() == want.ignored.to_list()
+    assert got.events.equals(want.events) and got.warnings == want.warnings
+    assert got.tables["dcgm_samples"].equals(want.tables["dcgm_samples"])
+
+
 @pytest.mark.parametrize("name", list(PARSE_BYTES_CASES))
 def test_parse_bytes_is_parse_or_declines(name: str) -> None:
     """`parse_bytes` (the whole-file fast path for long CSVs) reads what it takes exactly as `parse`
@@ -276,10 +284,7 @@ def test_parse_bytes_is_parse_or_declines(name: str) -> None:
     assert (got is not None) == fast
     if got is None:
         return
-    want = dcgm.parse(with_body(decode_lines(data).lines), ctx)
-    assert got.claimed.to_list() == want.claimed.to_list() and got.ignored.to_list() == want.ignored.to_list()
-    assert got.events.equals(want.events) and got.warnings == want.warnings
-    assert got.tables["dcgm_samples"].equals(want.tables["dcgm_samples"])
+    _assert_is_parse(got, data, ctx)
     assert got.claimed.len() + got.ignored.len() == text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
@@ -356,7 +361,4 @@ def test_property_parse_bytes_is_parse(cols: list[str], rows: list[tuple], final
     event("taken" if got is not None else "declined")
     if got is None:
         return
-    want = dcgm.parse(with_body(decode_lines(data).lines), ctx)
-    assert got.claimed.to_list() == want.claimed.to_list() and got.ignored.to_list() == want.ignored.to_list()
-    assert got.events.equals(want.events) and got.warnings == want.warnings
-    assert got.tables["dcgm_samples"].equals(want.tables["dcgm_samples"])
+    _assert_is_parse(got, data, ctx)

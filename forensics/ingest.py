@@ -50,7 +50,6 @@ from parsers.records import (
 from parsers.timestamps import derive_missing
 
 SPAN_LINES = 2000
-T = TypeVar("T")
 MAX_KEPT_ERRORS = 10_000  # error-like unparsed lines kept per file (all are counted)
 MAX_ERROR_CHARS = 2000  # of each kept line
 BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this much per batch
@@ -190,6 +189,15 @@ def _choose(head_text: str, parsers: list[ParserInfo]) -> list[ParserInfo]:
         if best[0] >= LINE_SNIFF_MAX or best[0] >= max((_sniff(p, head_text) for p in line_parsers), default=0.0):
             return [best[1]]
     return line_parsers
+
+
+def _head_choice(head: bytes, cfg: JobConfig, parsers: list[ParserInfo]) -> list[ParserInfo]:
+    """The parsers `parse_one` runs on a file with this head; [] for an empty, binary, boot-time
+    (`uptime -s`) or torchelastic error-JSON file, which it handles apart."""
+    if not head or looks_binary(head) or _boot_time_file(head, cfg) is not None:
+        return []
+    text = head.decode("utf-8", errors="replace")
+    return [] if sniff_error_json(text) else _choose(text, parsers)
 
 
 def _run_parser(p: ParserInfo | None, fn: Callable[[], Extraction], warnings: list[str]) -> Extraction | None:
@@ -333,24 +341,21 @@ WHOLE_BATCH_BYTES = 32 * 1024 * 1024  # bytes of such files read together
 def _whole_parser(sf: SourceFile, chosen: list[ParserInfo], limits: Limits) -> ParserInfo | None:
     """The structured parser that reads this file straight from its bytes (`bulk.parse_whole`),
     if the file is a plain one of at most one chunk and the one parser chosen for it can."""
-    if (PARSE_BYTES and len(chosen) == 1 and chosen[0].exclusive and sf.compression is None
-            and 0 < sf.size <= limits.chunk_bytes and hasattr(chosen[0].module, "parse_bytes_many")):
+    if (PARSE_BYTES and len(chosen) == 1 and chosen[0].exclusive and _bulk_candidate(sf, limits)
+            and hasattr(chosen[0].module, "parse_bytes_many")):
         return chosen[0]
     return None
 
 
 def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limits: Limits) -> ParserInfo | None:
     """`_whole_parser` from the file's head, as `parse_one` chooses (None for anything unusual)."""
-    if not PARSE_BYTES or sf.compression is not None or not 0 < sf.size <= limits.chunk_bytes:
+    if not PARSE_BYTES or not _bulk_candidate(sf, limits):
         return None
     try:
         head = read_head(sf, limits)
     except OSError:
         return None
-    if not head or looks_binary(head) or _boot_time_file(head, cfg) is not None:
-        return None
-    text = head.decode("utf-8", errors="replace")
-    return None if sniff_error_json(text) else _whole_parser(sf, _choose(text, parsers), limits)
+    return _whole_parser(sf, _head_choice(head, cfg, parsers), limits)
 
 
 def _whole_group(ids: list[int], disc: Discovery, p: ParserInfo, cfg: JobConfig, ref_year: int | None,
@@ -419,14 +424,10 @@ def _small_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[
     file, no boot-time file): it can be pre-screened in a batch with other small files."""
     if sf.compression is not None or not head or len(head) != sf.size or len(head) >= HEAD_BYTES:
         return False
-    if looks_binary(head) or _boot_time_file(head, cfg) is not None:
-        return False
     if head.count(b"\n") > 2 * SPAN_LINES:
         return False
-    text = head.decode("utf-8", errors="replace")
-    if sniff_error_json(text):
-        return False
-    return all(not p.exclusive for p in _choose(text, parsers))
+    chosen = _head_choice(head, cfg, parsers)
+    return bool(chosen) and all(not p.exclusive for p in chosen)
 
 
 def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, ref_year: int | None,
@@ -511,6 +512,9 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
     return done, again
 
 
+T = TypeVar("T")
+
+
 def _pack(ids: list[int], size_of: Callable[[int], int], limit: int) -> list[list[int]]:
     """`ids` in order, cut into runs of at most `limit` bytes (a larger item is a run of its own)."""
     packs: list[list[int]] = []
@@ -572,12 +576,8 @@ def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: li
         except OSError:
             again.append(i)
             continue
-        head = data[:HEAD_BYTES]
-        if len(data) != sf.size or looks_binary(head) or _boot_time_file(head, cfg) is not None:
-            again.append(i)
-            continue
-        text = head.decode("utf-8", errors="replace")
-        if sniff_error_json(text) or any(p.exclusive for p in _choose(text, parsers)):
+        chosen = _head_choice(data[:HEAD_BYTES], cfg, parsers) if len(data) == sf.size else []
+        if not chosen or any(p.exclusive for p in chosen):
             again.append(i)
             continue
         items.append(Item(i, sf, data))

@@ -57,6 +57,12 @@ def clean(data: bytes) -> bool:
     return bool(data) and SEP.encode() not in data and is_plain(data)
 
 
+def _hints(items: list[Item], cfg: JobConfig) -> tuple[list[str | None], list[int | None]]:
+    """Each file's host (through the job's host aliases) and rank, as its path names them."""
+    return ([cfg.host_aliases.get(it.sf.host_hint or "", it.sf.host_hint) for it in items],
+            [it.sf.rank_hint for it in items])
+
+
 def _trigger(p: ParserInfo) -> pl.Expr | None:
     trig = getattr(p.module, "TRIGGER", None)
     if trig is None:
@@ -174,8 +180,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
 
     sc = _combine(screens)
     ok, n, bases = sc.items, sc.n, sc.bases
-    hosts = [cfg.host_aliases.get(it.sf.host_hint or "", it.sf.host_hint) for it in ok]
-    ranks = [it.sf.rank_hint for it in ok]
+    hosts, ranks = _hints(ok, cfg)
     rest = with_body(sc.rest.select("line_no", "text", "hint_file")).with_columns(
         _per_file(hosts, pl.Utf8).alias("hint_host"), _per_file(ranks, pl.Int64).alias("hint_rank"),
     )
@@ -383,8 +388,7 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
             again.append(it.index)
     if not ok:
         return {}, again
-    hosts = [cfg.host_aliases.get(it.sf.host_hint or "", it.sf.host_hint) for it in ok]
-    ranks = [it.sf.rank_hint for it in ok]
+    hosts, ranks = _hints(ok, cfg)
     ctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone, batched=True)
     try:
         ext, taken = p.module.parse_bytes_many([it.data for it in ok], hosts, ctx)

@@ -332,7 +332,7 @@ BYTES_STRIDE = 1 << 40  # line numbers of file k in parse_bytes_many start at k 
 @dataclass
 class _WholeCsv:
     header: bytes
-    body: bytes  # the lines after the header, each ending in a newline
+    body: list[memoryview | bytes]  # the lines after the header (no copy), ending in a newline
     n: int  # lines in the file
     stops: np.ndarray  # where each line ends (its newline, or the end of the data)
 
@@ -354,9 +354,9 @@ def _whole_csv(data: bytes) -> _WholeCsv | None:
     if b" " in data and HEALTH_MARK.encode() in data:  # the other shape `parse` tries before the CSV
         return None
     n = len(ends) + (0 if data.endswith(b"\n") else 1)
-    body = data[len(first) + 1:]
-    if body and not body.endswith(b"\n"):
-        body += b"\n"
+    body: list[memoryview | bytes] = [memoryview(data)[len(first) + 1:]]
+    if n > 1 and not data.endswith(b"\n"):
+        body.append(b"\n")
     return _WholeCsv(first, body, n, ends if len(ends) == n else np.append(ends, len(data)))
 
 
@@ -384,7 +384,7 @@ def parse_bytes_many(datas: list[bytes], hosts: list[str | None], ctx: ParseCont
     parts, nos_parts = [], []
     for header, ks in groups.items():
         try:
-            df = pl.read_csv(header + b"\n" + b"".join(wholes[k].body for k in ks),  # type: ignore[union-attr]
+            df = pl.read_csv(b"".join([header, b"\n", *(part for k in ks for part in wholes[k].body)]),  # type: ignore[union-attr]
                              infer_schema=False, truncate_ragged_lines=True)
         except Exception:  # noqa: BLE001 - `parse` reads them and reports why
             df = None
@@ -399,7 +399,7 @@ def parse_bytes_many(datas: list[bytes], hosts: list[str | None], ctx: ParseCont
             df = df.with_columns(
                 pl.Series("hint_file", np.repeat(np.array(ks, dtype=np.int64), rows)),
                 pl.Series("hint_host", hosts, dtype=pl.Utf8).gather(np.repeat(np.array(ks, dtype=np.int64), rows)))
-        spaces = any(c in w.body or c in w.header for k in ks if (w := wholes[k]) for c in _SPACES)
+        spaces = any(c in datas[k] for k in ks for c in _SPACES)
         parts.append(_csv_samples(df, nos, ctx, spaces))
         nos_parts.append(nos)
     if not parts:

@@ -33,16 +33,14 @@ from parsers.timestamps import iso
 NAME = "nccl"
 EXCLUSIVE = False
 BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
+# Lines that can matter at all (a literal alternation: the regex engine runs it as a fast
+# multi-literal search). Bare error texts (no NCCL prefix) appear after PyTorch's `Last error:`.
 TRIGGER = r"NCCL|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"  # no match: nothing to do
 DESCRIPTION = "NCCL debug log: version, communicator init/abort, IB/socket/CUDA WARNs, RAS reports"
 FORMATS = ("nccl_log", "nccl_ras")
 EXTRACTS = ("nccl_version", "nccl_init", "nccl_abort", "nccl_warn", "nccl_ib_error",
             "nccl_socket_error", "nccl_cuda_error", "nccl_ras", "nccl_iface",
             "nccl_comms", "nccl_errors")
-
-# Lines that can matter at all (a literal alternation: the regex engine runs it as a fast
-# multi-literal search). Bare error texts (no NCCL prefix) appear after PyTorch's `Last error:`.
-HOT = TRIGGER
 
 PREFIX_RE = (
     r"(?:\[(?P<nts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] )?"
@@ -187,7 +185,7 @@ def _parse_ras(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     warnings: list[str] = []
-    cand = lines.filter(pl.col("body").str.contains(HOT))
+    cand = lines.filter(pl.col("body").str.contains(TRIGGER))
     if cand.is_empty():
         return Extraction(empty_events())
     # Plain INFO/TRACE/CALL chatter: a cheap prefix check, no capture groups (the hot path).

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import polars as pl
@@ -23,6 +24,7 @@ from forensics import downtime as dt
 from forensics.attribution import Interruption, attribute
 from forensics.config import load_job_config
 from forensics.discovery import JobDirError, Limits, discover, is_archive
+from forensics.error_lines import error_line_events
 from forensics.ingest import Ingested, ingest
 from forensics.report import build_report, write_markdown
 from forensics.signatures import load_catalog, match
@@ -181,9 +183,10 @@ def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits:
         file_attempt_hint = {i: sf.attempt_hint for i, sf in enumerate(ordered) if sf.attempt_hint is not None}
         file_host = {i: cfg.host_aliases.get(sf.host_hint, sf.host_hint) for i, sf in enumerate(ordered)
                      if sf.host_hint is not None}
+        file_rank = {i: sf.rank_hint for i, sf in enumerate(ordered) if sf.rank_hint is not None}
     finally:
         disc.close()
-    result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host)
+    result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host, file_rank, cfg.timezone)
     _write_outputs(out_dir, result, html)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
@@ -224,6 +227,20 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
     unparsed = _concat(unparsed_parts) if unparsed_parts else pl.DataFrame(
         schema={"line_no": pl.Int64, "text": pl.Utf8, "file_id": pl.Int32})
     return files, events, tables, unparsed  # type: ignore[return-value]
+
+
+def _with_error_lines(events: pl.DataFrame, unparsed: pl.DataFrame, files: pl.DataFrame,
+                      file_host: dict[int, str], file_rank: dict[int, int], ref_year: int | None,
+                      tz: ZoneInfo | None) -> pl.DataFrame:
+    """The parsers' events plus an `error_line` event per kept unparsed error-like line
+    (forensics/error_lines.py), renumbered in (file, line) order."""
+    paths = dict(zip(files["file_id"].to_list(), files["path"].to_list(), strict=True))
+    extra = error_line_events(unparsed, paths, file_host, file_rank, events, ref_year, tz or ZoneInfo("UTC"))
+    if extra.is_empty():
+        return events
+    both = pl.concat([events.drop("event_id"), extra.select(events.drop("event_id").columns)], how="vertical_relaxed")
+    return both.sort("file_id", "line_no", maintain_order=True).with_row_index("event_id").with_columns(
+        pl.col("event_id").cast(pl.Int64))
 
 
 def _concat(parts: list[tuple[int, pl.DataFrame | pl.LazyFrame]]) -> pl.DataFrame | pl.LazyFrame:
@@ -280,8 +297,10 @@ def _completed_attempts(events: pl.DataFrame, attempts: pl.DataFrame, tables: di
 
 
 def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Path, name: str,
-                      file_host: dict[int, str] | None = None) -> dict:
+                      file_host: dict[int, str] | None = None, file_rank: dict[int, int] | None = None,
+                      tz: ZoneInfo | None = None) -> dict:
     files, events, tables, unparsed = _frames(ing)
+    events = _with_error_lines(events, unparsed, files, file_host or {}, file_rank or {}, ing.ref_year, tz)
     files = files.with_columns(pl.col("file_id").replace_strict(file_host or {}, default=None,
                                                                 return_dtype=pl.Utf8).alias("host"))
     hints = sorted(set(file_attempt_hint.values()))

@@ -23,6 +23,10 @@ CATEGORIES = (
     "straggler_hardware", "slowdown_transient", "slowdown_workload", "unknown",
 )
 SOURCES = ("kernel", "nccl", "pytorch", "elastic", "steps", "dcgm", "sacct", "slurm", "nvsmi", "k8s")
+# events no parser made: `error_line` (forensics/error_lines.py); a signature of source ANY matches
+# the events of every source (a message family that one parser claims in one log and nobody in another)
+GENERIC = "generic"
+ANY = "any"
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ def parse_catalog(docs: dict[str, dict]) -> Catalog:
             if sid in seen:
                 errors.append(f"{where}: duplicate id")
             seen.add(sid)
-            if raw["source"] not in SOURCES:
+            if raw["source"] not in (*SOURCES, GENERIC, ANY):
                 errors.append(f"{where}: unknown source {raw['source']!r}")
             if raw["category"] not in CATEGORIES:
                 errors.append(f"{where}: unknown category {raw['category']!r}")
@@ -242,7 +246,8 @@ HIT_SCHEMA = {
 def match(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
     """Every (event, signature) hit, vectorized per signature over the events of its source."""
     parts = []
-    by_source = {s: events.filter(pl.col("source") == s) for s in SOURCES}
+    by_source = {s: events.filter(pl.col("source") == s) for s in (*SOURCES, GENERIC)}
+    by_source[ANY] = events
     for sig in catalog.signatures:
         ev = by_source.get(sig.source)
         if ev is None or ev.is_empty():

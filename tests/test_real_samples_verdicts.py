@@ -43,7 +43,11 @@ def test_every_real_sample_has_a_labelled_job() -> None:
     shared = JOBS.parents[1].parent / "shared" / "real-samples"
     if not shared.is_dir():
         pytest.skip("../shared/real-samples not present")
-    assert sorted(p.name for p in shared.iterdir() if p.is_dir()) == [c.name for c in CASES]
+    # the first collection (0NN) has a labelled job each; the 2NN series is scored as unseen logs are
+    # (../shared/tools/score_real_samples.py, and docs/real-samples.md), not fitted one by one here
+    first = sorted(p.name for p in shared.iterdir() if p.is_dir() and p.name[:1] == "0")
+    assert first == [c.name for c in CASES if c.name[:1] == "0"]
+    assert {c.name for c in CASES} <= {p.name for p in shared.iterdir() if p.is_dir()}
     assert set(KEY_LINES) == {c.name for c in CASES}
 
 

@@ -56,9 +56,12 @@ def test_every_line_is_accounted_and_error_lines_kept(tmp_path: Path) -> None:
     assert 6 in mixed and mixed[8] == "progress 20% timeout" and mixed[9] == "no newline at end error"
     assert 3 not in mixed  # the NCCL line was parsed
     # kept lines are unparsed lines that look like errors, never parsed ones
-    ev = a.sql("SELECT f.path, e.line_no FROM events e JOIN files f USING (file_id)")
+    ev = a.sql("SELECT f.path, e.line_no FROM events e JOIN files f USING (file_id) WHERE e.source <> 'generic'")
     claimed = set(zip(ev["path"].to_list(), ev["line_no"].to_list(), strict=True))
     assert not (kept_set & claimed)
+    # and each kept line is an `error_line` event at its own line, so attribution sees it
+    el = a.sql("SELECT f.path, e.line_no FROM events e JOIN files f USING (file_id) WHERE e.kind = 'error_line'")
+    assert set(zip(el["path"].to_list(), el["line_no"].to_list(), strict=True)) == kept_set
     assert all(ERR.search(t) for t in kept["text"].to_list())
     # the report lists the first 200 and says how many more exist
     listed = [(u["path"], u["line"]) for u in rep["unparsed_errors"]]

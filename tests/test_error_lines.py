@@ -1,0 +1,61 @@
+"""error_line events: unparsed error-like lines become events of source `generic` with the file's
+host/rank hints, their own stamp or a neighbour's, and their body (launcher prefix peeled)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import polars as pl
+
+from forensics.error_lines import error_line_events
+from parsers.records import EVENT_SCHEMA
+
+UTC_TZ = ZoneInfo("UTC")
+
+
+def _unparsed(rows: list[tuple[int, int, str]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"file_id": pl.Int32, "line_no": pl.Int64, "text": pl.Utf8}, orient="row")
+
+
+def _events(rows: list[tuple[int, int, datetime | None]]) -> pl.DataFrame:
+    df = pl.DataFrame(rows, schema={"file_id": pl.Int32, "line_no": pl.Int64, "ts": EVENT_SCHEMA["ts"]}, orient="row")
+    return df.with_columns(pl.lit("exact").alias("ts_quality"))
+
+
+def test_lines_become_events_with_hints_stamps_and_bodies() -> None:
+    un = _unparsed([
+        (0, 3, "2024-05-01T10:00:05Z [rank3]: RuntimeError: Address already in use"),
+        (0, 9, "include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device"),
+        (1, 1, "E0501 10:00:07.123456 12 foo.cc:1] Check failed: x"),
+        (2, 4, "some warning: deprecated"),
+    ])
+    ev = _events([(0, 5, datetime(2024, 5, 1, 10, 0, 6, tzinfo=UTC))])
+    out = error_line_events(un, {0: "n1/rank3.log", 1: "n2/x.log", 2: "n3/y.log"}, {0: "n1", 1: "n2"}, {1: 7},
+                            ev, ref_year=2024, tz=UTC_TZ)
+    assert out.columns[: len(EVENT_SCHEMA)] == list(EVENT_SCHEMA)
+    rows = out.to_dicts()
+    assert [(r["file_id"], r["line_no"]) for r in rows] == [(0, 3), (0, 9), (1, 1), (2, 4)]
+    assert {r["source"] for r in rows} == {"generic"} and {r["kind"] for r in rows} == {"error_line"}
+    a, b, c, d = rows
+    assert a["message"] == "2024-05-01T10:00:05Z [rank3]: RuntimeError: Address already in use"
+    assert a["ts"] == datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC) and a["ts_quality"] == "exact"
+    assert a["host"] == "n1" and a["path"] == "n1/rank3.log" and a["severity"] == "error"
+    # no stamp of its own: the nearest earlier stamped event of the same file lends its time
+    assert b["ts"] == datetime(2024, 5, 1, 10, 0, 6, tzinfo=UTC) and b["ts_quality"] == "derived"
+    assert b["message"].startswith("include/shm.h:28 NCCL WARN")
+    # glog stamp with the job's year; the file's rank hint
+    assert c["ts"] == datetime(2024, 5, 1, 10, 0, 7, 123456, tzinfo=UTC) and c["rank"] == 7 and c["host"] == "n2"
+    # no stamp anywhere in the file: missing, never guessed
+    assert d["ts"] is None and d["ts_quality"] == "missing" and d["severity"] == "warning" and d["host"] is None
+
+
+def test_launcher_prefix_gives_the_rank() -> None:
+    out = error_line_events(_unparsed([(0, 1, "[rank12]: torch.OutOfMemoryError: boom")]), {0: "a.log"}, {}, {},
+                            _events([]), tz=UTC_TZ)
+    assert out["rank"].to_list() == [12] and out["message"].to_list() == ["torch.OutOfMemoryError: boom"]
+
+
+def test_nothing_unparsed_nothing_made() -> None:
+    empty = _unparsed([])
+    assert error_line_events(empty, {}, {}, {}, _events([]), tz=UTC_TZ).is_empty()

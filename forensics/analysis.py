@@ -26,6 +26,7 @@ from forensics.config import load_job_config
 from forensics.discovery import JobDirError, Limits, discover, is_archive
 from forensics.error_lines import error_line_events
 from forensics.ingest import Ingested, ingest
+from forensics.line_classifier import classify_lines
 from forensics.report import build_report, write_markdown
 from forensics.signatures import load_catalog, match
 from forensics.store import Store
@@ -316,6 +317,7 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"))
     catalog = load_catalog()
     hits = match(catalog, events)
+    hits = pl.concat([hits, classify_lines(events, hits)]).sort("event_id", "signature")
     completed = _completed_attempts(events, attempts, tables, hits)
     inters = attribute(events, hits, attempts, rmap, tables, completed)
     # steps with their attempt, for slow episodes

@@ -1,0 +1,201 @@
+"""The line classifier (issue 15, item 3; docs/classifier.md "Line classifier").
+
+An error line that no signature knows (an `error_line` event, or an `exception` a parser made but no
+signature claims) still gets a category, a domain and a calibrated confidence: character n-gram
+TF-IDF and a multinomial logistic regression trained on the catalog's own examples (each
+signature's examples labelled with its category; context signatures and a list of benign lines,
+`data/benign_lines.txt`, as the class `none`; one line per Xid of the Xid table with its meaning).
+It names a category only when its probability reaches the threshold chosen on held-out folds
+(grouped by signature: the folds never share a signature's examples), stored in the artifact.
+
+The artifact (`data/line_classifier.json`) is the plain-JSON `classifier.Model` (no features, text
+only): loading never unpickles and never imports scikit-learn. It records the sha256 of its training
+set; `tests/test_line_classifier.py` fails when the catalog changed and the artifact was not rebuilt
+(`forensics train-lines`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from forensics.classifier import Model, cross_validate, train
+from forensics.features import normalise_line
+from forensics.signatures import HIT_SCHEMA, Catalog, load_catalog, xid_table
+
+NONE = "none"
+SIGNATURE_ID = "line-classifier"
+KINDS = ("error_line", "exception")  # events the classifier reads when no signature claimed them
+TARGET_PRECISION = 0.8  # the threshold is the lowest probability at which held-out precision reaches this
+FOLDS = 5
+C_LINES = 8.0
+
+
+@dataclass(frozen=True)
+class LineSample:
+    text: str  # normalised (features.normalise_line)
+    label: str  # a category or NONE
+    group: str  # signature id (or benign:<n>): the unit the folds keep apart
+
+
+def training_set(catalog: Catalog | None = None) -> list[LineSample]:
+    """Every example of the catalog, labelled; the Xid table's meanings; the benign lines."""
+    catalog = catalog or load_catalog()
+    out: list[LineSample] = []
+    for s in catalog.signatures:
+        if s.id.startswith("xid-"):
+            continue  # generated from the table; its lines come below, with their meaning
+        label = NONE if s.role == "context" else s.category
+        out.extend(LineSample(normalise_line(ex), label, s.id) for ex in s.examples)
+    for row in xid_table().iter_rows(named=True):
+        xid = str(row["xid"]).strip()
+        try:
+            sig = catalog.by_id(f"xid-{xid}")
+        except KeyError:
+            continue
+        label = NONE if sig.role == "context" else sig.category
+        text = f"NVRM: Xid (PCI:0000:3b:00): {xid}, pid=1234, {row['short_meaning']}"
+        out.append(LineSample(normalise_line(text), label, f"xid-{xid}"))
+    benign = resources.files("forensics").joinpath("data/benign_lines.txt").read_text(encoding="utf-8")
+    lines = [ln for ln in benign.splitlines() if ln.strip() and not ln.startswith("#")]
+    out.extend(LineSample(normalise_line(ln), NONE, f"benign:{i // 3}") for i, ln in enumerate(lines))
+    return sorted({(x.label, x.text, x.group): x for x in out if x.text}.values(),
+                  key=lambda x: (x.label, x.text, x.group))
+
+
+def training_digest(samples: list[LineSample]) -> str:
+    blob = json.dumps([[x.text, x.label, x.group] for x in samples], separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def choose_threshold(proba: np.ndarray, classes: list[str], labels: list[str],
+                     target: float = TARGET_PRECISION) -> float:
+    """The lowest probability p such that, over held-out predictions of a category (not `none`) with
+    confidence >= p, the share that is right is at least `target`."""
+    best = np.argmax(proba, axis=1)
+    conf = proba[np.arange(len(labels)), best]
+    pred = [classes[i] for i in best]
+    named = [(c, p == y) for c, p, y in zip(conf, pred, labels, strict=True) if p != NONE]
+    for p in sorted({round(float(c), 2) for c, _ in named}):
+        kept = [ok for c, ok in named if c >= p]
+        if kept and sum(kept) / len(kept) >= target:
+            return p
+    return 1.0
+
+
+def fit(samples: list[LineSample]) -> tuple[Model, dict]:
+    """Train on all samples; the threshold and the figures come from grouped folds."""
+    texts = [x.text for x in samples]
+    labels = [x.label for x in samples]
+    groups = [x.group for x in samples]
+    empty = [{} for _ in samples]
+    cv = cross_validate(empty, texts, labels, groups, folds=FOLDS, c=C_LINES, min_df=1)
+    proba, classes = _held_out_proba(texts, labels, groups)
+    threshold = choose_threshold(proba, classes, labels)
+    best = np.argmax(proba, axis=1)
+    conf = proba[np.arange(len(labels)), best]
+    named = [(c >= threshold, classes[b] == y) for c, b, y in zip(conf, best, labels, strict=True)
+             if classes[b] != NONE]
+    report = {
+        "samples": len(samples), "classes": len(set(labels)), "folds": cv["folds"],
+        "accuracy": cv["accuracy"], "brier": cv["brier"], "threshold": threshold,
+        "named_share": round(sum(1 for k, _ in named if k) / len(samples), 4),
+        "named_precision": round(sum(1 for k, ok in named if k and ok) / max(1, sum(1 for k, _ in named if k)), 4),
+        "calibration": _calibration(conf, [classes[b] == y for b, y in zip(best, labels, strict=True)]),
+    }
+    model = train(empty, texts, labels, meta={"threshold": threshold, "training_sha256": training_digest(samples),
+                                              "cv": {k: v for k, v in report.items() if k != "calibration"}},
+                  c=C_LINES, min_df=1)
+    return model, report
+
+
+def _held_out_proba(texts: list[str], labels: list[str], groups: list[str]) -> tuple[np.ndarray, list[str]]:
+    from sklearn.model_selection import GroupKFold
+
+    classes = sorted(set(labels))
+    keys = sorted(set(groups))
+    gid = [keys.index(g) for g in groups]
+    out = np.zeros((len(texts), len(classes)))
+    for tr, te in GroupKFold(n_splits=min(FOLDS, len(keys))).split(np.zeros(len(texts)), labels, gid):
+        m = train([{} for _ in tr], [texts[i] for i in tr], [labels[i] for i in tr], c=C_LINES, min_df=1)
+        p = m.predict_proba([{} for _ in te], [texts[i] for i in te])
+        for j, c in enumerate(m.classes):
+            out[te, classes.index(c)] = p[:, j]
+    return out, classes
+
+
+def _calibration(conf: np.ndarray, right: list[bool], bins: int = 5) -> list[dict]:
+    rows = []
+    edges = np.linspace(0, 1, bins + 1)
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        idx = [i for i, c in enumerate(conf) if lo <= c < hi or (hi == 1 and c == 1)]
+        if idx:
+            rows.append({"bin": f"{lo:.1f}-{hi:.1f}", "n": len(idx),
+                         "mean_confidence": round(float(np.mean(conf[idx])), 3),
+                         "accuracy": round(sum(right[i] for i in idx) / len(idx), 3)})
+    return rows
+
+
+def artifact_path():  # noqa: ANN201 - an importlib Traversable
+    return resources.files("forensics").joinpath("data/line_classifier.json")
+
+
+@lru_cache(maxsize=1)
+def load() -> Model | None:
+    p = artifact_path()
+    if not p.is_file():
+        return None
+    return Model.from_dict(json.loads(p.read_text(encoding="utf-8")))
+
+
+def build(out: Path | str | None = None) -> dict:
+    """Retrain from the catalog and write the artifact (default: the shipped one). Returns the CV report."""
+    model, report = fit(training_set())
+    model.to_json(Path(out) if out is not None else Path(str(artifact_path())))
+    load.cache_clear()
+    return report
+
+
+def classify_lines(events: pl.DataFrame, hits: pl.DataFrame, model: Model | None = None) -> pl.DataFrame:
+    """Hits (signature `line-classifier`, role root, weight 1) for the error lines no signature
+    claimed whose predicted category reaches the artifact's threshold. Warnings are not read: an
+    error_line of severity `warning` never becomes a root on the classifier's word alone."""
+    model = model or load()
+    if model is None or events.is_empty():
+        return pl.DataFrame(schema=HIT_SCHEMA)
+    claimed = hits["event_id"].unique().implode() if not hits.is_empty() else pl.lit([], dtype=pl.List(pl.Int64))
+    cand = events.filter(pl.col("kind").is_in(list(KINDS)) & (pl.col("severity") != "warning").fill_null(True)
+                         & ~pl.col("event_id").is_in(claimed)).select("event_id", "message")
+    if cand.is_empty():
+        return pl.DataFrame(schema=HIT_SCHEMA)
+    texts = [normalise_line(m or "") for m in cand["message"].to_list()]
+    proba = model.predict_proba([{} for _ in texts], texts)
+    best = np.argmax(proba, axis=1)
+    conf = proba[np.arange(len(texts)), best]
+    threshold = float(model.meta.get("threshold", 1.0))
+    rows = []
+    for eid, b, c in zip(cand["event_id"].to_list(), best, conf, strict=True):
+        cat = model.classes[int(b)]
+        if cat == NONE or c < threshold:
+            continue
+        rows.append({"event_id": eid, "signature": SIGNATURE_ID, "category": cat, "role": "root",
+                     "severity": "error", "weight": 1,
+                     "summary": f"Error line no signature knows, read by the line classifier as {cat} "
+                                f"(p={c:.2f})"})
+    return pl.DataFrame(rows, schema=HIT_SCHEMA) if rows else pl.DataFrame(schema=HIT_SCHEMA)
+
+
+def main() -> None:  # `python -m forensics.line_classifier`: rebuild the shipped artifact
+    report = build()
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -256,6 +256,22 @@ def weekly(
     out.print(f"Report: {escape(str(out_dir / 'weekly.html'))}", soft_wrap=True)
 
 
+def _eval_real_samples(cases_dir: Path, out_dir: Path | None, as_json: bool) -> None:
+    from forensics.evaluate import evaluate_real_samples, real_sample_summary, real_sample_table
+
+    results = evaluate_real_samples(cases_dir, out_dir)
+    summary = real_sample_summary(results)
+    if as_json:
+        sys.stdout.write(json.dumps({"summary": summary, "cases": [vars(r) for r in results]}, indent=2) + "\n")
+        return
+    sys.stdout.write(real_sample_table(results))
+    h, n = summary["category_high_medium"]
+    q, nq = summary["healthy_quiet"]
+    r, nr = summary["restart_agreement"]
+    sys.stdout.write(f"all cases {summary['right']}/{summary['cases']}; category (high+medium labels) {h}/{n}; "
+                     f"healthy controls quiet {q}/{nq}; restart decision {r}/{nr}\n")
+
+
 @app.command(name="eval")
 def eval_cmd(
     cases_dir: Annotated[Path, typer.Argument(help="Directory of cases: each holds expected.toml and the job (in job/ or beside it).")],
@@ -263,10 +279,13 @@ def eval_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
 ) -> None:
     """Score the analyzer on labelled cases: accuracy per field, confusion, calibration, failures."""
-    from forensics.evaluate import FIELDS, evaluate
+    from forensics.evaluate import FIELDS, evaluate, is_real_samples
 
     if not cases_dir.is_dir():
         _fail(f"no such directory: {cases_dir}")
+    if is_real_samples(cases_dir):
+        _eval_real_samples(cases_dir, out_dir, as_json)
+        return
     res = evaluate(cases_dir, out_dir)
     if as_json:
         sys.stdout.write(json.dumps(res.as_dict(), indent=2, default=str) + "\n")

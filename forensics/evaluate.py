@@ -1,7 +1,11 @@
 """`forensics eval`: run the analyzer over labelled cases and score it.
 
 A case is a directory holding `expected.toml` and the job: either in `job/` (what the
-simulator writes) or beside expected.toml. The primary interruption is compared: the verdict,
+simulator writes) or beside expected.toml. A real sample (`../shared/real-samples/NNN-*/`) is a
+directory holding `case.toml` and the excerpt files beside it: its label uses a coarser category
+vocabulary (`COARSE`, as the samples' README maps it), a healthy control (`expected_interruption =
+false`) is right only with a `none` / `completed` verdict, no interruption and no culprit, and the
+restart decision is scored against `recoverable_by_restart` where it is true or false. The primary interruption is compared: the verdict,
 or for a job that completed after an interruption, its first interruption. Fields: kind,
 category, domain, action, culprit host, culprit rank (each scored only where the case states
 it). Calibration: Brier score of the confidence against category correctness, and a
@@ -10,6 +14,8 @@ reliability table.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +25,19 @@ import polars as pl
 from forensics.analysis import analyze
 
 FIELDS = ("kind", "category", "domain", "action", "culprit_host", "culprit_rank")
+# the real samples' coarse categories (../shared/real-samples/README.md): project category -> the
+# coarse labels it answers
+COARSE: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
+    "gpu_lost": {"gpu_hardware"}, "gpu_other_hardware": {"gpu_hardware"}, "gpu_memory": {"gpu_memory_ecc"},
+    "nvlink": {"nvlink"}, "gpu_driver_firmware": {"driver_firmware"}, "network_fabric": {"network_fabric"},
+    "host_hardware": {"host_hardware"}, "storage": {"storage_filesystem"}, "nccl_config": {"nccl_config"},
+    "cuda_error": {"unknown", "user_code"}, "oom": {"oom"}, "user_code": {"user_code"},
+    "framework_bug": {"user_code"}, "numerics": {"user_code"}, "collective_desync": {"user_code"},
+    "comm_hang_unknown": {"comm_hang_unknown"}, "preemption": {"scheduler_preemption"},
+    "time_limit": {"scheduler_preemption"}, "user_cancelled": {"scheduler_preemption"},
+    "straggler_hardware": {"straggler_slowdown"}, "slowdown_transient": {"straggler_slowdown"},
+    "slowdown_workload": {"straggler_slowdown"}, "unknown": {"unknown"},
+}.items()}
 
 
 @dataclass
@@ -54,9 +73,93 @@ class EvalResult:
 
 
 def find_cases(root: Path) -> list[Path]:
-    if (root / "expected.toml").is_file():
+    if (root / "expected.toml").is_file() or (root / "case.toml").is_file():
         return [root]
-    return sorted(p.parent for p in root.rglob("expected.toml"))
+    return sorted({p.parent for p in root.rglob("expected.toml")} | {p.parent for p in root.rglob("case.toml")
+                                                                     if not (p.parent / "expected.toml").is_file()})
+
+
+@dataclass
+class RealSampleResult:
+    name: str
+    label: str  # coarse category, or "healthy"
+    confidence: str  # of the label: high | medium | low
+    got: str  # kind/category
+    right: bool
+    restart_want: str | None  # "true" / "false" / None (unknown)
+    restart_got: bool | None
+    error: str | None = None
+
+    @property
+    def restart_right(self) -> bool | None:
+        if self.restart_want not in ("true", "false") or self.restart_got is None:
+            return None
+        return (self.restart_want == "true") == self.restart_got
+
+
+def score_real_sample(name: str, meta: dict, rep: dict) -> RealSampleResult:
+    gt = meta.get("ground_truth", {})
+    v = rep.get("verdict") or {}
+    healthy = meta.get("expected_interruption") is False
+    cat = v.get("category")
+    if healthy:
+        quiet = v.get("kind") in ("none", "completed") and not rep.get("interruptions") \
+            and not any((v.get("culprit") or {}).values())
+        right = quiet or "straggler_slowdown" in COARSE.get(cat or "", frozenset())
+    else:
+        right = gt.get("category") in COARSE.get(cat or "", frozenset())
+    want = gt.get("recoverable_by_restart")
+    return RealSampleResult(name, "healthy" if healthy else str(gt.get("category")), str(gt.get("confidence", "low")),
+                            f"{v.get('kind')}/{cat}", right, want if want in ("true", "false") else None,
+                            v.get("auto_recoverable"))
+
+
+def is_real_samples(root: Path) -> bool:
+    """A folder of real samples (case.toml per case) rather than labelled jobs (expected.toml)."""
+    return not any(root.rglob("expected.toml")) and any(root.rglob("case.toml"))
+
+
+def evaluate_real_samples(root: Path | str, out: Path | str | None = None) -> list[RealSampleResult]:
+    """Every real sample under `root` (folders with case.toml), analyzed from a copy of its excerpt
+    files (case.toml left out: it is the label, not a log), scored as unseen real logs are."""
+    results = []
+    for case in sorted(p.parent for p in Path(root).rglob("case.toml")):
+        meta = tomllib.loads((case / "case.toml").read_text(encoding="utf-8"))
+        with tempfile.TemporaryDirectory(prefix="forensics-eval-") as tmp:
+            job = Path(tmp) / case.name[:3]
+            job.mkdir()
+            for f in case.iterdir():
+                if f.is_file() and f.name != "case.toml":
+                    shutil.copy(f, job / f.name)
+            dest = Path(out) / case.name if out is not None else Path(tmp) / "out"
+            try:
+                rep = analyze(job, dest, html=False).report
+            except Exception as exc:  # noqa: BLE001 - one broken case is a failure to report, not a crash
+                gt = meta.get("ground_truth", {})
+                results.append(RealSampleResult(case.name, str(gt.get("category")), str(gt.get("confidence", "low")),
+                                                "error", False, None, None, f"{type(exc).__name__}: {exc}"))
+                continue
+        results.append(score_real_sample(case.name, meta, rep))
+    return results
+
+
+def real_sample_summary(results: list[RealSampleResult]) -> dict:
+    firm = [r for r in results if r.confidence in ("high", "medium")]  # healthy controls included
+    healthy = [r for r in results if r.label == "healthy"]
+    rs = [r.restart_right for r in results if r.restart_right is not None]
+    return {"cases": len(results), "right": sum(r.right for r in results),
+            "category_high_medium": [sum(r.right for r in firm), len(firm)],
+            "healthy_quiet": [sum(r.right for r in healthy), len(healthy)],
+            "restart_agreement": [sum(rs), len(rs)]}
+
+
+def real_sample_table(results: list[RealSampleResult]) -> str:
+    """The per-case table (markdown) of docs/real-samples.md."""
+    rows = ["| case | label (confidence) | verdict | right | restart (want / got) |", "|---|---|---|---|---|"]
+    for r in results:
+        restart = f"{r.restart_want or '?'} / {'-' if r.restart_got is None else str(r.restart_got).lower()}"
+        rows.append(f"| {r.name} | {r.label} ({r.confidence}) | {r.got} | {'yes' if r.right else 'no'} | {restart} |")
+    return "\n".join(rows) + "\n"
 
 
 def expected_target(exp: dict) -> dict:
@@ -94,6 +197,8 @@ def evaluate(cases_dir: Path | str, out: Path | str | None = None) -> EvalResult
     out_root = Path(out) if out is not None else None
     results: list[CaseResult] = []
     for case in find_cases(root):
+        if not (case / "expected.toml").is_file():
+            continue  # a real sample (case.toml): evaluate_real_samples scores it
         name = case.relative_to(root).as_posix() if case != root else case.name
         exp = tomllib.loads((case / "expected.toml").read_text(encoding="utf-8"))
         job = case / "job" if (case / "job").is_dir() else case

@@ -73,3 +73,36 @@ def test_scoring_rules() -> None:
     res = summarize([c])
     assert res.accuracy["category"] == 1.0 and res.accuracy["culprit_host"] == 0.0
     assert res.brier == pytest.approx((0.9 - 1.0) ** 2)
+
+
+def test_real_samples_are_scored_as_unseen_logs(tmp_path: Path) -> None:
+    from forensics.evaluate import evaluate_real_samples, is_real_samples, real_sample_summary, real_sample_table
+
+    root = tmp_path / "samples"
+    xid = root / "901-dmesg-xid79"
+    xid.mkdir(parents=True)
+    (xid / "dmesg.log").write_text(
+        "[Mon May  6 10:00:01 2024] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"
+        "[Mon May  6 10:00:01 2024] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n")
+    (xid / "case.toml").write_text('source_url = "x"\n[ground_truth]\ncategory = "gpu_hardware"\n'
+                                   'recoverable_by_restart = "false"\nconfidence = "high"\n')
+    healthy = root / "902-healthy-steps"
+    healthy.mkdir()
+    (healthy / "train.log").write_text("".join(
+        f"2024-05-06 10:{i:02d}:00 | INFO | step {i}/50 | loss {3 - i / 50:.3f} | 0.84 s/step\n" for i in range(1, 40)))
+    (healthy / "case.toml").write_text('source_url = "x"\nexpected_interruption = false\n[ground_truth]\n'
+                                       'category = "unknown"\nconfidence = "medium"\n')
+    assert is_real_samples(root)
+    labelled = tmp_path / "labelled" / "case"
+    labelled.mkdir(parents=True)
+    (labelled / "expected.toml").write_text('[verdict]\nkind = "crash"\n')
+    assert not is_real_samples(tmp_path / "labelled")
+    res = {r.name: r for r in evaluate_real_samples(root)}
+    assert res["901-dmesg-xid79"].got == "crash/gpu_lost" and res["901-dmesg-xid79"].right
+    # case.toml is the label, not a log: the analyzer never read it (no error line taken from it)
+    assert res["901-dmesg-xid79"].restart_want == "false"
+    assert res["902-healthy-steps"].label == "healthy"
+    summary = real_sample_summary(list(res.values()))
+    assert summary["cases"] == 2 and summary["category_high_medium"][1] == 2
+    table = real_sample_table(list(res.values()))
+    assert "| 901-dmesg-xid79 | gpu_hardware (high) | crash/gpu_lost | yes |" in table

@@ -76,7 +76,12 @@ def test_scoring_rules() -> None:
 
 
 def test_real_samples_are_scored_as_unseen_logs(tmp_path: Path) -> None:
-    from forensics.evaluate import evaluate_real_samples, is_real_samples, real_sample_summary, real_sample_table
+    from forensics.evaluate import (
+        evaluate_real_samples,
+        is_real_samples,
+        real_sample_summary,
+        real_sample_table,
+    )
 
     root = tmp_path / "samples"
     xid = root / "901-dmesg-xid79"

@@ -62,6 +62,8 @@ class CatalogError(Exception):
 @dataclass
 class Catalog:
     signatures: list[Signature] = field(default_factory=list)
+    # source -> event kinds no signature judges (signatures/context.toml; tests/test_seam.py)
+    context_only: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def by_id(self, sid: str) -> Signature:
         for s in self.signatures:
@@ -95,7 +97,12 @@ def parse_catalog(docs: dict[str, dict]) -> Catalog:
     errors: list[str] = []
     sigs: list[Signature] = []
     seen: set[str] = set()
+    context_only: dict[str, tuple[str, ...]] = {}
     for origin, doc in docs.items():
+        for src, kinds in doc.get("context_only", {}).items():
+            if src not in (*SOURCES, GENERIC):
+                errors.append(f"{origin}: context_only: unknown source {src!r}")
+            context_only[src] = tuple(sorted({*context_only.get(src, ()), *_as_tuple(kinds)}))
         for i, raw in enumerate(doc.get("signature", [])):
             sid = raw.get("id", f"#{i}")
             where = f"{origin}: {sid}"
@@ -130,7 +137,7 @@ def parse_catalog(docs: dict[str, dict]) -> Catalog:
             sigs.append(sig)
     if errors:
         raise CatalogError(errors)
-    return Catalog(sigs)
+    return Catalog(sigs, context_only)
 
 
 # Xid catalog columns -> signature fields

@@ -215,13 +215,20 @@ def _severe_xids() -> tuple[str, ...]:
     return tuple(sorted({x.strip() for x in rated.to_list()} | set(FOLLOW_ON_XIDS)))
 
 
-def _failure_seen(ae: pl.DataFrame, exits: pl.DataFrame | None) -> str | None:
-    """What shows that the attempt failed when no signature of role root or cascade matched: a
-    non-zero exit code or signal, the launcher restarting its workers, a scheduler state other than
-    completed/running/pending, or an Xid that is no mere notice. None when nothing does (a warning
-    line, context-only signals, INFO chatter and steps are no failure)."""
+def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None) -> str | None:
+    """What shows that the attempt failed when no signature of role root or cascade matched: an
+    event its parser rates error or critical that no signature knows (a gap in the catalog; what
+    the catalog calls context is no failure), a non-zero exit code or signal, the launcher
+    restarting its workers, a scheduler state other than completed/running/pending, or an Xid that
+    is no mere notice. None when nothing does (a warning line, context-only signals, INFO chatter
+    and steps are no failure)."""
     if ae.is_empty():
         return None
+    unknown_errors = ae.filter(pl.col("severity").is_in(["error", "critical"])
+                               & ~pl.col("event_id").is_in(aj["event_id"].implode()))
+    if not unknown_errors.is_empty():
+        r = unknown_errors.sort("ts", "event_id", nulls_last=True).row(0, named=True)
+        return f"{r['kind']} at {r['path']}:{r['line_no']}"
     codes = ae.filter(pl.col("kind").is_in(EXIT_KINDS)).with_columns(
         pl.col("code").cast(pl.Int64, strict=False).alias("_c")).filter(pl.col("_c").is_not_null() & (pl.col("_c") != 0))
     if not codes.is_empty():
@@ -258,7 +265,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     if root is None and cascades.is_empty():
         if ae.is_empty():
             return None
-        seen = _failure_seen(ae, exits)
+        seen = _failure_seen(ae, aj, exits)
         if seen is None and is_last:
             return None  # the logs end without a failure: no interruption (the verdict may be `none`)
         category = "unknown"

@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cache
 
 import polars as pl
 
 from forensics.classifier import Prediction, classify_incident
+from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 
 TIE_WINDOW = timedelta(seconds=10)
@@ -27,6 +29,15 @@ TIE_WINDOW = timedelta(seconds=10)
 APP_FAULT_REPEATS = 3  # an application-class Xid on one GPU from this many processes: suspect the GPU
 MAY_HANG = ("network_fabric", "nvlink", "storage", "gpu_driver_firmware", "gpu_other_hardware")
 MAX_EVIDENCE = 8
+# Without a root or cascade hit, an attempt that is the job's last is an interruption only when a
+# failure was still seen in it (`_failure_seen`); otherwise its logs just end (no interruption).
+EXIT_KINDS = ("elastic_failure", "worker_failed", "launcher_exit", "slurm_task_exit")
+SCHED_OK = ("COMPLETED", "RUNNING", "PENDING")  # scheduler states that are no failure (sacct State)
+# Xids that by their meaning follow an earlier fault or a killed process (xid.csv: 43 "follow-on of an
+# application fault or an app being killed", 45 "sympathetic event: look for the primary Xid"); the
+# catalog rates them informational, but seen alone (a DCGM gauge keeps only the last Xid) they say a
+# failure happened whose cause is hidden.
+FOLLOW_ON_XIDS = ("43", "45")
 
 
 @dataclass
@@ -145,6 +156,8 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
     ip_host = _ip_hosts(events)
     timeouts_all = tables.get("collective_timeouts")
     sources_present = set(events["source"].unique().to_list()) if not events.is_empty() else set()
+    exits = tables.get("exits")
+    last = int(attempts["index"].max()) if not attempts.is_empty() else None
     out: list[Interruption] = []
     for a in attempts.iter_rows(named=True):
         i = a["index"]
@@ -156,7 +169,7 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
         if timeouts_all is not None and not timeouts_all.is_empty():
             fids = ae.select("file_id").unique()
             tmo = timeouts_all.join(fids, on="file_id")
-        inter = _attribute_attempt(i, a, aj, ae, tmo, rmap, ip_host, sources_present)
+        inter = _attribute_attempt(i, a, aj, ae, tmo, rmap, ip_host, sources_present, exits, i == last)
         if inter is not None:
             out.append(inter)
     _recurrence(out)
@@ -194,8 +207,55 @@ def _pick_root(roots: pl.DataFrame, exit_times: pl.DataFrame) -> dict | None:
     return pool.row(0, named=True)
 
 
+@cache
+def _severe_xids() -> tuple[str, ...]:
+    """Xids that make an interruption: those the catalog rates above informational, and the follow-ons."""
+    t = xid_table()
+    rated = t.filter(pl.col("severity").str.strip_chars().is_in(["medium", "high", "critical"]))["xid"]
+    return tuple(sorted({x.strip() for x in rated.to_list()} | set(FOLLOW_ON_XIDS)))
+
+
+def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None) -> str | None:
+    """What shows that the attempt failed when no signature of role root or cascade matched: an
+    event its parser rates error or critical that no signature knows (a gap in the catalog; what
+    the catalog calls context is no failure), a non-zero exit code or signal, the launcher
+    restarting its workers, a scheduler state other than completed/running/pending, or an Xid that
+    is no mere notice. None when nothing does (a warning line, context-only signals, INFO chatter
+    and steps are no failure)."""
+    if ae.is_empty():
+        return None
+    unknown_errors = ae.filter(pl.col("severity").is_in(["error", "critical"])
+                               & ~pl.col("event_id").is_in(aj["event_id"].implode()))
+    if not unknown_errors.is_empty():
+        r = unknown_errors.sort("ts", "event_id", nulls_last=True).row(0, named=True)
+        return f"{r['kind']} at {r['path']}:{r['line_no']}"
+    codes = ae.filter(pl.col("kind").is_in(EXIT_KINDS)).with_columns(
+        pl.col("code").cast(pl.Int64, strict=False).alias("_c")).filter(pl.col("_c").is_not_null() & (pl.col("_c") != 0))
+    if not codes.is_empty():
+        return f"exit code {codes['_c'][0]} ({codes['path'][0]}:{codes['line_no'][0]})"
+    if exits is not None and not exits.is_empty():
+        mine = exits.join(ae.select("file_id", "line_no", "path"), on=["file_id", "line_no"], how="inner")
+        bad = mine.filter((pl.col("exitcode").is_not_null() & (pl.col("exitcode") != 0)) | pl.col("signal").is_not_null())
+        if not bad.is_empty():
+            r = bad.row(0, named=True)
+            what = f"exit code {r['exitcode']}" if r["exitcode"] is not None else f"signal {r['signal']}"
+            return f"{what} ({r['path']}:{r['line_no']})"
+    restarts = ae.filter(pl.col("kind") == "restart")
+    if not restarts.is_empty():
+        return f"the launcher restarted its workers ({restarts['path'][0]}:{restarts['line_no'][0]})"
+    sched = ae.filter((pl.col("kind") == "sched_state") & pl.col("code").is_not_null()).filter(
+        ~pl.any_horizontal([pl.col("code").str.to_uppercase().str.starts_with(ok) for ok in SCHED_OK]))
+    if not sched.is_empty():
+        return f"scheduler state {sched['code'][0]} ({sched['path'][0]}:{sched['line_no'][0]})"
+    xids = ae.filter(pl.col("kind").is_in(["xid", "dcgm_xid"]) & pl.col("code").is_in(list(_severe_xids())))
+    if not xids.is_empty():
+        return f"Xid {xids['code'][0]} ({xids['path'][0]}:{xids['line_no'][0]})"
+    return None
+
+
 def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo: pl.DataFrame | None,
-                       rmap: pl.DataFrame, ip_host: dict[str, str], sources_present: set[str]) -> Interruption | None:
+                       rmap: pl.DataFrame, ip_host: dict[str, str], sources_present: set[str],
+                       exits: pl.DataFrame | None = None, is_last: bool = False) -> Interruption | None:
     roots = aj.filter(pl.col("role") == "root")
     cascades = aj.filter(pl.col("role") == "cascade")
     root = _pick_root(roots, _exit_times(ae))
@@ -205,10 +265,14 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     if root is None and cascades.is_empty():
         if ae.is_empty():
             return None
+        seen = _failure_seen(ae, aj, exits)
+        if seen is None and is_last:
+            return None  # the logs end without a failure: no interruption (the verdict may be `none`)
         category = "unknown"
         time = a["end"]
         host = rank = gpu = pci = None
-        summary = "The attempt ended without any recognised failure signal"
+        summary = (f"A failure was seen ({seen}) but no recognised signal names its cause" if seen else
+                   "The attempt ended without any recognised failure signal, and the job was restarted")
         conf = 0.3
         root_code = None
     elif root is None:
@@ -381,16 +445,19 @@ def _select_evidence(root: dict | None, aj: pl.DataFrame) -> list[dict]:
 
 def _recurrence(inters: list[Interruption]) -> None:
     """The same host implicated again: hardware suspicion, exclude it. The same user error on
-    consecutive attempts: a restart loop, stop and fix."""
-    host_count = Counter(x.culprit_host for x in inters if x.culprit_host and x.domain in ("hardware", "network", "system_software"))
+    consecutive attempts: a restart loop, stop and fix. Only the repeats are `recurring` (and take
+    the recurrence's action); the first occurrence keeps its own. `inters` is in attempt order."""
+    seen_hosts: set[str] = set()
     for x in inters:
-        if x.culprit_host and host_count.get(x.culprit_host, 0) >= 2 and x.domain in ("hardware", "network", "system_software"):
-            x.recurring = True
-            x.action = "exclude_node_and_restart"
+        if x.culprit_host and x.domain in ("hardware", "network", "system_software"):
+            if x.culprit_host in seen_hosts:
+                x.recurring = True
+                x.action = "exclude_node_and_restart"
+            seen_hosts.add(x.culprit_host)
     for prev, cur in zip(inters, inters[1:], strict=False):
         if (cur.attempt is not None and prev.attempt is not None and cur.attempt == prev.attempt + 1
                 and cur.domain == "user" and cur.category == prev.category and cur.code == prev.code):
-            prev.recurring = cur.recurring = True
-            cur.action = prev.action = "stop_and_fix"
+            cur.recurring = True
+            cur.action = "stop_and_fix"
     for x in inters:
         x.auto_recoverable = x.action in AUTO_RECOVERABLE

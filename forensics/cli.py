@@ -92,10 +92,18 @@ def _describe(x: dict, label: str) -> None:
     head = f"[bold]{x['kind']}[/bold]" + (f" · {x['category']} ({x['domain']})" if x.get("category") else "")
     out.print(f"{label}: {head}")
     out.print(f"  {escape(x['summary'] or '')}")
-    if x["kind"] == "completed":
+    drain = x.get("drain") or []
+    if x["kind"] in ("completed", "none") and not drain:
         return
     out.print(f"  culprit: {escape(culprit_text(x['culprit']))}   action: {x['action']}   "
               f"auto-recoverable: {'yes' if x['auto_recoverable'] else 'no'}   confidence: {x['confidence']}")
+    own = (x["culprit"].get("host"), x["culprit"].get("gpu"))
+    for d in drain:
+        if (d["culprit"].get("host"), d["culprit"].get("gpu")) != own:
+            out.print(f"  also drain: {escape(culprit_text(d['culprit']))}   action: {d['action']}   "
+                      f"(interruption {d['interruption']}, {d['category']})")
+    if x["kind"] == "completed":
+        return  # the evidence is the interruption's, printed below
     for e in x.get("evidence", [])[:5]:
         out.print(f"  [dim]{escape(e['path'])}:{e['line']}[/dim] {escape((e['text'] or '').strip()[:160])}",
                   highlight=False)

@@ -141,13 +141,31 @@ def _headline(x: dict) -> str:
     return e(f"{x.get('kind')}{cat}{dom}")
 
 
+def _drain(v: dict) -> str:
+    """The hosts/GPUs to take out of service, first in the card: those of the job's interruptions
+    other than the verdict's own culprit (a completed job names them all; its culprit is the first)."""
+    own = v.get("culprit") or {}
+    items = [d for d in v.get("drain") or [] if v.get("kind") == "completed"
+             or (d["culprit"].get("host"), d["culprit"].get("gpu")) != (own.get("host"), own.get("gpu"))]
+    if not items:
+        return ""
+    rows = "".join(f'<li>{e(culprit_text(d.get("culprit")))}: <code>{e(d.get("action"))}</code> '
+                   f'<span class="note">(interruption <a href="#int-{e(d.get("interruption"))}">'
+                   f'{e(d.get("interruption"))}</a>, {e(d.get("category"))})</span></li>' for d in items)
+    return f'<div class="drain"><h3>Drain</h3><ul>{rows}</ul></div>'
+
+
 def _verdict(rep: dict) -> str:
     v = rep.get("verdict") or {}
     kind = v.get("kind") or "unknown"
+    what = e("none: no interruption found") if kind == "none" else _headline(v)
     out = [f'<section id="verdict" class="{e(kind)}"><h2>Verdict</h2>',
-           f'<p class="what">{_headline(v)}</p>', f'<p class="summary">{e(v.get("summary"))}</p>']
-    if kind == "completed":
-        out.append('<dl class="facts"><dt>Action</dt><dd><code>none</code></dd>'
+           f'<p class="what">{what}</p>', f'<p class="summary">{e(v.get("summary"))}</p>']
+    out.append(_drain(v))
+    if kind == "none":
+        out.append('<dl class="facts"><dt>Action</dt><dd><code>none</code></dd></dl>')
+    elif kind == "completed":
+        out.append(_facts(v) if v.get("drain") else '<dl class="facts"><dt>Action</dt><dd><code>none</code></dd>'
                    f'<dt>Confidence</dt><dd>{_fmt(v.get("confidence"))}</dd></dl>')
         crash = [x for x in rep.get("interruptions", []) if x.get("kind") != "slowdown"]
         slow = [x for x in rep.get("interruptions", []) if x.get("kind") == "slowdown"]

@@ -36,25 +36,86 @@ def _interruption(x: Interruption) -> dict:
     }
 
 
-def _verdict(inters: list[dict], attempts: pl.DataFrame, completed: set[int], any_events: bool) -> dict:
+BLANK_CULPRIT = {"host": None, "rank": None, "gpu": None, "pci_bus_id": None}
+
+
+def _drain(inters: list[dict]) -> list[dict]:
+    """Hosts/GPUs to take out of service: one entry per (host, GPU) of the interruptions whose action
+    is `exclude_node_and_restart` and that name a host, in time order (the first is the verdict's
+    culprit when the job completed)."""
+    out, seen = [], set()
+    for x in inters:
+        c = x["culprit"]
+        if x["action"] != "exclude_node_and_restart" or not c.get("host") or (c["host"], c.get("gpu")) in seen:
+            continue
+        seen.add((c["host"], c.get("gpu")))
+        out.append({"interruption": x["id"], "attempt": x["attempt"], "time": x["time"], "kind": x["kind"],
+                    "category": x["category"], "domain": x["domain"], "action": x["action"],
+                    "recurring": x["recurring"], "culprit": dict(c)})
+    return out
+
+
+def _coverage_text(files: pl.DataFrame) -> str:
+    """'3 files: 2 steps, 1 dcgm; 1 more not recognized' (the sources read, by parser)."""
+    rec = files.filter(pl.col("parser").is_not_null())
+    per = rec.group_by("parser").len().sort(["len", "parser"], descending=[True, False])
+    parts = ", ".join(f"{n} {p}" for p, n in per.iter_rows())
+    text = f"{rec.height} file{'s' if rec.height != 1 else ''}: {parts}"
+    if files.height > rec.height:
+        text += f"; {files.height - rec.height} more not recognized"
+    return text
+
+
+def _verdict(inters: list[dict], attempts: pl.DataFrame, completed: set[int], files: pl.DataFrame) -> dict:
+    """The job's outcome (docs/architecture.md, "Verdict"): the interruption that ended the last
+    attempt; else a slowdown when the job had nothing but slowdowns; else `completed`, naming the
+    node to drain when an interruption blamed one; else, when earlier attempts were interrupted but
+    the last one shows neither a failure nor completion, the latest interruption; else `none` when
+    some file was recognized (no interruption in the sources read); else `unknown` (nothing read)."""
     crash_like = [x for x in inters if x["kind"] != "slowdown"]
+    slow = [x for x in inters if x["kind"] == "slowdown"]
     last = int(attempts["index"].max()) if not attempts.is_empty() else None
     ending = [x for x in crash_like if x["attempt"] == last]
+    drain = _drain(inters)
+    done = last is not None and last in completed
     if ending:
-        return dict(ending[-1])
-    blank_culprit = {"host": None, "rank": None, "gpu": None, "pci_bus_id": None}
-    if last is not None and last in completed:
-        return {"id": None, "attempt": last, "time": None, "kind": "completed", "category": None, "domain": None,
-                "action": "none", "auto_recoverable": False, "recurring": False, "culprit": blank_culprit,
-                "confidence": 0.9, "method": "rules",
-                "summary": "The job completed" + (f" after {len(inters)} interruption(s)" if inters else ""),
-                "missing_evidence": [], "evidence": []}
-    u = info("unknown")
-    return {"id": None, "attempt": last, "time": None, "kind": "unknown", "category": "unknown", "domain": u.domain,
-            "action": u.default_action, "auto_recoverable": False, "recurring": False, "culprit": blank_culprit,
-            "confidence": 0.0, "method": "rules",
-            "summary": "No recognizable log content found" if not any_events else "No interruption could be attributed",
-            "missing_evidence": [], "evidence": []}
+        v = dict(ending[-1])
+    elif slow and not crash_like:
+        v = dict(next((x for x in slow if x["culprit"]["host"]), slow[0]))
+        if done:
+            v["summary"] = "The job completed, slowed down: " + v["summary"]
+    elif done:
+        n = len(crash_like)
+        v = {"id": None, "attempt": last, "time": None, "kind": "completed", "category": None, "domain": None,
+             "action": "none", "auto_recoverable": False, "recurring": False, "culprit": dict(BLANK_CULPRIT),
+             "confidence": 0.9, "method": "rules",
+             "summary": "The job completed" + (f" after {n} interruption{'s' if n != 1 else ''}" if n else ""),
+             "missing_evidence": [], "evidence": []}
+        if drain:
+            d = drain[0]
+            by_id = {x["id"]: x for x in inters}
+            v.update(culprit=dict(d["culprit"]), action=d["action"], auto_recoverable=True, recurring=d["recurring"],
+                     evidence=list(by_id[d["interruption"]]["evidence"]))
+            v["summary"] += (f"; drain {culprit_text(d['culprit'])} (interruption {d['interruption']}: "
+                             f"{d['category']})")
+    elif crash_like:
+        v = dict(crash_like[-1])
+        v["summary"] = ("The job's end is not in the logs (its last attempt shows neither a failure nor completion); "
+                        "its last interruption: " + v["summary"])
+    elif not files.filter(pl.col("parser").is_not_null()).is_empty():
+        v = {"id": None, "attempt": last, "time": None, "kind": "none", "category": None, "domain": None,
+             "action": "none", "auto_recoverable": False, "recurring": False, "culprit": dict(BLANK_CULPRIT),
+             "confidence": None, "method": "rules",
+             "summary": f"No interruption found in the sources read ({_coverage_text(files)})",
+             "missing_evidence": [], "evidence": []}
+    else:
+        u = info("unknown")
+        v = {"id": None, "attempt": last, "time": None, "kind": "unknown", "category": "unknown", "domain": u.domain,
+             "action": u.default_action, "auto_recoverable": False, "recurring": False,
+             "culprit": dict(BLANK_CULPRIT), "confidence": 0.0, "method": "rules",
+             "summary": "No recognizable log content found", "missing_evidence": [], "evidence": []}
+    v["drain"] = drain
+    return v
 
 
 def build_report(name: str, root: Path, files: pl.DataFrame, events: pl.DataFrame, attempts: pl.DataFrame,
@@ -99,7 +160,7 @@ def build_report(name: str, root: Path, files: pl.DataFrame, events: pl.DataFram
         "attempts": [{"index": a["index"], "start": iso(a["start"]), "end": iso(a["end"]),
                       "first_step": a["first_step"], "last_step": a["last_step"], "end_reason": a["end_reason"],
                       "resumed_from": a["resumed_from"]} for a in attempts.iter_rows(named=True)],
-        "verdict": _verdict(inter_dicts, attempts, completed, not events.is_empty()),
+        "verdict": _verdict(inter_dicts, attempts, completed, files),
         "interruptions": inter_dicts,
         "stragglers": [{"host": s.host, "rank": s.rank, "gpu": s.gpu, "start": iso(s.start), "end": iso(s.end),
                         "slowdown": s.slowdown, "cause": s.cause, "evidence": s.evidence} for s in stragglers],
@@ -142,12 +203,19 @@ def write_markdown(rep: dict, path: Path) -> None:
     v = rep["verdict"]
     j = rep["job"]
     lines = [f"# forensics report: {md_escape(j['name'])}", ""]
+    drain = v.get("drain") or []
+    quiet = v["kind"] in ("completed", "none") and not drain  # nothing to act on
     lines += ["## Verdict", "",
               f"**{v['kind']}**" + (f" · {v['category']} ({v['domain']})" if v.get("category") else ""), "",
-              f"- What happened: {md_escape(v['summary'] or '')}",
-              f"- Culprit: {md_escape(culprit_text(v['culprit']))}",
-              f"- Action: `{v['action']}` (auto-recoverable: {'yes' if v['auto_recoverable'] else 'no'})",
-              f"- Confidence: {v['confidence']} ({v['method']})", ""]
+              f"- What happened: {md_escape(v['summary'] or '')}"]
+    if not quiet:
+        lines.append(f"- Culprit: {md_escape(culprit_text(v['culprit']))}")
+    lines += [f"- Action: `{v['action']}` (auto-recoverable: {'yes' if v['auto_recoverable'] else 'no'})",
+              f"- Confidence: {v['confidence'] if v['confidence'] is not None else 'n/a'} ({v['method']})"]
+    for d in drain:
+        lines.append(f"- Drain: {md_escape(culprit_text(d['culprit']))} (interruption {d['interruption']}, "
+                     f"{d['category']}): `{d['action']}`")
+    lines.append("")
     if v.get("missing_evidence"):
         lines += [f"- Missing evidence: {md_escape(', '.join(v['missing_evidence']))}", ""]
     if v.get("evidence"):

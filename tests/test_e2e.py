@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,80 @@ def test_same_input_same_report(tmp_path: Path) -> None:
     b = analyze(case / "job", tmp_path / "o2").report
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     assert (tmp_path / "o1" / "report.md").read_text() == (tmp_path / "o2" / "report.md").read_text()
+
+
+STAMPS = (  # the leading stamps of the simulated files: Megatron/NCCL WARN, DCGM CSV, dmesg -T, glog (torchrun)
+    (re.compile(r"^\s*\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)"), "%Y-%m-%d %H:%M:%S"),
+    (re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)Z"), "%Y-%m-%dT%H:%M:%S"),
+    (re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]"), "%a %b %d %H:%M:%S %Y"),
+    (re.compile(r"^[IWEF](\d{4} \d\d:\d\d:\d\d)"), "%m%d %H:%M:%S"),
+)
+
+
+def _collected_at(src: Path, dst: Path, cutoff: datetime) -> None:
+    """The bundle a person collects from a job still running at `cutoff`: every file up to its first
+    line stamped later; no scheduler accounting yet (sacct is written when the job ends)."""
+    for f in sorted(src.rglob("*")):
+        if not f.is_file() or "slurm" in f.relative_to(src).parts:
+            continue
+        kept = []
+        for line in f.read_text().split("\n"):
+            t = next((datetime.strptime(m.group(1), fmt) for rx, fmt in STAMPS if (m := rx.match(line))), None)
+            if t is not None and t.replace(year=cutoff.year) > cutoff:
+                break
+            kept.append(line)
+        out = dst / f.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(kept))
+
+
+def test_healthy_job_collected_mid_run_is_none(tmp_path: Path) -> None:
+    """Steps, NCCL init, a benign Xid 63 and DCGM samples, no end line: no interruption, verdict `none`
+    (it was `unknown · investigate` with an interruption that said nothing)."""
+    case, _ = _case(tmp_path, ROOT / "fixtures" / "scenarios" / "healthy.toml")
+    job = tmp_path / "collected"
+    _collected_at(case / "job", job, datetime(2026, 11, 2, 8, 40))
+    assert "Xid (PCI:0000:5d:00): 63" in (job / "nodes" / "node-001" / "dmesg.log").read_text()
+    a = analyze(job, tmp_path / "out")
+    rep = a.report
+    v = rep["verdict"]
+    assert (v["kind"], v["category"], v["action"], v["auto_recoverable"]) == ("none", None, "none", False)
+    assert v["culprit"] == {"host": None, "rank": None, "gpu": None, "pci_bus_id": None} and v["drain"] == []
+    assert rep["interruptions"] == []
+    parsers = {s["parser"] for s in rep["sources"]}
+    assert {"steps", "nccl", "kernel", "dcgm"} <= parsers
+    assert v["summary"].startswith("No interruption found in the sources read (")
+    for p in ("steps", "nccl", "kernel", "dcgm"):
+        assert f" {p}" in v["summary"], v["summary"]
+    assert 0 < rep["attempts"][0]["last_step"] < 2000
+    assert any(e["kind"] == "xid" and e["code"] == "63" for e in a.events.iter_rows(named=True))
+    page = (a.out_dir / "report.html").read_text()
+    card = page.split('<section id="verdict"', 1)[1].split("</section>", 1)[0]
+    assert 'class="none"' in card and "none: no interruption found" in card and "Culprit" not in card
+
+
+def _repeated(tmp: Path, scenario: str, attempts: int) -> dict:
+    """The scenario's fault in each of the first `attempts` attempts, two restarts allowed."""
+    sc = load_scenario(ROOT / "fixtures" / "scenarios" / f"{scenario}.toml")
+    sc["job"]["max_restarts"] = 2
+    sc["faults"] = [{**sc["faults"][0], "attempt": k} for k in range(attempts)]
+    case = simulate(sc, tmp / scenario, E2E_SEED)
+    return analyze(case / "job", tmp / f"{scenario}-out", html=False).report
+
+
+def test_recurrence_marks_only_the_repeats(tmp_path: Path) -> None:
+    rep = _repeated(tmp_path, "ib_link_error", 2)
+    xs = [x for x in rep["interruptions"] if x["kind"] != "slowdown"]
+    assert [x["attempt"] for x in xs] == [0, 1]
+    assert xs[0]["culprit"]["host"] == xs[1]["culprit"]["host"] is not None
+    assert (xs[0]["recurring"], xs[0]["action"]) == (False, "restart")  # the first occurrence keeps its action
+    assert (xs[1]["recurring"], xs[1]["action"]) == (True, "exclude_node_and_restart")
+    v = rep["verdict"]  # completed on the third attempt; the repeat names the node to drain
+    assert v["kind"] == "completed" and v["culprit"]["host"] == xs[1]["culprit"]["host"]
+    assert [d["interruption"] for d in v["drain"]] == [xs[1]["id"]]
+
+    rep = _repeated(tmp_path, "user_exception", 3)  # the restart loop ends the job
+    xs = rep["interruptions"]
+    assert [(x["attempt"], x["category"], x["recurring"]) for x in xs] == [
+        (0, "user_code", False), (1, "user_code", True), (2, "user_code", True)]
+    assert rep["verdict"]["id"] == xs[2]["id"] and rep["verdict"]["recurring"]

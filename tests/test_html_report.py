@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -203,3 +204,38 @@ HOST_OF_CASES = [  # (path, host the per-host coverage table files it under)
 def test_host_of_a_path(path: str, host: str | None) -> None:
     hosts = sorted(["node-1", "node-2", "node-3", "node-10"], key=len, reverse=True)
     assert html_report._host_of(path, {h: i for i, h in enumerate(hosts)}) == host
+
+
+def _card_text(page: str) -> str:
+    """The verdict card's text, in reading order, as a browser shows it (tags dropped, entities decoded)."""
+    card = page.split('<section id="verdict"', 1)[1].split("</section>", 1)[0]
+    return " ".join(" ".join(Page("<section" + card).text).split())
+
+
+def test_completed_after_gpu_loss_names_the_node_to_drain(crashed: Analysis, tmp_path: Path) -> None:
+    """gpu_fell_off_bus: the job completed on a spare after its GPU fell off the bus. The verdict is
+    `completed`, and the card (HTML, report.md, terminal) names first the host/GPU to drain and
+    `exclude_node_and_restart` (it showed a green 'completed, action none' card)."""
+    res = CliRunner().invoke(app, ["analyze", str(crashed.job_dir), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    rep = json.loads((tmp_path / "o" / "report.json").read_text())
+    (lost,) = [x for x in rep["interruptions"] if x["kind"] != "slowdown"]
+    assert lost["category"] == "gpu_lost" and lost["attempt"] == 0
+    host, gpu = lost["culprit"]["host"], lost["culprit"]["gpu"]
+    assert host is not None and gpu is not None
+    v = rep["verdict"]
+    assert (v["kind"], v["action"], v["auto_recoverable"]) == ("completed", "exclude_node_and_restart", True)
+    assert v["culprit"] == lost["culprit"]
+    assert [(d["interruption"], d["culprit"], d["action"]) for d in v["drain"]] == [
+        (lost["id"], lost["culprit"], "exclude_node_and_restart")]
+    assert {(e["path"], e["line"]) for e in v["evidence"]} == {(e["path"], e["line"]) for e in lost["evidence"]}
+    text = _card_text((tmp_path / "o" / "report.html").read_text())
+    drain = text.index(f"host {host}")
+    assert text.index("completed") < drain < text.index("exclude_node_and_restart") < text.index("Interrupted")
+    assert f"GPU {gpu}" in text[drain:text.index("Interrupted")]
+    assert "Action none" not in text
+    md = (tmp_path / "o" / "report.md").read_text().split("## Job", 1)[0]
+    assert f"- Culprit: host {host}" in md and "- Action: `exclude_node_and_restart`" in md
+    out = " ".join(res.output.split())
+    assert out.index("Verdict: completed") < out.index(f"culprit: host {host}") < out.index(
+        "action: exclude_node_and_restart") < out.index("Interruption a0")

@@ -93,3 +93,30 @@ def test_repeated_app_xid_on_one_gpu_means_hardware(tmp_path: Path) -> None:
     """Sample 021: Xid 31 on GPU db:00 from three different processes."""
     v = analyze(JOBS / "021-dmesg-xid43-xid31-two-gpus-faulty-device" / "job", tmp_path / "o").report["verdict"]
     assert v["culprit"]["pci_bus_id"] == "0000:db:00" and "3 different processes" in v["summary"]
+
+
+REAL = JOBS.parents[1].parent / "shared" / "real-samples"
+HEALTHY = sorted(p for p in REAL.glob("*/case.toml")
+                 if tomllib.loads(p.read_text()).get("expected_interruption") is False) if REAL.is_dir() else []
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="../shared/real-samples not present")
+@pytest.mark.parametrize("case", HEALTHY, ids=[c.parent.name[:3] for c in HEALTHY])
+def test_healthy_control_has_no_interruption(tmp_path: Path, case: Path) -> None:
+    """A healthy control (`expected_interruption = false`) gets no interruption and no culprit: `none`
+    (or `completed`) when some file was recognized; `unknown` only when nothing was (docs/architecture.md,
+    "Verdict": a verdict of `none` claims the sources read hold no failure, so some must have been read)."""
+    job = tmp_path / "job"
+    job.mkdir()
+    for f in case.parent.iterdir():
+        if f.name != "case.toml":
+            (job / f.name).write_bytes(f.read_bytes())
+    rep = analyze(job, tmp_path / "out", html=False).report
+    v = rep["verdict"]
+    assert rep["interruptions"] == [], [x["summary"] for x in rep["interruptions"]]
+    assert v["culprit"] == {"host": None, "rank": None, "gpu": None, "pci_bus_id": None} and v["drain"] == []
+    if any(s["parser"] for s in rep["sources"]):
+        assert v["kind"] in ("none", "completed") and v["action"] == "none", v["summary"]
+        assert v["kind"] != "none" or v["summary"].startswith("No interruption found in the sources read")
+    else:
+        assert (v["kind"], v["summary"]) == ("unknown", "No recognizable log content found")

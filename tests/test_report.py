@@ -112,3 +112,47 @@ def test_rerun_replaces_output_cleanly(tmp_path: Path, rerun: int) -> None:
     assert {"forensics.duckdb", "report.json", "report.md"} <= names
     assert not any("tmp" in n or "old" in n for n in names)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def _write(job: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (job / rel).parent.mkdir(parents=True, exist_ok=True)
+        (job / rel).write_text(text)
+    return job
+
+
+NCCL_INIT = ("node-001:4101:4101 [0] NCCL INFO Bootstrap : Using eth0:10.64.0.11<0>\n"
+             "node-001:4101:4101 [0] NCCL INFO comm 0x5f1e2a0 rank 0 nranks 8 cudaDev 0 nvmlDev 0 busId 18000 "
+             "commId 0x1a2b3c4d5e6f7081 - Init COMPLETE\n")
+
+
+def test_context_only_and_warnings_are_no_interruption(tmp_path: Path) -> None:
+    """NCCL init lines and a corrected PCIe error (a context signal) hold no failure: verdict `none`, the
+    sources read named; `unknown` would say a failure of unknown cause was seen."""
+    job = _write(tmp_path / "job", {
+        "rank-0.log": NCCL_INIT,
+        "node-001/dmesg.log": "[Mon Nov  2 10:00:00 2026] pcieport 0000:00:03.0: AER: Corrected error received: "
+                              "0000:00:03.0\n"})
+    rep = analyze(job, tmp_path / "out", html=False).report
+    v = rep["verdict"]
+    assert (v["kind"], v["category"], v["domain"], v["action"], v["auto_recoverable"]) == (
+        "none", None, None, "none", False)
+    assert rep["interruptions"] == [] and v["culprit"]["host"] is None
+    assert v["summary"] == "No interruption found in the sources read (2 files: 1 kernel, 1 nccl)"
+    check(rep, SCHEMA, "report")
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "**none**" in md and "- Culprit:" not in md
+
+
+def test_an_error_no_signature_knows_is_a_failure_of_unknown_cause(tmp_path: Path) -> None:
+    """An NCCL CUDA error (parsed, severity error) that no signature names: a failure was seen, its
+    cause is not known: `unknown`, not `none`."""
+    job = _write(tmp_path / "job", {"rank-5.log": NCCL_INIT + (
+        "[2026-06-23 15:45:07] node-001:4101:4120 [5] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN Failed "
+        "to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be "
+        "performed in the present state'.\n")})
+    rep = analyze(job, tmp_path / "out", html=False).report
+    v = rep["verdict"]
+    assert (v["kind"], v["category"], v["action"]) == ("unknown", "unknown", "investigate")
+    (x,) = rep["interruptions"]
+    assert x["summary"].startswith("A failure was seen (nccl_cuda_error at rank-5.log:3)")

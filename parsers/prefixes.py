@@ -47,7 +47,7 @@ class Wrapper:
 _ISO_Z = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
 _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}"
 # a line that looks like a log line (what a weak pdsh host needs after it)
-_LOGLIKE = (r"(?:\[|\(|<|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]?\d \d\d:|NVRM: |kernel: |NCCL |Traceback "
+_LOGLIKE = (r" *(?:\[|\(|<|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]?\d \d\d:|NVRM: |kernel: |NCCL |Traceback "
             r"|[EWIF]\d{4} |[^\s:]+:\d+:\d+ )")
 # host-like tokens that are not hosts: exception/warning names, tool names, config and metric keys
 _NOT_HOST = (
@@ -64,8 +64,8 @@ _NOT_HOST = (
 
 WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper(
-        "kubectl/docker --timestamps, CRI log file, mpirun/horovod ISO --timestamp-output, CloudWatch export",
-        r"[ \t]*(?P<stamp>" + _ISO_Z + r")(?: (?:stdout|stderr) [FP])?(?::? |:|\t)[ \t]*",
+        "kubectl logs / docker logs --timestamps, CRI log file (<stamp> stdout F ), mpirun ISO --timestamp-output",
+        r"(?P<stamp>" + _ISO_Z + r")(?: (?:stdout|stderr) [FP] |: |:| )",
         # journald short-iso-precise (`<stamp> <host> kernel: ...`) is the kernel parser's
         veto=r"^[ \t]*\S+ [A-Za-z0-9][\w.-]* (?:kernel|[\w./-]+\[\d+\]): ",
         examples=(
@@ -77,13 +77,21 @@ WRAPPERS: tuple[Wrapper, ...] = (
             ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:node1:815:864 [0] NCCL WARN NET/IB : Got async event : local catastrophic error",
              "node1:815:864 [0] NCCL WARN NET/IB : Got async event : local catastrophic error",
              {"stamp": "2019-06-02T16:13:44.884Z", "rank": 12}),
-            ("    2022-04-11T16:36:41.905+02:00   [2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1",
-             "[2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1", {"stamp": "2022-04-11T16:36:41.905+02:00"}),
+            ("2024-05-01T10:00:00.5Z   File \"train.py\", line 3, in <module>", "  File \"train.py\", line 3, in <module>",
+             {"stamp": "2024-05-01T10:00:00.5Z"}),
             ("2024-05-01T10:00:00.123456+00:00 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
              "2024-05-01T10:00:00.123456+00:00 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79", {}),
             ("2024-05-01T10:00:00+0000 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
              "2024-05-01T10:00:00+0000 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79", {}),
             ("2024-05-01 10:00:00,123 - INFO - step 3", "2024-05-01 10:00:00,123 - INFO - step 3", {}),
+        ),
+    ),
+    Wrapper(
+        "CloudWatch console export (<stamp with offset>, a tab or a run of spaces)",
+        r"[ \t]*(?P<stamp>" + _ISO_Z + r")(?:\t| {2,})[ \t]*",
+        examples=(
+            ("    2022-04-11T16:36:41.905+02:00   [2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1",
+             "[2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1", {"stamp": "2022-04-11T16:36:41.905+02:00"}),
         ),
     ),
     Wrapper(
@@ -214,7 +222,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
     ),
     Wrapper(
         "pdsh / clush host (a host name: ends in a digit, optional domain; or an IPv4 address)",
-        r"(?P<host>[A-Za-z][A-Za-z0-9_-]*\d(?:\.[A-Za-z0-9_-]+)*|\d{1,3}(?:\.\d{1,3}){3}): ", guard=r"\S",
+        r"(?P<host>[A-Za-z][A-Za-z0-9_-]*\d(?:\.[A-Za-z0-9_-]+)*|\d{1,3}(?:\.\d{1,3}){3}): ",
         veto=_NOT_HOST,
         examples=(
             ("node-017: [12345.678] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
@@ -233,7 +241,8 @@ WRAPPERS: tuple[Wrapper, ...] = (
              "python3: can't open file 'train.py': [Errno 2] No such file or directory", {}),
             ("top-1: 76.5", "top-1: 76.5", {}),
             ("fp16: true", "fp16: true", {}),
-            ("node-017: ", "node-017: ", {}),
+            ("node-017: ", "", {"host": "node-017"}),
+            ("node-017:   File \"train.py\", line 3", "  File \"train.py\", line 3", {"host": "node-017"}),
             ("slurmstepd: error: execve(): /tmp/slurm_script: No such file or directory",
              "slurmstepd: error: execve(): /tmp/slurm_script: No such file or directory", {}),
             ("kp-ddp-worker-0:3468:3905 [4] NCCL INFO proxy.cc:698 -> 6",

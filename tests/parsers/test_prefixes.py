@@ -88,3 +88,31 @@ def test_empty_and_unicode() -> None:
     assert peel(pl.Series([], dtype=pl.Utf8)).height == 0
     out = peel(pl.Series(["node-017: é [rank1]:ü", "ü: x"]))
     assert out["body"].to_list() == ["é [rank1]:ü", "ü: x"]
+
+
+@pytest.mark.parametrize(("name", "line", "body", "hints"), CASES, ids=[f"{c[0][:30]}:{c[1][:30]}" for c in CASES])
+def test_prefix_cut_without_the_guard_is_the_same(name: str, line: str, body: str, hints: dict) -> None:
+    """`peel` cuts a prefix by the wrapper's pattern without its guard (no capture pass): on every
+    example the first wrapper that matches (Python `re`, the whole table as one pattern) cuts the
+    same text either way."""
+    m = re.match(PATTERN, line)
+    if m is None:
+        return
+    i = next(int(k[1:]) for k, v in m.groupdict().items() if v is not None and k[1:].isdigit())
+    w = WRAPPERS[i]
+    assert re.match("^(?:" + w.regex + ")", line).group(0) == m.group(f"w{i}"), name
+
+
+def test_bounded_on_adversarial_lines() -> None:
+    """Long hostile lines (1 MiB each) of the characters the wrappers start with: peeled quickly."""
+    import time
+
+    n = 1 << 20
+    lines = ["[" * n, "(" * n, "1" * n, " " * n + "1: x", "a-" * (n // 2) + ": [x", "node-1: " * (n // 8),
+             "[rank1]:" * (n // 8), "2024-05-01T10:00:00Z " * (n // 21), "[1,2]<stdout>:" * (n // 14),
+             "a1." * (n // 3) + ": x", "      1 " * (n // 8)]
+    t0 = time.monotonic()
+    out = peel(pl.Series(lines))
+    assert time.monotonic() - t0 < 30.0
+    assert out["body"][5] == "node-1: " * (n // 8 - MAX_PEELS)
+    assert out["prefix_host"][5] == "node-1"

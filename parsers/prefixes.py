@@ -52,6 +52,7 @@ class Wrapper:
 
 
 _ISO_Z = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
+_ISO_OFF = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?[+-]\d\d:\d\d"
 _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}"
 # a line that looks like a log line (what a weak pdsh host needs after it)
 _LOGLIKE = (r" *(?:\[|\(|<|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]?\d \d\d:|NVRM: |kernel: |NCCL |Traceback "
@@ -70,6 +71,17 @@ _NOT_HOST = (
 )
 
 WRAPPERS: tuple[Wrapper, ...] = (
+    Wrapper(
+        "CloudWatch console export (<stamp with a numeric offset>, a tab or a run of spaces)",
+        r"[ \t]*(?P<stamp>" + _ISO_OFF + r")(?:\t| {2,})[ \t]*",
+        first=r"[0-9 \t]",
+        examples=(
+            ("2022-04-11T16:17:42.292+02:00   [2022-04-11 14:17:41,719][lightning][INFO] - Epoch 0",
+             "[2022-04-11 14:17:41,719][lightning][INFO] - Epoch 0", {"stamp": "2022-04-11T16:17:42.292+02:00"}),
+            ("    2022-04-11T16:36:41.905+02:00   [2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1",
+             "[2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1", {"stamp": "2022-04-11T16:36:41.905+02:00"}),
+        ),
+    ),
     Wrapper(
         "kubectl logs / docker logs --timestamps, CRI log file (<stamp> stdout F ), mpirun ISO --timestamp-output",
         r"(?P<stamp>" + _ISO_Z + r")(?: (?:stdout|stderr) [FP] |: |:| )",
@@ -92,15 +104,6 @@ WRAPPERS: tuple[Wrapper, ...] = (
             ("2024-05-01T10:00:00+0000 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
              "2024-05-01T10:00:00+0000 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79", {}),
             ("2024-05-01 10:00:00,123 - INFO - step 3", "2024-05-01 10:00:00,123 - INFO - step 3", {}),
-        ),
-    ),
-    Wrapper(
-        "CloudWatch console export (<stamp with offset>, a tab or a run of spaces)",
-        r"[ \t]*(?P<stamp>" + _ISO_Z + r")(?:\t| {2,})[ \t]*",
-        first=r"[0-9 \t]",
-        examples=(
-            ("    2022-04-11T16:36:41.905+02:00   [2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1",
-             "[2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1", {"stamp": "2022-04-11T16:36:41.905+02:00"}),
         ),
     ),
     Wrapper(

@@ -113,3 +113,20 @@ def test_sniffs_see_peeled_heads() -> None:
     assert peeled == peeled_head((DIR / "plain.log").read_text())
     assert "node-017: " not in peeled and "[rank3]:" not in peeled
     assert kernel.sniff(text) == 0.0 < kernel.sniff(peeled)  # no line starts with a kernel stamp, before
+
+
+def test_syslog_and_journald_headers_are_the_kernel_parsers(tmp_path: Path) -> None:
+    """journald / syslog headers are not peeled (the kernel parser reads their host and stamp),
+    also behind a pdsh host; the header's host (content) wins over the wrapper's."""
+    text = ("node-017: May  1 10:00:00 gpu-a-17 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, "
+            "GPU has fallen off the bus.\n"
+            "2024-05-01T10:00:01.123456+00:00 gpu-a-18 kernel: NVRM: Xid (PCI:0000:5e:00): 48, pid=2, name=python, "
+            "An uncorrectable double bit error\n")
+    path = tmp_path / "syslog.log"
+    path.write_text(text)
+    sf = SourceFile("syslog.log", path, None, path.stat().st_size, None, None, None)
+    ev = parse_one(sf, JobConfig(), 2024, {}, registry(), Limits()).events.filter(pl.col("kind") == "xid")
+    assert ev.select("line_no", "code", "host", "ts_quality").rows() == [
+        (1, "79", "gpu-a-17", "exact"), (2, "48", "gpu-a-18", "exact")]
+    assert ev["ts"].to_list() == [datetime(2024, 5, 1, 10, 0, 0, tzinfo=UTC),
+                                  datetime(2024, 5, 1, 10, 0, 1, 123456, tzinfo=UTC)]

@@ -42,7 +42,8 @@ from parsers.timestamps import derive_missing
 GAP = 1_000_000  # line numbers between two files of a batch (wider than any parser's look-ahead)
 SEP = "\x1e"  # text of the separator lines between files
 _SEP_BLOCK = (SEP + "\n") * 2
-_STAMP_HINT = r"\d\d:\d\d:\d\d"  # every stamp shape `ingest._stamp_expr` reads has one
+# every stamp shape `ingest._stamp_expr` reads has one (a web-UI export's epoch ms: the second)
+_STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
 
 
 @dataclass
@@ -176,7 +177,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
                    parsers: list[ParserInfo]) -> tuple[dict[int, object], list[int]]:
     """Run the line parsers once over the remaining lines of screened batches and make each file's
     FileResult; item indices of files to read again alone (a parser failed or warned)."""
-    from forensics.ingest import ERRORISH, FileResult, _check_unchanged, _keep_errors
+    from forensics.ingest import ERRORISH, FileResult, _check_unchanged, _keep_errors, wrapper_hosts
 
     sc = _combine(screens)
     ok, n, bases = sc.items, sc.n, sc.bases
@@ -215,11 +216,11 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
 
     # line status: parsed (claimed by a parser, the first in registry order counts it), ignored (a
     # parser ignored it, blank, or chatter: counted in `screen`), unparsed (the rest)
-    real = sc.rest.filter(~pl.col("_sep"))
+    real = sc.rest.with_columns(rest["body"]).filter(~pl.col("_sep"))  # rest: sc.rest's rows, peeled
     t = pl.col("text")
     claimed = pl.Series("line_no", [], dtype=pl.Int64)
     owner_parts = []
-    ignored_parts = [real.filter(~t.str.contains(r"\S"))["line_no"]]
+    ignored_parts = [real.filter(~pl.col("body").str.contains(r"\S"))["line_no"]]  # blank once peeled
     for name, ext in exts:
         c = ext.claimed.cast(pl.Int64).unique()
         new = c.filter(~c.is_in(claimed.implode()))
@@ -241,7 +242,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
         "hint_file", pl.col("_local").alias("line_no"), "text")
     err_by = errs.partition_by("hint_file", as_dict=True) if not errs.is_empty() else {}
 
-    events, tables = _split(exts, bases, hosts, ranks, cfg)
+    events, tables = _split(exts, bases, hosts, ranks, cfg, wrapper_hosts(rest))
     no_events = pl.DataFrame(schema=EVENT_SCHEMA)  # shared by the files without any (never mutated)
     no_errors = pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8})
     out: dict[int, object] = {}
@@ -313,9 +314,12 @@ def _with_file(df: pl.DataFrame, bases: np.ndarray) -> pl.DataFrame:
 
 
 def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: list[int | None],
-           cfg: JobConfig) -> tuple[dict, dict[str, dict]]:
+           cfg: JobConfig, wrapped: pl.DataFrame | None = None) -> tuple[dict, dict[str, dict]]:
     """Events and tables of the batch, per file (line numbers the file's own), finished as
-    `parse_one` finishes them: hints filled, host aliases, derived stamps, sorted."""
+    `parse_one` finishes them: hints filled (a line wrapper's host, `wrapped`, before the path's),
+    host aliases, derived stamps, sorted."""
+    from forensics.ingest import fill_wrapper_host
+
     ev_parts, tb_parts = [], {}
     for _name, ext in exts:
         if not ext.events.is_empty():
@@ -325,7 +329,7 @@ def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: li
                 tb_parts.setdefault(tname, []).append(conform(tdf, TABLE_SCHEMAS[tname]))
     events: dict = {}
     if ev_parts:
-        ev = _with_file(pl.concat(ev_parts), bases)
+        ev = _with_file(fill_wrapper_host(pl.concat(ev_parts), wrapped), bases)
         ev = ev.with_columns(
             pl.col("host").fill_null(_per_file(hosts, pl.Utf8)), pl.col("rank").fill_null(_per_file(ranks, pl.Int64)),
         )

@@ -40,6 +40,7 @@ from parsers import timestamps as ts
 from parsers.elastic import parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
 from parsers.nccl import chatter
+from parsers.prefixes import peel
 from parsers.records import (
     EVENT_SCHEMA,
     TABLE_SCHEMAS,
@@ -113,12 +114,27 @@ def line_span(lines: pl.DataFrame, ctx: ParseContext) -> tuple[datetime | None, 
     return t.min(), t.max()
 
 
+def wrapper_hosts(lines: pl.DataFrame) -> pl.DataFrame:
+    """line_no, prefix_host of the lines whose wrapper names a host (few or none in most files)."""
+    return lines.filter(pl.col("prefix_host").is_not_null()).select("line_no", "prefix_host")
+
+
+def fill_wrapper_host(events: pl.DataFrame, hosts: pl.DataFrame | None) -> pl.DataFrame:
+    """Events whose parser left `host` null take the host their line's wrapper names (before the
+    path's hint fills the rest): content first, then the wrapper, then the path."""
+    if hosts is None or hosts.is_empty() or events.is_empty():
+        return events
+    return events.join(hosts, on="line_no", how="left", maintain_order="left").with_columns(
+        pl.coalesce("host", "prefix_host").alias("host")).drop("prefix_host")
+
+
 def _stamp_expr(ctx: ParseContext) -> pl.Expr:
     """The time stamp a line prints, in any shape a process log uses (null when none)."""
     g = pl.col("body").str.extract_groups(_GLOG)
     return pl.coalesce(
         ts.iso(pl.col("body").str.extract(_ISO_ANY, 1).str.replace("_", " "), ctx.tz),
         ts.mmdd_time(g.struct.field("1"), g.struct.field("2"), ctx.ref_year, ctx.tz),
+        ts.iso(pl.col("prefix_ts"), ctx.tz),  # a wrapper's stamp (docker, mpirun, web-UI export)
     )
 
 
@@ -179,14 +195,25 @@ def _sniff(p: ParserInfo, head_text: str) -> float:
         return 0.0
 
 
+def peeled_head(head_text: str) -> str:
+    """The head's lines with their launcher/collector wrappers peeled (`parsers.prefixes`): what
+    the line parsers read, so what their sniffs judge (a pdsh-wrapped dmesg, NCCL behind docker
+    stamps)."""
+    return "\n".join(peel(pl.Series(head_text.split("\n"), dtype=pl.Utf8))["body"].to_list())
+
+
 def _choose(head_text: str, parsers: list[ParserInfo]) -> list[ParserInfo]:
     head_text = sniff_text(head_text)
     line_parsers = [p for p in parsers if not p.exclusive]
+    # structured formats read `text` as is: they sniff the raw head
     exclusive = [(s, p) for p in parsers if p.exclusive and (s := _sniff(p, head_text)) >= 0.5]
     if exclusive:  # the line parsers' sniffs only matter against a structured format's
         best = max(exclusive, key=lambda sp: sp[0])
         # at LINE_SNIFF_MAX no line parser can beat it: their sniffs are not run
-        if best[0] >= LINE_SNIFF_MAX or best[0] >= max((_sniff(p, head_text) for p in line_parsers), default=0.0):
+        if best[0] >= LINE_SNIFF_MAX:
+            return [best[1]]
+        body = peeled_head(head_text)  # line parsers read the peeled lines: they sniff those
+        if best[0] >= max((_sniff(p, body) for p in line_parsers), default=0.0):
             return [best[1]]
     return line_parsers
 
@@ -233,6 +260,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     chosen = [] if error_json else _choose(head_text, parsers)
     hasher = hashlib.sha256() if sf.compression is None else None
     events, tables, claimed_counts = [], {}, Counter()
+    wrapped_hosts: list[pl.DataFrame] = []  # line_no -> the host a line's wrapper names (pdsh, Ray, kubectl)
     invalid_utf8 = False
     nul = 0
     if _whole_parser(sf, chosen, limits) is not None:  # a structured file its parser reads from the bytes
@@ -260,6 +288,8 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             lines = with_body(raw.filter(~is_chat) if chat_nos.len() else raw)
         else:
             lines = with_body(raw)
+        if "prefix_host" in lines.columns:
+            wrapped_hosts.append(wrapper_hosts(lines))
         n = raw.height
         lo, hi = line_span(raw, ctx)
         if lo is not None:
@@ -290,7 +320,8 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
                 if tname in TABLE_SCHEMAS and not tdf.is_empty():
                     tables.setdefault(tname, []).append(conform(tdf, TABLE_SCHEMAS[tname]))
             res.warnings.extend(ext.warnings)
-        blank = lines.filter(pl.col("text").str.strip_chars() == "")["line_no"]
+        # blank: nothing but white space once the wrappers are peeled (`[1,2]<stdout>:` alone)
+        blank = lines.filter(pl.col("body" if "body" in lines.columns else "text").str.strip_chars() == "")["line_no"]
         ignored = pl.concat([ignored.cast(pl.Int64), blank, chat_nos]).unique()
         ignored = ignored.filter(~ignored.is_in(claimed.implode()) & ignored.is_in(raw["line_no"].implode()))
         res.parsed += claimed.len()
@@ -316,7 +347,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     if res.parser is None and chosen and len(chosen) == 1 and chosen[0].exclusive:
         res.parser = res.parsers = chosen[0].name
     if events:
-        ev = pl.concat(events)
+        ev = fill_wrapper_host(pl.concat(events), pl.concat(wrapped_hosts) if wrapped_hosts else None)
         ev = ev.with_columns(
             pl.col("host").fill_null(pl.lit(host_hint, dtype=pl.Utf8)),
             pl.col("rank").fill_null(pl.lit(sf.rank_hint, dtype=pl.Int64)),
@@ -456,7 +487,7 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
         ok = (k >= 0) & (a < ends_a[np.clip(k, 0, None)])
         return set(k[ok].tolist())
 
-    blank = lines.filter(pl.col("text").str.strip_chars() == "")["line_no"]
+    blank = lines.filter(pl.col("body").str.strip_chars() == "")["line_no"]
     touched: set[int] = set()
     for p in parsers:
         if p.exclusive:
@@ -476,7 +507,7 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
     tagged = lines.with_columns(pl.Series("_k", k_all, dtype=pl.Int64)).filter(
         pl.Series(nos_all < ends_a[k_all]))  # separator lines belong to no file
     tagged = tagged.with_columns(
-        (pl.col("text").str.strip_chars() == "").alias("_blank"),
+        (pl.col("body").str.strip_chars() == "").alias("_blank"),
         pl.col("text").str.contains(ERRORISH).alias("_err"),
         _stamp_expr(ctx).alias("_t"),
     )

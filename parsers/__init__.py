@@ -10,8 +10,8 @@ Contract of a parser module (see `parsers.records`):
     EXTRACTS: tuple[str, ...]  # event kinds / tables it produces
     sniff(head: str) -> float  # 0..1, from the first ~64 KiB of decoded text
     parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction
-`lines` has columns line_no, text, body (launcher prefix removed), prefix_rank,
-prefix_local_rank, prefix_task, prefix_ts (see `parsers.lines.with_body`).
+`lines` has columns line_no, text, body (launcher/collector wrappers removed, `parsers.prefixes`),
+prefix_host, prefix_rank, prefix_local_rank, prefix_task, prefix_ts (see `parsers.lines.with_body`).
 
 A line parser (EXCLUSIVE False) also declares how forensics/bulk.py may run it over many files:
     BATCH = True               # once over the lines of many files: hints from `records.host_hint`,

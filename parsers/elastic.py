@@ -28,7 +28,7 @@ from parsers.records import (
     empty_events,
     empty_table,
     events_frame,
-    host_hint,
+    line_host,
     rank_hint,
     table_frame,
 )
@@ -107,7 +107,7 @@ def _line_ts(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.col("body").alias("message"),
         pl.coalesce(pl.col("prefix_rank"), rank_hint(ctx)).alias("rank"),
-        host_hint(ctx).alias("host"),
+        line_host(ctx).alias("host"),
     )
 
 

@@ -28,7 +28,7 @@ from parsers.records import (
     empty_table,
     events_frame,
     file_keys,
-    host_hint,
+    line_host,
     normalize_pci,
     table_frame,
 )
@@ -153,9 +153,9 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Every line with its prefix split off: msg, host, proc, ts, ts_raw, ts_quality, kernel flag."""
     g = pl.col("body").str.extract_groups(PREFIX_RE)
     keep = ["hint_host", "hint_file"] if ctx.batched else []
-    df = lines.select("line_no", "body", *keep).with_columns(g.alias("_g")).unnest("_g")
+    df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(g.alias("_g")).unnest("_g")
     tz = ctx.tz
-    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), host_hint(ctx))
+    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), line_host(ctx))  # content, wrapper, path
     proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"))
     syslog_raw = pl.concat_str([pl.col("mon"), pl.col("day"), pl.col("hms")], separator=" ")
     ts_exact = pl.coalesce(

@@ -1,4 +1,4 @@
-"""Turn raw bytes into a frame of numbered text lines, and peel launcher prefixes.
+"""Turn raw bytes into a frame of numbered text lines, and peel launcher prefixes (`parsers.prefixes`).
 
 Decoding never fails: invalid UTF-8 becomes U+FFFD (and is counted), CRLF and lone CR are
 handled, ANSI colour codes are stripped. Line numbers are 1-based and count '\n'-terminated
@@ -12,25 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from parsers.prefixes import peel
+
 ANSI_RE = r"\x1b\[[0-9;?]*[A-Za-z]"
-
-# Launcher / wrapper prefixes seen in front of the real log text, in the order they nest:
-#   mpirun --timestamp-output --tag-output: '2019-06-02T16:13:44.884Z: [1,12]<stdout>:'
-#   srun -l: '0: ' / '12: '
-#   Ray: '(WorkerDict pid=63294) '
-#   tee/nl: '[80746] '
-#   torchrun --tee: '[default0]:'
-#   PyTorch >= 2.2: '[rank3]:'
-LAUNCHER_PREFIX = (
-    r"^(?:(?P<mpi_ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?): )?"
-    r"(?:\[1,(?P<mpi_rank>\d+)\]<(?:stdout|stderr)>:)?"
-    r"(?:(?P<srun_task>\d{1,5}): )?"
-    r"(?:\([A-Za-z_][\w]* pid=\d+(?:, ip=[\d.]+)?\) )?"
-    r"(?:\[\d+\] )?"
-    r"(?:\[default(?P<tr_local>\d+)\]:)?"
-    r"(?:\s*\[rank(?P<pt_rank>\d+)\]: ?)?"
-)
-
 
 @dataclass
 class DecodedText:
@@ -112,20 +96,9 @@ def decode_lines(data: bytes, first_line_no: int = 1) -> DecodedText:
 
 
 def with_body(lines: pl.DataFrame) -> pl.DataFrame:
-    """Add `body` (text without launcher prefixes) and the rank/time hints those prefixes carry:
-    `prefix_rank` (global rank from `[rankN]:` or mpirun `[1,N]`), `prefix_local_rank`
-    (torchrun `[defaultN]:`), `prefix_task` (srun -l task id) and `prefix_ts` (mpirun stamp)."""
-    g = pl.col("text").str.extract_groups(LAUNCHER_PREFIX)
-    prefix_len = pl.col("text").str.extract(r"(" + LAUNCHER_PREFIX.lstrip("^") + r")", 1).str.len_bytes()
-    return lines.with_columns(
-        pl.col("text").str.slice(0).alias("_t"),
-        prefix_len.fill_null(0).alias("_plen"),
-        g.struct.field("pt_rank").cast(pl.Int64, strict=False).alias("_pt_rank"),
-        g.struct.field("mpi_rank").cast(pl.Int64, strict=False).alias("_mpi_rank"),
-        g.struct.field("tr_local").cast(pl.Int64, strict=False).alias("prefix_local_rank"),
-        g.struct.field("srun_task").cast(pl.Int64, strict=False).alias("prefix_task"),
-        g.struct.field("mpi_ts").alias("prefix_ts"),
-    ).with_columns(
-        pl.col("_t").str.slice(pl.col("_plen")).alias("body"),
-        pl.coalesce("_pt_rank", "_mpi_rank").alias("prefix_rank"),
-    ).drop("_t", "_plen", "_pt_rank", "_mpi_rank")
+    """Add `body` (text without the wrappers launchers and collectors put in front of it, see
+    `parsers.prefixes`) and the hints those wrappers carry: `prefix_host` (pdsh host, Ray ip,
+    kubectl pod), `prefix_rank` (global rank from `[rankN]:`, mpirun `[1,N]`, Horovod `[N]<stdout>`,
+    Lightning `[rank: N]`), `prefix_local_rank` (torchrun `[defaultN]:`), `prefix_task` (srun -l
+    task id) and `prefix_ts` (a wrapper's stamp, as text `timestamps.iso` reads)."""
+    return lines.with_columns(peel(lines["text"]).get_columns())

@@ -27,7 +27,7 @@ from parsers.records import (
     empty_events,
     empty_table,
     events_frame,
-    host_hint,
+    line_host,
     rank_hint,
     table_frame,
 )
@@ -132,7 +132,7 @@ def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"), pl.col("tag_rank").cast(pl.Int64, strict=False),
                     rank_hint(ctx)).alias("rank"),
         pl.col("prefix_local_rank").alias("local_rank"),
-        host_hint(ctx).alias("host"),
+        line_host(ctx).alias("host"),
         pl.col("body").alias("message"),
         pl.coalesce(pl.col("pg"), pl.col("guid")).alias("pg"),
     ).with_columns(

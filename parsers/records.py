@@ -110,6 +110,12 @@ def host_hint(ctx: ParseContext) -> pl.Expr:
     return pl.col("hint_host") if ctx.batched else pl.lit(ctx.host_hint, dtype=pl.Utf8)
 
 
+def line_host(ctx: ParseContext) -> pl.Expr:
+    """The host a line's wrapper names (`prefix_host`: pdsh host, Ray ip, kubectl pod; see
+    `parsers.prefixes`), else the path's (`host_hint`). What the content says comes before both."""
+    return pl.coalesce(pl.col("prefix_host"), host_hint(ctx))
+
+
 def rank_hint(ctx: ParseContext) -> pl.Expr:
     """The rank the file's path names (a literal; the `hint_rank` column when batched)."""
     return pl.col("hint_rank") if ctx.batched else pl.lit(ctx.rank_hint, dtype=pl.Int64)

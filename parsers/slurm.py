@@ -14,7 +14,7 @@ import re
 
 import polars as pl
 
-from parsers.records import Extraction, ParseContext, events_frame, host_hint
+from parsers.records import Extraction, ParseContext, events_frame, line_host
 from parsers.timestamps import iso
 
 NAME = "slurm"
@@ -123,7 +123,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     )
     host = pl.coalesce(F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
                        F("_t").struct.field("host"), F("_nf").struct.field("host"),
-                       host_hint(ctx))
+                       line_host(ctx))
     t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"))
     ts = iso(t_raw.str.replace("T", " "), ctx.tz)
     cand = cand.with_columns(kind.alias("kind"), code.alias("code"), severity.alias("severity"),

@@ -1,0 +1,425 @@
+"""The prefix layer: wrappers that launchers and collectors put in front of a log line, as data.
+
+Each `Wrapper` is one shape a launcher/collector prints at the start of a line (mpirun's
+`[1,12]<stdout>:`, pdsh's `node-017: `, docker's `2024-05-01T10:00:00.123Z `, ...), with the
+hints it carries (host, rank, local rank, task, stamp) and examples that run as tests
+(tests/parsers/test_prefixes.py). `peel` strips them from a whole column at once, in up to
+MAX_PEELS rounds over the lines still wrapped (wrappers nest in any order). A round: one pass of
+the whole table as one anchored alternation (no captures) keeps the lines some wrapper fits;
+each is dispatched on its first character to the wrappers that can start with it, in table
+order, and the first that matches wins (what the alternation would pick); the prefix is cut
+with a capture-free replace, and the hints are read from the distinct prefixes only. No Python
+work per line: a round costs a few polars passes over the lines it holds.
+
+Hints: when two wrappers of one line name the same thing, the innermost (nearest the content)
+wins. How parsers weigh them (DESIGN §3, docs/architecture.md): what the content itself says
+first (an NCCL `host:pid:tid` prefix, a syslog host, `[rankN]:`), then the wrapper's hint, then
+the path's (`records.line_host`).
+
+Counter-examples (lines that must stay as they are) run as tests too: Python logging prefixes,
+exception names (`RuntimeError: `), metric lines (`top-1: 76.5`), journald / syslog headers
+(the kernel parser reads those), torchelastic's `[0]:` table rows, column-aligned tables.
+
+Patterns are valid in both Python `re` and the Rust regex engine polars uses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import polars as pl
+
+MAX_PEELS = 6  # wrappers peeled per line at most (the deepest nesting seen is four)
+HINTS = ("host", "rank", "local_rank", "task", "stamp")
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """One wrapper shape. `regex` is the prefix itself (named groups give the hints: host, rank,
+    local_rank, task, stamp); `guard` what the text right after it must start with (not peeled);
+    `veto` a pattern over the whole line that, when it matches, leaves the line alone; `stamp`
+    how the stamp group reads (iso, ctime, epoch_ms); `first` the characters it can start with.
+    `examples`: (line, body, hints)."""
+    name: str
+    regex: str
+    first: str = r"."  # a character class: what the line's first character can be (dispatch)
+    guard: str = ""
+    veto: str = ""
+    stamp: str = "iso"
+    examples: tuple[tuple[str, str, dict], ...] = field(default_factory=tuple)
+
+
+_ISO_Z = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
+_ISO_OFF = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?[+-]\d\d:\d\d"
+_CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}"
+# a line that looks like a log line (what a weak pdsh host needs after it)
+_LOGLIKE = (r" *(?:\[|\(|<|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]?\d \d\d:|NVRM: |kernel: |NCCL |Traceback "
+            r"|[EWIF]\d{4} |[^\s:]+:\d+:\d+ )")
+# host-like tokens that are not hosts: exception/warning names, tool names, config and metric keys
+_NOT_HOST = (
+    r"^[A-Za-z0-9_.-]*(?:Error|Exception|Warning|Warn|Fault|Failure|Interrupt|Exit|Iteration|error|exception"
+    r"|warning|failure): "
+    r"|^(?:GPU|MIG)-|^0x"
+    r"|^(?i:python|pip|perl|ruby|gcc|g\+\+|clang|nvcc|cc1plus|ld|bash|sh|zsh)[\d._-]*: "
+    r"|^(?i:fp\d+|bf16|tf32|int\d+|uint\d+|float\d+|sha\d+|md5|utf-?8|x86_64|aarch64|ipv[46]|http\d?"
+    r"|top-?\d+|acc@?\d+|resnet\d+|vgg\d+|gpt-?\d\w*|t5|layer\d+|conv\d+|stage\d+|block\d+|cuda\d*|sm_?\d+"
+    r"|rank\d+|step\d+|epoch\d+|iter\d+|batch\d+): "
+    r"|^[^\s:]+: [-+]?\.?\d[\d.eE+-]*%?\s*$"  # key: number (a metric), not pdsh
+    r"|^[^\s:]+: (?i:true|false|none|null)\s*$"  # key: bool (a config dump)
+)
+
+WRAPPERS: tuple[Wrapper, ...] = (
+    Wrapper(
+        "CloudWatch console export (<stamp with a numeric offset>, a tab or a run of spaces)",
+        r"[ \t]*(?P<stamp>" + _ISO_OFF + r")(?:\t| {2,})[ \t]*",
+        first=r"[0-9 \t]",
+        examples=(
+            ("2022-04-11T16:17:42.292+02:00   [2022-04-11 14:17:41,719][lightning][INFO] - Epoch 0",
+             "[2022-04-11 14:17:41,719][lightning][INFO] - Epoch 0", {"stamp": "2022-04-11T16:17:42.292+02:00"}),
+            ("    2022-04-11T16:36:41.905+02:00   [2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1",
+             "[2022-04-11 14:36:41,197][lightning][INFO] - Epoch 1", {"stamp": "2022-04-11T16:36:41.905+02:00"}),
+        ),
+    ),
+    Wrapper(
+        "kubectl logs / docker logs --timestamps, CRI log file (<stamp> stdout F ), mpirun ISO --timestamp-output",
+        r"(?P<stamp>" + _ISO_Z + r")(?: (?:stdout|stderr) [FP] |: |:| )",
+        # journald short-iso-precise (`<stamp> <host> kernel: ...`) is the kernel parser's
+        veto=r"^[ \t]*\S+ [A-Za-z0-9][\w.-]* (?:kernel|[\w./-]+\[\d+\]): ",
+        first=r"[0-9]",
+        examples=(
+            ("2024-05-01T10:00:00.123456789Z [12345.678] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+             "[12345.678] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+             {"stamp": "2024-05-01T10:00:00.123456789Z"}),
+            ("2016-10-06T00:17:09.669794202Z stdout F step 10 loss 2.5",
+             "step 10 loss 2.5", {"stamp": "2016-10-06T00:17:09.669794202Z"}),
+            ("2019-06-02T16:13:44.884Z: [1,12]<stdout>:node1:815:864 [0] NCCL WARN NET/IB : Got async event : local catastrophic error",
+             "node1:815:864 [0] NCCL WARN NET/IB : Got async event : local catastrophic error",
+             {"stamp": "2019-06-02T16:13:44.884Z", "rank": 12}),
+            ("2024-05-01T10:00:00.5Z   File \"train.py\", line 3, in <module>", "  File \"train.py\", line 3, in <module>",
+             {"stamp": "2024-05-01T10:00:00.5Z"}),
+            ("2024-05-01T10:00:00.123456+00:00 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+             "2024-05-01T10:00:00.123456+00:00 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79", {}),
+            ("2024-05-01T10:00:00+0000 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+             "2024-05-01T10:00:00+0000 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79", {}),
+            ("2024-05-01 10:00:00,123 - INFO - step 3", "2024-05-01 10:00:00,123 - INFO - step 3", {}),
+        ),
+    ),
+    Wrapper(
+        "OpenMPI / Horovod --timestamp-output (ctime, before the tag)",
+        r"(?P<stamp>" + _CTIME + r")(?:: ?)?", guard=r"(?:\[\d+(?:,\d+)?\])?<std", stamp="ctime",
+        first=r"[A-Z]",
+        examples=(
+            ("Mon Jun  3 16:13:44 2019[1,0]<stderr>:RuntimeError: CUDA error: an illegal memory access was encountered",
+             "RuntimeError: CUDA error: an illegal memory access was encountered",
+             {"stamp": "2019-06-03 16:13:44", "rank": 0}),
+            ("Tue Jun 11 09:01:02 2024[3]<stdout>:Epoch 1 step 20", "Epoch 1 step 20",
+             {"stamp": "2024-06-11 09:01:02", "rank": 3}),
+        ),
+    ),
+    Wrapper(
+        "mpirun --tag-output ([jobid,rank]<stream>:)",
+        r"\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>:",
+        first=r"\[",
+        examples=(
+            ("[1,3]<stdout>:smc-gpu-03:29881:30401 [0] NCCL INFO init.cc:903 -> 5",
+             "smc-gpu-03:29881:30401 [0] NCCL INFO init.cc:903 -> 5", {"rank": 3}),
+            ("[1,0]<stderr>:[rank0]: torch.OutOfMemoryError: CUDA out of memory.",
+             "torch.OutOfMemoryError: CUDA out of memory.", {"rank": 0}),
+            ("[1,2]<stdout>:", "", {"rank": 2}),
+        ),
+    ),
+    Wrapper(
+        "horovodrun / gloo ([rank]<stream>:)",
+        r"\[(?P<rank>\d+)\]<(?:stdout|stderr)>:",
+        first=r"\[",
+        examples=(
+            ("[5]<stderr>:Traceback (most recent call last):", "Traceback (most recent call last):", {"rank": 5}),
+        ),
+    ),
+    Wrapper(
+        "Slurm srun -l / --label (task id)",
+        r" {0,4}(?P<task>\d{1,6}): ",
+        first=r"[0-9 ]",
+        examples=(
+            ("1: compute-st-p4de24xlarge-2:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4",
+             "compute-st-p4de24xlarge-2:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4",
+             {"task": 1}),
+            ("12: [default3]:[rank99]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 99] Watchdog caught",
+             "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 99] Watchdog caught",
+             {"task": 12, "local_rank": 3, "rank": 99}),
+        ),
+    ),
+    Wrapper(
+        "Ray worker/actor output ((Actor pid=N, ip=A.B.C.D))",
+        r"\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=(?P<host>\d{1,3}(?:\.\d{1,3}){3}))?\) ",
+        first=r"\(",
+        examples=(
+            ("(RayTrainWorker pid=1234, ip=10.0.0.7) [rank3]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] x",
+             "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] x", {"host": "10.0.0.7", "rank": 3}),
+            ("(WorkerDict pid=63294) step 3", "step 3", {}),
+            ("(pid=4242, ip=172.31.5.10) Epoch 1", "Epoch 1", {"host": "172.31.5.10"}),
+        ),
+    ),
+    Wrapper(
+        "tee / nl / per-process pid ([N] )",
+        r"\[\d+\] ",
+        first=r"\[",
+        examples=(
+            ("[80746] [rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught",
+             "[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught", {"rank": 0}),
+            ("[0]:", "[0]:", {}),  # a torchelastic ChildFailedError table row: content
+            ("[12345.678] NVRM: Xid", "[12345.678] NVRM: Xid", {}),
+        ),
+    ),
+    Wrapper(
+        "PyTorch >= 2.2 global rank ([rankN]:)",
+        r"\s*\[rank(?P<rank>\d+)\]: ?",
+        first=r"[\[\s]",
+        examples=(
+            ("    [rank7]:[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught",
+             "[E816 01:45:40.183009389 ProcessGroupNCCL.cpp:607] [Rank 7] Watchdog caught", {"rank": 7}),
+            ("[rank3]:     _verify_param_shape_across_processes(self.process_group, parameters)",
+             "    _verify_param_shape_across_processes(self.process_group, parameters)", {"rank": 3}),
+        ),
+    ),
+    Wrapper(
+        "torchrun --tee / --log-dir local rank ([<role><local_rank>]:, role `default` unless set)",
+        r"\[(?:[A-Za-z_][A-Za-z_-]*?)(?P<local_rank>\d+)\]:",
+        first=r"\[",
+        examples=(
+            ("[default0]:=== Straggler Report at Step 10 ===", "=== Straggler Report at Step 10 ===", {"local_rank": 0}),
+            ("[trainer5]:[rank13]:RuntimeError: NCCL communicator was aborted", "RuntimeError: NCCL communicator was aborted",
+             {"local_rank": 5, "rank": 13}),
+        ),
+    ),
+    Wrapper(
+        "Lightning / Fabric rank_zero prefix ([rank: N] )",
+        r"\[rank: (?P<rank>\d+)\] ",
+        first=r"\[",
+        examples=(
+            ("[rank: 3] Seed set to 42", "Seed set to 42", {"rank": 3}),
+        ),
+    ),
+    Wrapper(
+        "kubectl logs --prefix ([pod/<pod>/<container>] )",
+        r"\[pod/(?P<host>[^/\s\]]+)/[^\]\s]+\] ",
+        first=r"\[",
+        examples=(
+            ("[pod/trainer-worker-3/pytorch] [rank3]: RuntimeError: CUDA error: unspecified launch failure",
+             "RuntimeError: CUDA error: unspecified launch failure", {"host": "trainer-worker-3", "rank": 3}),
+            ("2024-05-01T10:00:00.5Z [pod/w-0/main] x", "x", {"host": "w-0", "stamp": "2024-05-01T10:00:00.5Z"}),
+        ),
+    ),
+    Wrapper(
+        "workflow engine task log (<stamp> [run/step/task (pid N)] [id] )",
+        r"(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) \[(?:[^\]\s/]+/)+[^\]\s]+ \(pid \d+\)\] "
+        r"(?:\[[0-9a-fA-F-]{8,}\] )?",
+        first=r"[0-9]",
+        examples=(
+            ("2024-03-02 11:22:33.456 [1709/train/7 (pid 4242)] [c0ffee00-1111-2222-3333-444455556666] "
+             "[rank1]:[E302 11:22:33.000000000 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught",
+             "[E302 11:22:33.000000000 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught",
+             {"stamp": "2024-03-02 11:22:33.456", "rank": 1}),
+            ("2024-03-02 11:22:33.456 [train/7 (pid 4242)] Task is starting.", "Task is starting.",
+             {"stamp": "2024-03-02 11:22:33.456"}),
+        ),
+    ),
+    Wrapper(
+        "web-UI log export (<row> | <epoch ms> | )",
+        r" *\d+ \| (?P<stamp>\d{13}) \| ", stamp="epoch_ms",
+        first=r"[0-9 ]",
+        examples=(
+            ("17 | 1714557600123 | [rank2]:[E501 10:00:00.123 ProcessGroupNCCL.cpp:607] x",
+             "[E501 10:00:00.123 ProcessGroupNCCL.cpp:607] x", {"stamp": "2024-05-01T10:00:00.123+00:00", "rank": 2}),
+        ),
+    ),
+    Wrapper(
+        "pdsh / clush host (a host-like name without digits: only before a log-looking line)",
+        r"(?P<host>[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+): ", guard=_LOGLIKE, veto=_NOT_HOST,
+        first=r"[A-Za-z]",
+        examples=(
+            ("head-node: [  123.456] NVRM: Xid (PCI:0000:3b:00): 48", "[  123.456] NVRM: Xid (PCI:0000:3b:00): 48",
+             {"host": "head-node"}),
+            ("non-fatal: retrying the operation", "non-fatal: retrying the operation", {}),
+        ),
+    ),
+    Wrapper(
+        "pdsh / clush host (a host name: ends in a digit, optional domain; or an IPv4 address)",
+        r"(?P<host>[A-Za-z][A-Za-z0-9_-]*\d(?:\.[A-Za-z0-9_-]+)*|\d{1,3}(?:\.\d{1,3}){3}): ",
+        veto=_NOT_HOST,
+        first=r"[A-Za-z0-9]",
+        examples=(
+            ("node-017: [12345.678] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+             "[12345.678] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.", {"host": "node-017"}),
+            ("gpu46.cluster.local: gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'",
+             "gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'",
+             {"host": "gpu46.cluster.local"}),
+            ("10.0.0.5: Unable to determine the device handle for GPU0000:03:00.0: Unknown Error",
+             "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error", {"host": "10.0.0.5"}),
+            ("RuntimeError: CUDA error: an illegal memory access was encountered",
+             "RuntimeError: CUDA error: an illegal memory access was encountered", {}),
+            ("Error: failed to initialize NVML", "Error: failed to initialize NVML", {}),
+            ("warning: something", "warning: something", {}),
+            ("Http2Error: stream reset", "Http2Error: stream reset", {}),
+            ("python3: can't open file 'train.py': [Errno 2] No such file or directory",
+             "python3: can't open file 'train.py': [Errno 2] No such file or directory", {}),
+            ("top-1: 76.5", "top-1: 76.5", {}),
+            ("fp16: true", "fp16: true", {}),
+            ("node-017: ", "", {"host": "node-017"}),
+            ("node-017:   File \"train.py\", line 3", "  File \"train.py\", line 3", {"host": "node-017"}),
+            ("slurmstepd: error: execve(): /tmp/slurm_script: No such file or directory",
+             "slurmstepd: error: execve(): /tmp/slurm_script: No such file or directory", {}),
+            ("kp-ddp-worker-0:3468:3905 [4] NCCL INFO proxy.cc:698 -> 6",
+             "kp-ddp-worker-0:3468:3905 [4] NCCL INFO proxy.cc:698 -> 6", {}),
+            ("INFO:root:Epoch[0] Batch [20]   Speed: 2015.42 samples/sec",
+             "INFO:root:Epoch[0] Batch [20]   Speed: 2015.42 samples/sec", {}),
+            ("GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8: unhealthy", "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8: unhealthy", {}),
+        ),
+    ),
+    Wrapper(
+        "uniq -c count (right-aligned in 7 columns, one space)",
+        r"(?: {6}\d| {5}\d\d| {4}\d{3}| {3}\d{4}| {2}\d{5}| \d{6}|\d{7,}) ", guard=r"\S",
+        first=r"[0-9 ]",
+        examples=(
+            ("     12 node-017: [12345.678] NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception",
+             "[12345.678] NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception", {"host": "node-017"}),
+            ("     32          8            1        256      256", "     32          8            1        256      256", {}),
+            ("    0         1        32         8       256       256   RUNNING      OK",
+             "    0         1        32         8       256       256   RUNNING      OK", {}),
+        ),
+    ),
+)
+
+_GROUP = re.compile(r"\(\?P<(\w+)>")
+
+
+def _anchored(w: Wrapper) -> str:
+    return f"^(?P<_p>{w.regex}){w.guard}"
+
+
+def _combined(wrappers: tuple[Wrapper, ...]) -> str:
+    """All wrappers as one anchored alternation (wrapper i's groups renamed `w{i}_<name>`): the
+    first that matches at a line's start is the one `peel` takes (tests check it on Python `re`)."""
+    alts = []
+    for i, w in enumerate(wrappers):
+        body = _GROUP.sub(lambda m, i=i: f"(?P<w{i}_{m.group(1)}>", w.regex)
+        alts.append(f"(?P<w{i}>{body}){w.guard}")
+    return "^(?:" + "|".join(alts) + ")"
+
+
+PATTERN = _combined(WRAPPERS)
+_ANCHORED = [_anchored(w) for w in WRAPPERS]
+_PREFIX_ONLY = ["^(?:" + w.regex + ")" for w in WRAPPERS]
+_WHOLE = ["^(?:" + w.regex + ")$" for w in WRAPPERS]  # a prefix alone, for its hints
+_NO_CAPTURE = frozenset(i for i, w in enumerate(WRAPPERS) if not _GROUP.search(w.regex))  # no hint
+# what a wrapper can start with: a cheap pre-filter for the first round
+_START = r"^(?:[ \t]*[\d\[(]|[A-Za-z][A-Za-z0-9_.-]*: |[A-Z][a-z]{2} [A-Z][a-z]{2} )"
+
+
+def _stamp_text(raw: pl.Expr, kind: str) -> pl.Expr:
+    """A stamp as text `timestamps.iso` reads (ctime and epoch ms made ISO; ISO kept as printed)."""
+    if kind == "ctime":
+        return (raw.str.replace_all(r"\s+", " ").str.to_datetime("%a %b %d %H:%M:%S %Y", strict=False)
+                .dt.strftime("%Y-%m-%d %H:%M:%S"))
+    if kind == "epoch_ms":
+        return (raw.cast(pl.Int64, strict=False).cast(pl.Datetime("ms", "UTC"))
+                .dt.strftime("%Y-%m-%dT%H:%M:%S%.3f+00:00"))
+    return raw
+
+
+@lru_cache(maxsize=4096)
+def _candidates(first: str) -> tuple[int, ...]:
+    """The wrappers (table order) that can start with this character."""
+    return tuple(i for i, w in enumerate(WRAPPERS) if re.match(w.first, first))
+
+
+def _which(df: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
+    """The rows of `df` by the first wrapper (table order) that matches at their start. Rows are
+    dispatched on their first character, so each is tested only against the wrappers that can
+    start with it, and only until one matches: few regex passes, none per line in Python."""
+    out: list[tuple[int, pl.DataFrame]] = []
+    groups = df.with_columns(pl.col("_rest").str.slice(0, 1).alias("_c")).partition_by(
+        "_c", as_dict=True, maintain_order=True, include_key=False)
+    for (c,), rem in groups.items():
+        for i in _candidates(c or ""):
+            m = rem["_rest"].str.contains(_ANCHORED[i])
+            if m.all():  # a file behind one wrapper: the usual case
+                out.append((i, rem))
+                break
+            if m.any():
+                out.append((i, rem.filter(m)))
+                rem = rem.filter(~m)
+    return out
+
+
+def _hint_frame(prefix: pl.Series, i: int) -> pl.DataFrame:
+    """Wrapper i's hint groups of each prefix; read once per distinct prefix when they repeat
+    (a pdsh host, an mpirun tag, a rank: the same on many lines), else line by line."""
+    uniq = prefix.unique()
+    if 4 * uniq.len() > prefix.len():
+        return prefix.to_frame().select(pl.col("_p").str.extract_groups(_WHOLE[i]).alias("g")).unnest("g")
+    g = uniq.to_frame().with_columns(pl.col("_p").str.extract_groups(_WHOLE[i]).alias("g")).unnest("g")
+    return prefix.to_frame().join(g, on="_p", how="left", maintain_order="left").drop("_p")
+
+
+def _round(df: pl.DataFrame) -> pl.DataFrame:
+    """One peel on the rows of `df` (columns _i, _rest and the hints): each row's first matching
+    wrapper, unless its veto says no; only the peeled rows come back. The prefix is cut without
+    a capture pass; the hints come from the prefixes alone (`_hint_frame`)."""
+    rest = pl.col("_rest")
+    parts = []
+    for i, sub in _which(df):
+        w = WRAPPERS[i]
+        if w.veto:
+            vetoed = sub["_rest"].str.contains(w.veto)
+            if vetoed.any():
+                sub = sub.filter(~vetoed)
+        if sub.is_empty():
+            continue
+        cut = sub.select(rest.str.replace(_PREFIX_ONLY[i], "").alias("_b")).with_columns(
+            pl.col("_b").str.len_chars().alias("_n"))
+        body = cut["_b"].alias("_rest")
+        upd = [body]
+        if i not in _NO_CAPTURE:
+            g = _hint_frame(sub.select(rest.str.slice(0, rest.str.len_chars() - cut["_n"]).alias("_p"))["_p"], i)
+            for h in HINTS:
+                if h in g.columns:
+                    v = g.select(_stamp_text(pl.col(h), w.stamp) if h == "stamp" else pl.col(h))[h]
+                    upd.append(v.fill_null(sub[f"_{h}"]).alias(f"_{h}"))  # the inner wrapper's hint wins
+        parts.append(sub.with_columns(upd))
+    return pl.concat(parts) if parts else df.clear()
+
+
+def peel(text: pl.Series) -> pl.DataFrame:
+    """Strip the wrappers from every line of `text`. Columns: body, prefix_host, prefix_rank,
+    prefix_local_rank, prefix_task, prefix_ts (text `timestamps.iso` reads). Lines without a
+    wrapper keep their text as body and null hints."""
+    n = text.len()
+    body = text.rename("body")
+    nulls = {f"_{h}": pl.repeat(None, n, dtype=pl.Utf8, eager=True) for h in HINTS}
+    cand = text.str.contains(_START)
+    live = pl.DataFrame({"_i": pl.int_range(0, n, eager=True, dtype=pl.Int64), "_rest": text}).filter(cand)
+    live = live.with_columns(*[pl.lit(None, dtype=pl.Utf8).alias(f"_{h}") for h in HINTS])
+    for _ in range(MAX_PEELS):
+        # one pass of the whole table as one pattern (no captures) drops the rows no wrapper fits
+        live = live.filter(pl.col("_rest").str.contains(PATTERN))
+        if live.is_empty():
+            break
+        live = _round(live)
+        if live.is_empty():
+            break
+        # each round writes the rows it peeled: a later (deeper) peel overwrites an earlier one
+        idx = live["_i"]
+        body = body.scatter(idx, live["_rest"])
+        for h in HINTS:
+            nulls[f"_{h}"] = nulls[f"_{h}"].scatter(idx, live[f"_{h}"])
+    return pl.DataFrame({
+        "body": body,
+        "prefix_host": nulls["_host"],
+        "prefix_rank": nulls["_rank"].cast(pl.Int64, strict=False),
+        "prefix_local_rank": nulls["_local_rank"].cast(pl.Int64, strict=False),
+        "prefix_task": nulls["_task"].cast(pl.Int64, strict=False),
+        "prefix_ts": nulls["_stamp"],
+    })

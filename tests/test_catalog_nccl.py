@@ -192,3 +192,17 @@ def test_shm_failure_outranks_its_socket_cascade(tmp_path: Path) -> None:
     v = _analyze(tmp_path, CASES["shm-extend-enospc"][0])["verdict"]
     assert v["culprit"]["host"] == "node-a"
     assert "/dev/shm" in v["summary"]
+
+
+def test_nvls_cuda_failure_outranks_an_application_cuda_fault(tmp_path: Path) -> None:
+    """A CUDA failure inside NCCL's NVLS transport is a node (NVSwitch) fault; the illegal address
+    another program on the node hits is not preferred over it (no stamps: weight decides)."""
+    v = _analyze(tmp_path, {
+        "a_hpl.log": "HPL ERROR: CUDART Error: cudaMemcpyAsync( a, b, n, cudaMemcpyDeviceToDevice, s) = 700 "
+                     "(an illegal memory access was encountered) on gpu46 at (getrfs_mp.cu:750)\n",
+        "nccl.log": "gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'\n"
+                    "gpu46:78367:78492 [0] NCCL INFO transport/nvls.cc:300 -> 1\n",
+    })["verdict"]
+    assert v["category"] == "nvlink", v["summary"]
+    assert any(e["path"] == "nccl.log" and e["line"] == 1 for e in v["evidence"]), v["evidence"]
+

@@ -5,6 +5,9 @@ with one literal pre-filter, one `extract_groups` for the prefix and cheap liter
 classification; only WARN lines, init/abort lines, interface lines, error-propagation lines and
 RAS reports go any further. Every other NCCL INFO/TRACE/CALL line is `ignored`.
 
+WARN lines without the `host:pid:tid` prefix (as posted in issues: `include/shm.h:28 NCCL WARN ...`)
+are WARN events too, with host / pid / GPU null.
+
 Events: nccl_version, nccl_init, nccl_abort, nccl_warn, nccl_ib_error, nccl_socket_error,
 nccl_cuda_error, nccl_ras, nccl_iface (Bootstrap / NET/IB OOB / NET/Socket interface; `code` = IP).
 Tables: nccl_comms (Init START/COMPLETE, Abort, Destroy), nccl_errors (one row per WARN-level error,
@@ -63,6 +66,15 @@ INFO_INTERESTING = r" - (?:Init|Abort|Destroy)|\w:\d+(?: \(\w+\))? -> -?\d|Using
 ERRTRACE_RE = r"^[\w./+-]+:\d+(?: \([^)]*\))? -> (\d+)"
 IFACE_RE = r"(?:Bootstrap ?: Using|OOB|NET/Socket ?: Using \[\d+\]) ?(?:\[\d+\])?([^\s:\[\]]+):([0-9A-Fa-f.:%\w]+?)<\d+>"
 
+# A WARN line without the `host:pid:tid [dev]` prefix (as posted in issues, or re-wrapped by a
+# tool that dropped it): `include/shm.h:28 NCCL WARN Call to posix_fallocate failed: ...`,
+# `misc/shmutils.cc:88 NCCL WARN Error: failed to extend ...`, `NCCL WARN Cuda failure ...`.
+# Host and pid are unknown (null; the file's hints fill host), the source location is kept.
+BARE_WARN_RE = (
+    r"(?:\[(?P<bnts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] )?"
+    r"(?:(?P<bfile>[\w./+-]+\.\w+):(?P<bfline>\d+) (?:\((?P<bfunc>[^)]+)\) )?)?"
+    r"NCCL WARN (?P<bmsg>.*)$"
+)
 # Bare (prefix-less) error texts worth recognising, e.g. the line after PyTorch's `Last error:`.
 BARE_RE = (
     r"Got completion from peer|NET/OFI Request .* completed with error|Got async event|async fatal event"
@@ -222,6 +234,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     ignored_nos = pl.concat([ignored_nos, pref.filter(pl.col("_cls") == "ignored")["line_no"]])
     interesting = pref.filter(pl.col("_cls") != "ignored")
 
+    # prefix-less WARN lines: the same WARN path as prefixed ones, host / pid / dev null
+    bare_warn = bare.filter(pl.col("body").str.contains("NCCL WARN", literal=True))
+    bare = bare.filter(~pl.col("body").str.contains("NCCL WARN", literal=True))
+    bw = pl.col("body").str.extract_groups(BARE_WARN_RE)
+    bare_warn = bare_warn.with_columns(bw.alias("_bw")).unnest("_bw").filter(pl.col("bmsg").is_not_null())
+    bare_warn = bare_warn.with_columns(
+        pl.lit("WARN").alias("level"), pl.col("bnts").alias("nts"), pl.col("bfile").alias("file"),
+        pl.col("bfline").alias("fline"), pl.col("bfunc").alias("func"), pl.col("bmsg").alias("msg"),
+        pl.lit("warn").alias("_cls"),
+    ).drop("bnts", "bfile", "bfline", "bfunc", "bmsg")
+    interesting = pl.concat([interesting, bare_warn], how="diagonal_relaxed")
+
     bodyc = pl.col("body")
     bare = bare.with_columns(
         pl.when(bodyc.str.contains(VERSION_RE)).then(pl.lit("version"))
@@ -346,7 +370,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         m.str.extract(r"Call to (ibv_\w+)", 1),
     )
     cuda_code = pl.coalesce(
-        m.str.extract(r"Cuda failure '([^']+)'", 1),
+        # the cudaGetErrorString text: `Cuda failure 'x'` (checks.h), `Cuda failure 1 'x'` (cudawrap.h),
+        # `... CUDA error 401 'x'` (nvls.cc)
+        m.str.extract(r"(?:Cuda failure|CUDA error) (?:\d+ )?'([^']+)'", 1),
         m.str.extract(r"Cuda failure (\d+)", 1),
         pl.when(m.str.contains("Failed to CUDA", literal=True)).then(pl.lit("cuda_alloc_failed")),
     )

@@ -119,6 +119,40 @@ def test_cuda_errors():
     assert e["gpu"].to_list() == [4, 4, 4]
 
 
+def test_bare_warn_lines_without_host_prefix():
+    """WARN lines as posted without `host:pid:tid [dev]` (issues, re-wrapped logs): still WARN
+    events of the right kind, host / pid / gpu null, the bracketed collector stamp read."""
+    ex = fixture("bare_warn.log")
+    got = ex.events.select("line_no", "kind", "code", "host", "pid", "gpu").rows()
+    assert got == [
+        (1, "nccl_warn", None, None, None, None),
+        (2, "nccl_warn", None, None, None, None),
+        (3, "nccl_cuda_error", "invalid device ordinal", None, None, None),
+        (4, "nccl_warn", None, None, None, None),
+        (5, "nccl_cuda_error", "the operation cannot be performed in the present state", None, None, None),
+        (6, "nccl_ib_error", "12", None, None, None),
+    ]
+    assert ex.events["message"][0] == "include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device"
+    assert ex.events.filter(pl.col("line_no") == 4)["ts"].to_list() == [datetime(2024, 3, 2, 10, 11, 12, tzinfo=UTC)]
+    errs = ex.tables["nccl_errors"]
+    assert errs.filter(pl.col("line_no") == 6).select("status", "vendor_err", "peer_ip").rows() == [(12, 129, "10.0.0.2")]
+    assert errs["text"][1].startswith("Error while creating shared memory segment nccl-shm-recv-")
+    # the host-less `-> 2` propagation line cannot be tied to a process: left unparsed, not invented
+    assert 7 not in ex.claimed.to_list()
+
+
+def test_bare_warn_host_from_file_hint():
+    ex = run("include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device\n",
+             host_hint="node-07")
+    assert ex.events.select("kind", "host").rows() == [("nccl_warn", "node-07")]
+
+
+def test_real_251_shm_warns_without_prefix():
+    ex = run(real("251", "nccl.log"))
+    assert ex.events.select("line_no", "kind").rows() == [(1, "nccl_warn"), (2, "nccl_warn")]
+    assert ex.claimed.to_list() == [1, 2]
+
+
 def test_abort_lines():
     ex = fixture("abort_lines.log")
     assert ev(ex, "nccl_abort")["line_no"].to_list() == [1, 2, 3]

@@ -43,12 +43,13 @@ def error_line_events(unparsed: pl.DataFrame, paths: dict[int, str], hosts: dict
     stamp = pl.coalesce(
         ts.iso(pl.col("body").str.extract(_ISO, 1).str.replace("_", " "), tz),
         ts.mmdd_time(g.struct.field("1"), g.struct.field("2"), ref_year, tz),
+        ts.iso(pl.col("prefix_ts").str.extract(_ISO, 1), tz),  # a wrapper's stamp (docker, mpirun, ...)
     )
     fid = pl.col("file_id")
     ev = lines.with_columns(
         stamp.alias("ts"),
-        pl.col("body").str.extract(_ISO, 1).alias("ts_raw"),
-        fid.replace_strict(hosts, default=None, return_dtype=pl.Utf8).alias("host"),
+        pl.coalesce(pl.col("body").str.extract(_ISO, 1), pl.col("prefix_ts")).alias("ts_raw"),
+        pl.coalesce(pl.col("prefix_host"), fid.replace_strict(hosts, default=None, return_dtype=pl.Utf8)).alias("host"),
         pl.coalesce(pl.col("prefix_rank"), fid.replace_strict(ranks, default=None, return_dtype=pl.Int64)).alias("rank"),
         pl.col("prefix_local_rank").alias("local_rank"),
         fid.replace_strict(paths, default=None, return_dtype=pl.Utf8).alias("path"),

@@ -34,6 +34,8 @@ NONE = "none"
 SIGNATURE_ID = "line-classifier"
 KINDS = ("error_line", "exception")  # events the classifier reads when no signature claimed them
 TARGET_PRECISION = 0.8  # the threshold is the lowest probability at which held-out precision reaches this
+BENIGN_PRECISION = 0.95  # ... and the benign threshold the lowest at which held-out `none` reaches this
+BENIGN_FLOOR = 0.5
 FOLDS = 5
 C_LINES = 8.0
 
@@ -76,13 +78,14 @@ def training_digest(samples: list[LineSample]) -> str:
 
 
 def choose_threshold(proba: np.ndarray, classes: list[str], labels: list[str],
-                     target: float = TARGET_PRECISION) -> float:
+                     target: float = TARGET_PRECISION, benign: bool = False) -> float:
     """The lowest probability p such that, over held-out predictions of a category (not `none`) with
-    confidence >= p, the share that is right is at least `target`."""
+    confidence >= p, the share that is right is at least `target`; with `benign`, the same for the
+    predictions `none` (a line read as no failure)."""
     best = np.argmax(proba, axis=1)
     conf = proba[np.arange(len(labels)), best]
     pred = [classes[i] for i in best]
-    named = [(c, p == y) for c, p, y in zip(conf, pred, labels, strict=True) if p != NONE]
+    named = [(c, p == y) for c, p, y in zip(conf, pred, labels, strict=True) if (p == NONE) == benign]
     for p in sorted({round(float(c), 2) for c, _ in named}):
         kept = [ok for c, ok in named if c >= p]
         if kept and sum(kept) / len(kept) >= target:
@@ -99,6 +102,9 @@ def fit(samples: list[LineSample]) -> tuple[Model, dict]:
     cv = cross_validate(empty, texts, labels, groups, folds=FOLDS, c=C_LINES, min_df=1)
     proba, classes = _held_out_proba(texts, labels, groups)
     threshold = choose_threshold(proba, classes, labels)
+    # a line set aside as no failure must be so nearly always (a missed failure costs more than a
+    # line left in the verdict's doubt), and at least an even bet
+    benign_threshold = max(BENIGN_FLOOR, choose_threshold(proba, classes, labels, BENIGN_PRECISION, benign=True))
     best = np.argmax(proba, axis=1)
     conf = proba[np.arange(len(labels)), best]
     named = [(c >= threshold, classes[b] == y) for c, b, y in zip(conf, best, labels, strict=True)
@@ -106,11 +112,13 @@ def fit(samples: list[LineSample]) -> tuple[Model, dict]:
     report = {
         "samples": len(samples), "classes": len(set(labels)), "folds": cv["folds"],
         "accuracy": cv["accuracy"], "brier": cv["brier"], "threshold": threshold,
+        "benign_threshold": benign_threshold,
         "named_share": round(sum(1 for k, _ in named if k) / len(samples), 4),
         "named_precision": round(sum(1 for k, ok in named if k and ok) / max(1, sum(1 for k, _ in named if k)), 4),
         "calibration": _calibration(conf, [classes[b] == y for b, y in zip(best, labels, strict=True)]),
     }
-    model = train(empty, texts, labels, meta={"threshold": threshold, "training_sha256": training_digest(samples),
+    model = train(empty, texts, labels, meta={"threshold": threshold, "benign_threshold": benign_threshold,
+                                              "training_sha256": training_digest(samples),
                                               "cv": {k: v for k, v in report.items() if k != "calibration"}},
                   c=C_LINES, min_df=1)
     return model, report
@@ -164,9 +172,11 @@ def build(out: Path | str | None = None) -> dict:
 
 
 def classify_lines(events: pl.DataFrame, hits: pl.DataFrame, model: Model | None = None) -> pl.DataFrame:
-    """Hits (signature `line-classifier`, role root, weight 1) for the error lines no signature
-    claimed whose predicted category reaches the artifact's threshold. Warnings are not read: an
-    error_line of severity `warning` never becomes a root on the classifier's word alone."""
+    """Hits (signature `line-classifier`) for the error lines no signature claimed: role root,
+    weight 1, when the predicted category reaches the artifact's threshold; role context (category
+    `unknown`) when the line is read as no failure (`none`) at or above the benign threshold, so that
+    an error-like word in a field name or a counter at zero is not taken for a failure seen. Warnings
+    are not read: an error_line of severity `warning` never becomes a root on the classifier's word."""
     model = model or load()
     if model is None or events.is_empty():
         return pl.DataFrame(schema=HIT_SCHEMA)
@@ -180,9 +190,15 @@ def classify_lines(events: pl.DataFrame, hits: pl.DataFrame, model: Model | None
     best = np.argmax(proba, axis=1)
     conf = proba[np.arange(len(texts)), best]
     threshold = float(model.meta.get("threshold", 1.0))
+    benign = float(model.meta.get("benign_threshold", 1.0))
     rows = []
     for eid, b, c in zip(cand["event_id"].to_list(), best, conf, strict=True):
         cat = model.classes[int(b)]
+        if cat == NONE and c >= benign:
+            rows.append({"event_id": eid, "signature": SIGNATURE_ID, "category": "unknown", "role": "context",
+                         "severity": "info", "weight": 1,
+                         "summary": f"Error-like line read by the line classifier as no failure (p={c:.2f})"})
+            continue
         if cat == NONE or c < threshold:
             continue
         rows.append({"event_id": eid, "signature": SIGNATURE_ID, "category": cat, "role": "root",

@@ -38,7 +38,7 @@ def test_lines_become_events_with_hints_stamps_and_bodies() -> None:
     assert [(r["file_id"], r["line_no"]) for r in rows] == [(0, 3), (0, 9), (1, 1), (2, 4)]
     assert {r["source"] for r in rows} == {"generic"} and {r["kind"] for r in rows} == {"error_line"}
     a, b, c, d = rows
-    assert a["message"] == "2024-05-01T10:00:05Z [rank3]: RuntimeError: Address already in use"
+    assert a["message"] == "RuntimeError: Address already in use" and a["rank"] == 3  # wrappers peeled
     assert a["ts"] == datetime(2024, 5, 1, 10, 0, 5, tzinfo=UTC) and a["ts_quality"] == "exact"
     assert a["host"] == "n1" and a["path"] == "n1/rank3.log" and a["severity"] == "error"
     # no stamp of its own: the nearest earlier stamped event of the same file lends its time
@@ -48,6 +48,12 @@ def test_lines_become_events_with_hints_stamps_and_bodies() -> None:
     assert c["ts"] == datetime(2024, 5, 1, 10, 0, 7, 123456, tzinfo=UTC) and c["rank"] == 7 and c["host"] == "n2"
     # no stamp anywhere in the file: missing, never guessed
     assert d["ts"] is None and d["ts_quality"] == "missing" and d["severity"] == "warning" and d["host"] is None
+
+
+def test_wrapper_host_comes_before_the_path() -> None:
+    out = error_line_events(_unparsed([(0, 1, "node-017: fatal: cannot open shared object libnccl.so.2")]),
+                            {0: "n1/a.log"}, {0: "n1"}, {}, _events([]), tz=UTC_TZ)
+    assert out["host"].to_list() == ["node-017"] and out["message"].to_list()[0].startswith("fatal:")
 
 
 def test_launcher_prefix_gives_the_rank() -> None:

@@ -57,12 +57,14 @@ def test_classify_lines_respects_threshold_severity_and_claims() -> None:
     claimed = pl.DataFrame([{"event_id": 2, "signature": "x", "category": "oom", "role": "root",
                              "severity": "error", "summary": "", "weight": 3}], schema=HIT_SCHEMA)
     got = lc.classify_lines(ev, claimed, model)
-    # only the unclaimed error line of a classified kind; the warning, the claimed line, the step
-    # and the benign line are left alone
-    assert got["event_id"].to_list() == [0]
+    # the unclaimed error line of a classified kind is a root; the benign line is set aside as
+    # context; the warning, the claimed line and the step are left alone
+    assert got["event_id"].to_list() == [0, 4]
+    assert got["role"].to_list() == ["root", "context"] and got["category"].to_list()[1] == "unknown"
     row = got.row(0, named=True)
     assert row["category"] == "oom" and row["signature"] == lc.SIGNATURE_ID and row["weight"] == 1
     assert row["role"] == "root" and "(p=" in row["summary"]
     # a model whose threshold nothing reaches names nothing
-    strict = lc.Model.from_dict({**model.to_dict(), "meta": {**model.meta, "threshold": 1.01}})
+    strict = lc.Model.from_dict({**model.to_dict(), "meta": {**model.meta, "threshold": 1.01,
+                                                             "benign_threshold": 1.01}})
     assert lc.classify_lines(ev, claimed, strict).is_empty()

@@ -145,14 +145,13 @@ def test_context_only_and_warnings_are_no_interruption(tmp_path: Path) -> None:
 
 
 def test_an_error_no_signature_knows_is_a_failure_of_unknown_cause(tmp_path: Path) -> None:
-    """An NCCL CUDA error (parsed, severity error) that no signature names: a failure was seen, its
+    """An error line (an unparsed line with `fatal` in it) that no signature names and the line
+    classifier cannot place (a made-up message): a failure was seen, its
     cause is not known: `unknown`, not `none`."""
     job = _write(tmp_path / "job", {"rank-5.log": NCCL_INIT + (
-        "[2026-06-23 15:45:07] node-001:4101:4120 [5] transport/nvls.cc:379 (nvlsAllocateMem) NCCL WARN Failed "
-        "to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be "
-        "performed in the present state'.\n")})
+        "[2026-06-23 15:45:07] frobnicator: fatal condition in the widget spline reticulator\n")})
     rep = analyze(job, tmp_path / "out", html=False).report
     v = rep["verdict"]
     assert (v["kind"], v["category"], v["action"]) == ("unknown", "unknown", "investigate")
     (x,) = rep["interruptions"]
-    assert x["summary"].startswith("A failure was seen (nccl_cuda_error at rank-5.log:3)")
+    assert x["summary"].startswith("A failure was seen (error_line at rank-5.log:3)")

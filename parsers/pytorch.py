@@ -127,13 +127,15 @@ OOM_GPU = (
     r"|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|cuda(?:Malloc|MallocAsync)? failed: out of memory"
     r"|RESOURCE_EXHAUSTED: .*(?:[Oo]ut of memory|[Ff]ailed to allocate|[Rr]an out of memory|OOM)"
     r"|OOM when allocating tensor|ran out of memory trying to allocate|ResourceExhaustedError.*\bOOM\b"
+    r"|OOM during optimization, irrecoverable"
 )
 OOM_HOST = r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
 OOM_SHM = (
     r"insufficient shared memory \(shm\)|out of shared memory|is killed by signal: Bus error"
     r"|unable to (?:write to|mmap \d+ bytes from|allocate shared memory\(shm\) for) file </torch_"
 )
-OOM_RETRY = r"The caller indicates that this is not a failure"  # TF/XLA BFC allocator: retried, not fatal
+# retried, not fatal: TF/XLA BFC allocator notices; fairseq catching an OOM and skipping the batch
+OOM_RETRY = r"The caller indicates that this is not a failure|OOM: Ran out of memory with exception|attempting to recover from OOM"
 OOM_COMPANION = (r"^BufferAssignment (?:OOM Debugging|stats:)|^\s+(?:[\w-]+ )*(?:allocation|fragmentation):\s+\d")
 # c10d TCPStore / socket / torchelastic rendezvous (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp,
 # torch/distributed/elastic/rendezvous): code = what failed

@@ -263,16 +263,18 @@ def test_oom_families_of_every_framework():
         "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to allocate 34359738368 bytes.\n"
         "RuntimeError: unable to write to file </torch_1261_2916379624_0>: No space left on device (28)\n"
         "BufferAssignment OOM Debugging.\n"
-        "             parameter allocation:  372.76MiB\n")
+        "             parameter allocation:  372.76MiB\n"
+        "2021-01-01 10:00:00 | WARNING | fairseq.trainer | OOM: Ran out of memory with exception: CUDA out of memory. Tried to allocate 20.00 MiB\n"
+        "2021-01-01 10:00:09 | ERROR | fairseq.trainer | OOM during optimization, irrecoverable\n")
     assert ev(ex, "oom").select("line_no", "code", "gpu").rows() == [
         (1, "gpu", 2), (2, "gpu", None), (3, "gpu", None), (4, "gpu", None), (5, "gpu", None), (6, "gpu", 0),
-        (7, "retry", 1), (8, "gpu", 0), (9, "host", None), (10, "shm", None)]
+        (7, "retry", 1), (8, "gpu", 0), (9, "host", None), (10, "shm", None), (13, "retry", None), (14, "gpu", None)]
     assert ev(ex, "cuda_error").is_empty()  # an OOM is not a CUDA kernel fault
     assert ev(ex, "exception")["code"].to_list() == [
         "torch.OutOfMemoryError", "RuntimeError", "RuntimeError", "RuntimeError",
         "jaxlib.xla_extension.XlaRuntimeError", "tensorflow.python.framework.errors_impl.ResourceExhaustedError",
         "RuntimeError", "RuntimeError"]
-    assert ex.claimed.to_list() == list(range(1, 13))
+    assert ex.claimed.to_list() == list(range(1, 15))
 
 
 def test_lone_exception_lines_and_cut_traceback():

@@ -7,11 +7,18 @@ errors, OOM, segfaults, NaN and Python tracebacks (grouped per rank when ranks i
 
 Events: watchdog_timeout, watchdog_status (code = work seq, `victim`, `dump`, or `lagging:<ranks>`
 for desync reports), heartbeat_timeout, dist_error (code = ncclResult name), cuda_error, ecc_error,
-oom, exception (code = exception type), segfault, nan.
+oom (code = `gpu` | `host` | `shm` | `retry`: which memory ran out, or an allocator's non-fatal notice;
+device OOM of PyTorch, JAX/XLA and TensorFlow alike), exception (code = exception type: the final line
+of a traceback, of one whose head was cut, or a lone exception line), checkpoint_error (code = exception
+type: an I/O-class exception whose traceback passes through a checkpoint-saving frame), segfault (code =
+the signal: SIGSEGV | SIGBUS | SIGFPE | SIGILL | SIGABRT, or `check_failed` for a glog CHECK), nan,
+store_error (c10d TCPStore / socket / rendezvous; code = EADDRINUSE | listen_failed | timeout |
+connect_failed | peer_closed | refused_retry).
 Table: collective_timeouts (one row per timeout line and per status line).
 Claimed without an event: companion lines (`Some NCCL operations have failed...`, `To avoid data
 inconsistency...`, dump/FlightRecorder lines, `terminate called...`, `what():` and `Exception raised
-from ...` / `frame #N:` C++ stacks, desync report detail, CUDA error hints), traceback frames.
+from ...` / `frame #N:` C++ stacks, desync report detail, CUDA error hints, glog `*** Aborted at` / `PC: @`
+lines, XLA BufferAssignment OOM reports), traceback frames.
 """
 
 from __future__ import annotations
@@ -36,16 +43,20 @@ from parsers.timestamps import iso, mmdd_time
 NAME = "pytorch"
 EXCLUSIVE = False
 BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
-DESCRIPTION = "PyTorch distributed: NCCL watchdog timeouts/status, heartbeat, NCCL/CUDA errors, OOM, tracebacks"
+DESCRIPTION = ("PyTorch distributed: NCCL watchdog timeouts/status, heartbeat, NCCL/CUDA errors, c10d store errors; "
+               "Python tracebacks and exception lines; OOM (PyTorch, JAX/XLA, TensorFlow), NaN, native crashes")
 FORMATS = ("pytorch_log", "python_traceback")
 EXTRACTS = ("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error",
-            "ecc_error", "oom", "exception", "segfault", "nan", "collective_timeouts")
+            "ecc_error", "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error",
+            "collective_timeouts")
 
 ANCHORS = (
     r"ProcessGroupNCCL|[Ww]atchdog|WorkNCCL|NCCL error|NCCL operations|NCCL work|NCCLPG|TORCH_NCCL|Traceback|File \"|Error|error|Exception|CUDA|cuda"
     r"|terminate called|what\(\)|frame #|Segmentation fault|Caught signal|NaN|nan|Heartbeat|heartbeat"
     r"|lagging|collective|ranks|started |finished |CUBLAS|CUDNN|ECC|FlightRecorder|dump|During handling"
-    r"|The above exception|Last error"
+    r"|The above exception|Last error|memory|RESOURCE_EXHAUSTED|OOM|BufferAssignment|allocation:|fragmentation:"
+    r"|\*\*\* |PC: @|Check failed|Bus error|Aborted|Floating point exception|Illegal instruction|Interrupt"
+    r"|socket|TCPStore|Rendezvous|rendezvous|store|segmentation fault|floating-point"
 )
 
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
@@ -79,8 +90,84 @@ RESULT_BY_TEXT = [
     ("timeout", "ncclTimeout"),
 ]
 CUDA_ERR = r"CUDA error: |cuda runtime error \(\d+\)|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|uncorrectable ECC error"
-SEGFAULT = r"Segmentation fault|Caught signal 11\b"
-NAN = r"found NaN in local forward loss|Unexpected result nan|(?i:loss is nan\b)"
+# native crashes: shell job-control messages, Python faulthandler, glog/absl failure-signal handlers,
+# PyTorch DataLoader worker signal handlers (torch/csrc/DataLoader.cpp), glog CHECK failures
+SIGNAL_BY_TEXT = [
+    (r"Segmentation fault|Caught signal 11\b|\*\*\* SIGSEGV|segmentation fault encountered in worker", "SIGSEGV"),
+    (r"Bus error \(core dumped\)|Fatal Python error: Bus error|\*\*\* SIGBUS", "SIGBUS"),
+    (r"Floating point exception|\*\*\* SIGFPE|floating-point exception encountered in worker", "SIGFPE"),
+    (r"Illegal instruction|\*\*\* SIGILL", "SIGILL"),
+    (r"^Aborted \(core dumped\)|Fatal Python error: Aborted|\*\*\* SIGABRT", "SIGABRT"),
+    (r"Check failed: ", "check_failed"),
+]
+SEGFAULT = (
+    r"Segmentation fault|Caught signal 11\b|^\s*\*\*\* SIG[A-Z]+ (?:\(@[^)]*\) )?received"
+    r"|^(?:Bus error|Aborted|Floating point exception|Illegal instruction) \(core dumped\)"
+    r"|Fatal Python error: (?:Bus error|Aborted|Floating point exception|Illegal instruction)"
+    r"|ERROR: Unexpected (?:segmentation fault|floating-point exception) encountered in worker"
+    r"|^\[?F\d{4} [\d:.]+ +\d+ [^\]]+\] Check failed: |^\s*Check failed: "
+)
+SIGNAL_COMPANION = r"^\s*\*\*\* Aborted at \d+ \(unix time\)|^\s*PC: @ |^\s*\*\*\* Check failure stack trace: \*\*\*"
+# NaN / Inf reported by frameworks (Megatron rerun state machine and grad-norm checks, fairseq, torch
+# anomaly mode, clip_grad_norm_(error_if_nonfinite), TF check_numerics, Keras TerminateOnNaN,
+# Lightning EarlyStopping(check_finite), DeepSpeed / fairseq minimum loss scale)
+NAN = (
+    r"found (?:NaN|Inf) in local|Unexpected result (?:nan|-?inf)\b|(?i:loss is (?:nan|inf)\b)"
+    r"|Minimum loss scale reached|loss scale already at minimum|returned nan values in its"
+    r"|gradients are Nan/Inf|Detected nan/inf grad norm|for gradients from `parameters` is non-finite"
+    r"|Tensor had (?:NaN|Inf) values|Invalid loss, terminating training|is not finite\. Previous best value"
+)
+# Device memory exhaustion in every framework: PyTorch (CUDA/HIP/XPU/MPS caching allocator, cuBLAS/cuDNN
+# handles and workspaces), JAX/XLA (RESOURCE_EXHAUSTED, BFC allocator), TensorFlow (ResourceExhaustedError,
+# OOM when allocating), CUDA driver; host memory (CPU allocator, ENOMEM); shared memory (/dev/shm, used by
+# DataLoader workers: PyTorch's SIGBUS handler and storage sharing errors)
+OOM_GPU = (
+    r"(?:CUDA|HIP|XPU|NPU|MPS backend) out of memory|CUDA (?:driver )?error: out of memory|OutOfMemoryError"
+    r"|CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUDNN_STATUS_NOT_ENOUGH_WORKSPACE"
+    r"|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|cuda(?:Malloc|MallocAsync)? failed: out of memory"
+    r"|RESOURCE_EXHAUSTED: .*(?:[Oo]ut of memory|[Ff]ailed to allocate|[Rr]an out of memory|OOM)"
+    r"|OOM when allocating tensor|ran out of memory trying to allocate|ResourceExhaustedError.*\bOOM\b"
+    r"|OOM during optimization, irrecoverable"
+)
+OOM_HOST = r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
+OOM_SHM = (
+    r"insufficient shared memory \(shm\)|out of shared memory|is killed by signal: Bus error"
+    r"|unable to (?:write to|mmap \d+ bytes from|allocate shared memory\(shm\) for) file </torch_"
+)
+# retried, not fatal: TF/XLA BFC allocator notices; fairseq catching an OOM and skipping the batch
+OOM_RETRY = r"The caller indicates that this is not a failure|OOM: Ran out of memory with exception|attempting to recover from OOM"
+OOM_COMPANION = (r"^BufferAssignment (?:OOM Debugging|stats:)|^\s+(?:[\w-]+ )*(?:allocation|fragmentation):\s+\d")
+# c10d TCPStore / socket / torchelastic rendezvous (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp,
+# torch/distributed/elastic/rendezvous): code = what failed
+STORE_BY_TEXT = [
+    (r"Address already in use|EADDRINUSE|errno: 98\b", "EADDRINUSE"),
+    (r"server socket has failed to listen on any local network address|server could not be initialized on any address",
+     "listen_failed"),
+    (r"client socket has timed out after|RendezvousTimeoutError|Timed out after \d+ seconds waiting for clients"
+     r"|rendezvous .*timed out|Socket Timeout", "timeout"),
+    (r"RendezvousConnectionError|client socket has failed to connect to any network address"
+     r"|network addresses of \(.*\) cannot be retrieved", "connect_failed"),
+    (r"Connection reset by peer|recvBytes failed|failed to recv, got 0 bytes|Broken pipe|RendezvousClosedError",
+     "peer_closed"),
+    (r"Connection refused|is not yet listening|No socket on \(.*\) is listening yet", "refused_retry"),
+]
+STORE = (
+    r"\[c10d\]|TCPStore|socket\.cpp|Rendezvous\w*Error|DistNetworkError|DistStoreError|c10d store"
+    r"|server socket has failed|client socket has (?:timed out|failed)"
+)
+# Python exception line with no traceback around it (an excerpt, or a logger printing str(e)):
+# a dotted name ending in Error/Exception/Interrupt, a colon, then the message
+LONE_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)(?: \(see above for traceback\))?:(?:\s|$)"
+# a traceback through a checkpoint write (torch.save, DCP, safetensors, framework save helpers): an I/O-class
+# exception there is a storage failure, not a bug in the training code
+CKPT_FRAME = (
+    r'^\s+File "[^"]*", line \d+, in (?:save|_save|_legacy_save|save_checkpoint|_save_checkpoint|save_state|save_model'
+    r"|save_file|write_data|_write_files_from_queue|write_record|_write_item|save_pretrained|_save_zero_checkpoint"
+    r"|save_sharded_modelopt_state|_save_to_state_dict_file|upload_file|upload_fileobj)\b"
+)
+CKPT_EXC = (r"^(?:[\w.]+\.)?(?:OSError|IOError|RuntimeError|TimeoutError|BlockingIOError|ConnectionError"
+            r"|ConnectionResetError|BrokenPipeError|\w*UploadFailedError|ClientError|EndpointConnectionError"
+            r"|\w*TimeoutError)$")
 COMPANION = (
     r"Some NCCL operations have failed or timed out|To avoid data inconsistency|To avoid this inconsistency"
     r"|preparing to dump debug info|Finished writing NCCLPG debug info|First PG on this rank"
@@ -145,12 +232,13 @@ def _kv(name: str) -> pl.Expr:
 
 
 def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
-                ) -> tuple[list[int], list[tuple[int, str]]]:
-    """Claimed line numbers of tracebacks and (final_line_no, exception type) per traceback."""
+                ) -> tuple[list[int], list[tuple[int, str]], list[int]]:
+    """Claimed line numbers of tracebacks, (final_line_no, exception type) per traceback, and the
+    final lines of tracebacks that pass through a checkpoint-saving frame (CKPT_FRAME)."""
     starts = cand.filter(pl.col("msg").str.contains(TB_HEADER, literal=True)
                          | pl.col("msg").str.contains(r'^\s+File "'))
     if starts.is_empty():
-        return [], []
+        return [], [], []
     streams = starts["stream"].unique()
     full = _prep(lines, ctx).filter(pl.col("stream").is_in(streams.implode())).sort(["stream", "line_no"])
     m = pl.col("msg")
@@ -160,6 +248,7 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
         m.str.contains(r"^\s+\S").alias("ind"),
         m.str.contains(r'^\s+File "').alias("fil"),
         m.str.contains(EXC_LINE).alias("exc"),
+        m.str.contains(CKPT_FRAME).alias("ckf"),
     )
     nos = full["line_no"].to_numpy()
     st = full["stream"].to_numpy()
@@ -167,6 +256,7 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
     ind = full["ind"].to_numpy()
     fil = full["fil"].to_numpy()
     exc = full["exc"].to_numpy()
+    ckf = full["ckf"].to_numpy()
     n = len(nos)
     same_prev = np.zeros(n, dtype=bool)
     if n > 1:
@@ -182,6 +272,7 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
     start_idx = np.flatnonzero(hdr | (run_start & has_file[run_id]))
     claimed: list[int] = []
     finals: list[tuple[int, str]] = []
+    ckpt: list[int] = []
     msgs = full["msg"]
     for i in start_idx:
         j = i + 1 if hdr[i] else i
@@ -192,7 +283,9 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
             text = msgs[int(j)].strip()
             finals.append((int(nos[j]), text.split(":", 1)[0].strip()))
             claimed.append(int(nos[j]))
-    return claimed, finals
+            if ckf[i:j].any():
+                ckpt.append(int(nos[j]))
+    return claimed, finals, ckpt
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
@@ -292,7 +385,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         claimed.append(last["line_no"])
 
     # --- CUDA errors, ECC, OOM, segfault, NaN
-    cu = cand.filter(m.str.contains(CUDA_ERR))
+    is_oom = m.str.contains(OOM_GPU) | m.str.contains(OOM_HOST) | m.str.contains(OOM_SHM)
+    cu = cand.filter(m.str.contains(CUDA_ERR) & ~is_oom)
     cuda_code = pl.coalesce(
         m.str.extract(r"(CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+)", 1),
         m.str.extract(r"CUDA error: ([^.\n]+?)\.?\s*$", 1),
@@ -304,22 +398,45 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_ecc = m.str.contains("ECC error", literal=True)
     add(cu.filter(is_ecc), "ecc_error", "critical", cuda_code)
     add(cu.filter(~is_ecc), "cuda_error", "error", cuda_code)
-    oom = cand.filter(m.str.contains("CUDA out of memory", literal=True)).with_columns(
-        pl.coalesce(m.str.extract(r"GPU (\d+) has a total capacity", 1), m.str.extract(r"GPU (\d+);", 1))
+    oom = cand.filter(is_oom).with_columns(
+        pl.coalesce(m.str.extract(r"GPU (\d+) has a total capacity", 1), m.str.extract(r"GPU (\d+);", 1),
+                    m.str.extract(r"device:GPU:(\d+)", 1), m.str.extract(r"\(GPU_(\d+)_bfc\)", 1))
         .cast(pl.Int64, strict=False).alias("gpu"))
-    add(oom, "oom", "error", m.str.extract(r"Tried to allocate ([\d.]+ ?[KMGT]?i?B)", 1))
-    add(cand.filter(m.str.contains(SEGFAULT)), "segfault", "critical", pl.lit("SIGSEGV"))
+    # code: which memory ran out (gpu | host | shm), or `retry` for an allocator's non-fatal notice
+    add(oom, "oom", "error", pl.when(m.str.contains(OOM_RETRY)).then(pl.lit("retry"))
+        .when(m.str.contains(OOM_SHM)).then(pl.lit("shm"))
+        .when(m.str.contains(OOM_HOST)).then(pl.lit("host")).otherwise(pl.lit("gpu")))
+    sig_code = pl.lit(None, dtype=pl.Utf8)
+    for pattern, name in reversed(SIGNAL_BY_TEXT):
+        sig_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(sig_code)
+    add(cand.filter(m.str.contains(SEGFAULT)), "segfault", "critical", sig_code.fill_null("SIGSEGV"))
     add(cand.filter(m.str.contains(NAN)), "nan", "warning", pl.lit("nan"))
+    store_code = pl.lit(None, dtype=pl.Utf8)
+    for pattern, name in reversed(STORE_BY_TEXT):
+        store_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(store_code)
+    store = cand.filter((m.str.contains(STORE) | m.str.contains(r"^(?:[\w.]+\.)?\w*Error: Address already in use"))
+                        & store_code.is_not_null())
+    add(store, "store_error", "error", store_code)
 
-    claimed.append(cand.filter(m.str.contains(COMPANION) | (m.str.contains(TIMEOUT_MAIN, literal=True) & wrapped))
-                   ["line_no"])
+    claimed.append(cand.filter(m.str.contains(COMPANION) | (m.str.contains(TIMEOUT_MAIN, literal=True) & wrapped)
+                               | m.str.contains(SIGNAL_COMPANION) | m.str.contains(OOM_COMPANION))["line_no"])
 
     # --- Python tracebacks (a loop over the few traceback lines only)
-    tb_claimed, finals = _tracebacks(lines, cand, ctx)
-    if finals:
-        fin = pl.DataFrame(finals, schema={"line_no": pl.Int64, "_exc": pl.Utf8}, orient="row")
+    tb_claimed, finals, ckpt = _tracebacks(lines, cand, ctx)
+    fin = pl.DataFrame(finals, schema={"line_no": pl.Int64, "_exc": pl.Utf8}, orient="row")
+    # lone exception lines (no traceback around them: an excerpt, a logger printing the error) and the
+    # exception line after a traceback whose frames were cut (issue 14: partial records are events)
+    lone = cand.filter(m.str.contains(LONE_EXC) & ~m.str.contains(NCCL_DETAIL)).join(fin, on="line_no", how="anti").select(
+        "line_no", m.str.extract(r"^([^:]*?)(?: \(see above for traceback\))?:", 1).alias("_exc"))
+    fin = pl.concat([fin, lone]).sort("line_no")
+    if not fin.is_empty():
         ex = _common(_prep(lines.join(fin, on="line_no", how="semi"), ctx), ctx).join(fin, on="line_no")
         add(ex, "exception", "error", pl.col("_exc"))
+        # a write failure inside checkpoint-saving frames: storage, whatever the exception's wording
+        ck = ex.filter(pl.col("line_no").is_in(ckpt) & pl.col("_exc").str.contains(CKPT_EXC)
+                       & ~pl.col("msg").str.contains(CUDA_ERR) & ~pl.col("msg").str.contains(NCCL_ERR)
+                       & ~pl.col("msg").str.contains(OOM_GPU))
+        add(ck, "checkpoint_error", "error", pl.col("_exc"))
     claimed.append(pl.Series("line_no", tb_claimed, dtype=pl.Int64))
 
     events = pl.concat(parts, how="diagonal_relaxed") if parts else empty_events()

@@ -4,14 +4,19 @@ torchtitan, PyTorch Lightning progress bars and plain JSON lines (`shared/refere
 Output:
 - `train_steps` rows (one per step line; `framework` = megatron | nemo | hf | deepspeed |
   torchtitan | lightning | jsonl) and `step` events (`code` = step number). A step whose loss
-  is nan/inf or whose `number of nan iterations` > 0 is a `warning` and adds a `nan` event.
+  is nan/inf (or grad norm), whose `number of nan iterations` > 0, or that skipped steps at a loss scale
+  of 1 or less (Megatron), is a `warning` and adds a `nan` event: code `nan` (error) when no good step
+  is logged after it in the file (the NaN persisted), `nan_recovered` (warning) when one is.
 - `checkpoints` rows (`save_start | save_end | load_start | load_end | save_failed`) and
   `checkpoint_save_start` / `checkpoint_save_end` / `checkpoint_load` events (`code` = step).
   `save_failed` (NeMo `Removing unfinished checkpoint`) has a table row only: the event vocabulary
   has no kind for it.
 - `train_start` (`code` start | fresh) and `train_end` (`code` intentional | done | stopped |
-  data_exhausted) events; `nan` events for DeepSpeed fp16 overflow skips (`code` overflow) and the
-  minimum-loss-scale abort (`code` loss_scale_min, error).
+  data_exhausted) events; `nan` events for fp16 dynamic-loss-scale skips as DeepSpeed, Megatron, apex
+  and fairseq print them: `overflow` (warning: a skipped step during warm-up or an occasional spike,
+  which loss scaling recovers from), `loss_scale_min` (error: the scale is at its floor -- new scale
+  not below the attempted one, or at most 1 -- or the minimum-loss-scale abort), `overflow_persistent`
+  (error: a run of PERSISTENT_RUN or more skips that ends the file with nothing after it).
 
 Decisions:
 - Megatron timer blocks (`(min, max) time across ranks (ms):` and its variants) are claimed and
@@ -61,6 +66,17 @@ EXTRACTS = ("step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(?:inity)?)"
 STAMP = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
+# a step skipped by dynamic loss scaling, as each fp16 optimizer prints it
+OVERFLOW = (
+    r"^(?:\[deepspeed\] )?(?:OVERFLOW! (?:Rank \d+ )?Skipping step|fp16 dynamic loss scale overflow! Skipping step"
+    r"|Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|OVERFLOW within closure! Skipping step"
+    r"|Reducing dynamic loss scale from|(?:NOTE: )?gradient overflow detected, ignoring gradient|AMP: overflow detected)"
+)
+# the scale an overflow line attempted and the one it fell to
+SCALE_FROM = rf"(?:Attempted loss scale: |loss scale from )({NUM})"
+SCALE_TO = rf"(?:reducing to |reducing loss scale to |setting loss scale to:? |setting scale to (?:to )?|from {NUM} to )({NUM})"
+# a run of skipped steps with nothing else after it, this long or longer, did not recover
+PERSISTENT_RUN = 3
 
 # Framework logging prefixes, stripped from `body` to give the message the rules match on.
 PREFIX = (
@@ -70,6 +86,7 @@ PREFIX = (
     r"|\[titan\] (?P<tts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - \S+ - [A-Z]+ -"  # torchtitan
     r"|\[[A-Z]+\|[^\]]*\] (?P<hts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) >>"  # transformers
     r"|(?P<mdy>\d\d/\d\d/\d{4} \d\d:\d\d:\d\d) - [A-Z]+ - [\w.]+ -"  # HF example scripts
+    r"|(?P<fts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \| [A-Z]+ \| [\w.]+ \|"  # fairseq
     r"|INFO:(?:[\w.]+:)?"  # Lightning rank-zero info
     r")?\s*"
     r"(?:\[Rank (?P<crank>\d+)\]\s*)?"
@@ -83,7 +100,7 @@ KEYWORDS = [
     "memory (MB)", "load any checkpoints", "metadata file", "saving model to", "Restor",
     "Loaded model", "Loading", "Saving", "Saved", "Loaded", "training ...", "Ran out of data",
     "[GC]", "Trainer.fit", "across ranks", "RunningAvgSamplesPerSec", "time (ms)",
-    "zero partition", "Removing unfinished", "Removed checkpoint", "Checkpointing active",
+    "zero partition", "Removing unfinished", "Removed checkpoint", "Checkpointing active", "loss scale",
     "fresh start", "Validation", "Dumping", "Deleting older", "Model weights saved",
 ]
 TRIGGER = KEYWORDS
@@ -101,7 +118,7 @@ REC_SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int64, "kind": pl.Utf8, "severity": pl.Utf8, "code": pl.Utf8, "tbl": pl.Utf8,
     "framework": pl.Utf8, "step": pl.Int64, "total_steps": pl.Int64, "step_time_s": pl.Float64,
     "loss": pl.Float64, "grad_norm": pl.Float64, "skipped": pl.Int64, "nan_iters": pl.Int64,
-    "throughput": pl.Float64, "ck_event": pl.Utf8, "duration_s": pl.Float64, "path": pl.Utf8,
+    "throughput": pl.Float64, "loss_scale": pl.Float64, "ck_event": pl.Utf8, "duration_s": pl.Float64, "path": pl.Utf8,
     "detail": pl.Boolean, "ignore": pl.Boolean, "aux": pl.Utf8,
 }
 
@@ -183,7 +200,8 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
             throughput=field(rf"throughput per GPU(?: \(TFLOP/s/GPU\))?:\s*({NUM})"),
             loss=mloss, grad_norm=field(rf"grad norm:\s*({NUM})"),
             skipped=field(r"number of skipped iterations:\s*(\d+)").cast(pl.Int64, strict=False),
-            nan_iters=field(r"number of nan iterations:\s*(\d+)").cast(pl.Int64, strict=False))),
+            nan_iters=field(r"number of nan iterations:\s*(\d+)").cast(pl.Int64, strict=False),
+            loss_scale=field(rf"\|\s*loss scale:\s*({NUM})"))),
         (r"^saving checkpoint at iteration\s+(?P<step>\d+) to (?P<path>\S+)",
          ckpt("save_start", "megatron", step=inum(g("step")), path=g("path"))),
         (r"^successfully saved checkpoint (?:from|at) iteration\s+(?P<step>\d+) to (?P<path>\S+)",
@@ -266,10 +284,14 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
          steprow("deepspeed", step=inum(g("step")), loss=fnum(g("loss")), step_time_s=fnum(g("t")),
                  throughput=fnum(g("sps")))),
         (r"^time \(ms\) \|", IGNORE),
-        (r"^(?:\[deepspeed\] )?(?:OVERFLOW! Rank \d+ Skipping step|fp16 dynamic loss scale overflow! Skipping step)",
-         ev("nan", "overflow", "warning", framework=pl.lit("deepspeed"))),
-        (r"^(?:\w+: )?Current loss scale already at minimum",
-         ev("nan", "loss_scale_min", "error", framework=pl.lit("deepspeed"))),
+        # --- fp16 dynamic loss scaling (DeepSpeed loss_scaler / fused / unfused optimizers, Megatron's and
+        # tacotron's fp16 optimizers, apex amp and fp16_utils, fairseq): one `nan` event per skipped step;
+        # `_overflow_states` decides which are a healthy warm-up and which a cascade
+        (OVERFLOW, ev("nan", "overflow", "warning", aux=pl.lit("ovf"))),
+        (r"^\n?Grad overflow on iteration:? \d+|^Using static loss scale of", {"aux": pl.lit("ovf_note")}),
+        (r"^No Grad overflow for \d+ iterations|^Increasing dynamic loss scale from", IGNORE),
+        (r"^(?:\w+: )?(?:Current loss scale already at minimum|(?:AMP: )?Minimum loss scale reached)",
+         ev("nan", "loss_scale_min", "error")),
         (r"^(?:\[Torch\] )?Checkpoint (?P<tag>\S+) is (?:about to be saved|begin to save)!",
          ckpt("save_start", "deepspeed", path=pl.lit(None, pl.Utf8), aux=g("tag"))),
         (r"^(?:\[Torch\] )?Checkpoint (?P<tag>\S+) is ready now!",
@@ -354,7 +376,7 @@ def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     mdy_iso = pl.concat_str([mdy.struct.field("3"), pl.lit("-"), mdy.struct.field("1"), pl.lit("-"),
                              mdy.struct.field("2"), pl.lit(" "), mdy.struct.field("4")])
     raw = pl.coalesce(p.struct.field("bts"), p.struct.field("nts"), p.struct.field("tts"),
-                      p.struct.field("hts"), mdy_iso)
+                      p.struct.field("hts"), mdy_iso, p.struct.field("fts"))
     rank_hint = pl.lit(ctx.rank_hint, dtype=pl.Int64)
     return cand.with_columns(
         pl.col("body").str.replace(PREFIX, "").str.strip_chars_end().alias("message_m"),
@@ -601,6 +623,34 @@ def _checkpoints(ck: pl.DataFrame, steps: pl.DataFrame, dur: pl.DataFrame) -> pl
     return main.sort("line_no")
 
 
+def _overflow_states(m: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
+    """Tell a healthy loss-scale warm-up from a numerics failure. Each skipped-step line stays `overflow`
+    (a warning: dynamic loss scaling doing its job) unless the scale is at its floor (the new scale is not
+    below the attempted one, or either is at most 1: every later step will overflow too) -> `loss_scale_min`,
+    or it belongs to the run of PERSISTENT_RUN or more skipped steps that ends the file with no other line
+    after it (the run never recovered) -> `overflow_persistent`."""
+    aux = pl.col("aux").fill_null("")
+    is_ovf = aux == "ovf"
+    if m.filter(is_ovf).is_empty():
+        return m
+    msg = pl.col("message_m")
+    frm = fnum(msg.str.extract(SCALE_FROM, 1))
+    to = fnum(msg.str.extract(SCALE_TO, 1))
+    floor = ((to <= 1.0) | (frm <= 1.0) | (to >= frm)).fill_null(False)
+    # the last line of the file that is neither blank nor part of an overflow record
+    family = m.filter(aux.is_in(["ovf", "ovf_note"]) | (pl.col("code") == "loss_scale_min"))["line_no"]
+    others = lines.filter(~pl.col("line_no").is_in(family.implode()) & (pl.col("body").str.strip_chars() != ""))
+    last_other = others["line_no"].max() if not others.is_empty() else 0
+    trailing = m.filter(is_ovf & (pl.col("line_no") > last_other)).height
+    persistent = (pl.col("line_no") > last_other) & pl.lit(trailing >= PERSISTENT_RUN)
+    return m.with_columns(
+        pl.when(is_ovf & floor).then(pl.lit("loss_scale_min"))
+        .when(is_ovf & persistent).then(pl.lit("overflow_persistent"))
+        .otherwise(pl.col("code")).alias("code"),
+        pl.when(is_ovf & (floor | persistent)).then(pl.lit("error")).otherwise(pl.col("severity")).alias("severity"),
+    )
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     warnings: list[str] = []
     empty = Extraction(events=empty_events(),
@@ -624,20 +674,30 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.when(pl.col("line_no").is_in(lone)).then(pl.lit("megatron")).otherwise(pl.col("framework")).alias("framework"),
     )
     m = _hf_steps(m, lines, warnings)
+    m = _overflow_states(m, lines)
     timer_lines, dur = _timers(lines, m)
     host = pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host")
 
     # train_steps
     steps = m.filter((pl.col("tbl") == "step") & pl.col("step").is_not_null()).with_columns(host)
     steps = _torchtitan_times(steps) if not steps.is_empty() else steps
-    bad = (pl.col("loss").is_nan() | pl.col("loss").is_infinite()).fill_null(False) | (
-        pl.col("nan_iters") > 0).fill_null(False)
+    # a bad step: loss or grad norm NaN/Inf, NaN iterations counted, or steps skipped at the minimum loss scale
+    bad = ((pl.col("loss").is_nan() | pl.col("loss").is_infinite()).fill_null(False)
+           | (pl.col("grad_norm").is_nan() | pl.col("grad_norm").is_infinite()).fill_null(False)
+           | (pl.col("nan_iters") > 0).fill_null(False)
+           | ((pl.col("skipped") > 0) & (pl.col("loss_scale") <= 1.0)).fill_null(False))
     steps = steps.with_columns(bad.alias("_bad"))
+    # recovered: a good step was logged after it in this file (code nan_recovered, a warning); otherwise the
+    # NaN persisted to the end of the log (code nan, an error)
+    last_good = steps.filter(~pl.col("_bad"))["line_no"].max() if not steps.is_empty() else None
+    recovered = pl.col("line_no") < pl.lit(last_good if last_good is not None else -1)
     step_events = steps.with_columns(
         pl.lit("step").alias("kind"), pl.col("step").cast(pl.Utf8).alias("code"),
         pl.when(pl.col("_bad")).then(pl.lit("warning")).otherwise(pl.lit("info")).alias("severity"))
     nan_events = steps.filter(pl.col("_bad")).with_columns(
-        pl.lit("nan").alias("kind"), pl.col("step").cast(pl.Utf8).alias("code"), pl.lit("warning").alias("severity"))
+        pl.lit("nan").alias("kind"),
+        pl.when(recovered).then(pl.lit("nan_recovered")).otherwise(pl.lit("nan")).alias("code"),
+        pl.when(recovered).then(pl.lit("warning")).otherwise(pl.lit("error")).alias("severity"))
 
     # checkpoints
     ck = _checkpoints(m.filter(pl.col("tbl") == "ckpt").with_columns(host), steps, dur)

@@ -41,7 +41,7 @@ EXPECTED: dict[str, tuple[str, list[tuple[int, str]]]] = {
     "016-pg-watchdog-dump-signal-syncbn-deadlock/nccl.log":
         ("pytorch", [(1, "watchdog_status"), (4, "watchdog_status")]),
     "019-traceback-ecc-thc-old-format-8gpu/traceback.txt":
-        ("pytorch", [(1, "ecc_error")]),
+        ("pytorch", [(1, "ecc_error"), (1, "exception")]),  # a lone exception line too
     "021-dmesg-xid43-xid31-two-gpus-faulty-device/dmesg.log":
         ("kernel", [(2, "xid"), (3, "xid"), (4, "xid"), (5, "xid"), (6, "gpu_identity"), (8, "xid"), (9, "xid"),
                     (10, "xid")]),

@@ -127,18 +127,21 @@ def test_dist_backend_error_with_last_error():
 
 def test_cuda_errors_and_ecc():
     ex = fixture("cuda_errors.log")
-    assert ex.events.select("line_no", "kind", "code").rows() == [
+    assert ex.events.filter(pl.col("kind") != "exception").select("line_no", "kind", "code").rows() == [
         (1, "cuda_error", "an illegal memory access was encountered"),
         (3, "cuda_error", "unspecified launch failure"),
         (4, "cuda_error", "device-side assert triggered"),
         (5, "cuda_error", "CUBLAS_STATUS_EXECUTION_FAILED"),
         (6, "ecc_error", "39"),
         (7, "ecc_error", "uncorrectable ECC error encountered")]
+    # each is a lone Python exception line too (no traceback around it): an exception event
+    assert ev(ex, "exception").select("line_no", "code").rows() == [(n, "RuntimeError") for n in (1, 3, 4, 5, 6, 7)]
 
 
 def test_oom_new_and_old_forms():
     ex = fixture("oom.log")
-    assert ev(ex, "oom").select("line_no", "gpu", "code").rows() == [(1, 3, "2.00 GiB"), (2, 0, "20.00 MiB")]
+    assert ev(ex, "oom").select("line_no", "gpu", "code").rows() == [(1, 3, "gpu"), (2, 0, "gpu")]
+    assert ev(ex, "exception").select("line_no", "code").rows() == [(1, "torch.OutOfMemoryError"), (2, "RuntimeError")]
 
 
 def test_interleaved_tracebacks_segfault_nan():
@@ -151,7 +154,7 @@ def test_interleaved_tracebacks_segfault_nan():
 
 def test_rank_hint_fallback():
     ex = run("RuntimeError: CUDA error: unspecified launch failure\n", rank_hint=9)
-    assert ex.events["rank"].to_list() == [9]
+    assert ex.events.select("kind", "rank").rows() == [("cuda_error", 9), ("exception", 9)]
 
 
 def test_real_007_pg1():
@@ -206,7 +209,7 @@ def test_real_016_dump_signal():
 
 def test_real_019_thc_ecc():
     ex = run(real("019", "traceback.txt"))
-    assert ex.events.select("line_no", "kind", "code").rows() == [(1, "ecc_error", "39")]
+    assert ex.events.select("line_no", "kind", "code").rows() == [(1, "ecc_error", "39"), (1, "exception", "RuntimeError")]
     assert ex.claimed.to_list() == [1, 2]
 
 
@@ -244,3 +247,103 @@ def test_property_never_raises_and_accounting(chunks, rnd):
 def test_fixture_accounting(name):
     text = (FIX / name).read_text()
     check_accounting(run(text), len(decode_lines(text.encode()).lines))
+
+
+def test_oom_families_of_every_framework():
+    """Device/host/shared memory exhaustion as PyTorch, JAX/XLA, TensorFlow and CUDA libraries print it."""
+    ex = run(
+        "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 2 has a total capacity of 79.10 GiB of which 312.00 MiB is free.\n"
+        "RuntimeError: CUDA error: out of memory\n"
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n"
+        "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_ENOUGH_WORKSPACE\n"
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4770354232 bytes.\n"
+        "2023-11-01 10:00:00.000000: W external/xla/xla/tsl/framework/bfc_allocator.cc:482] Allocator (GPU_0_bfc) ran out of memory trying to allocate 4.44GiB (rounded to 4770354432)requested by op \n"
+        "2023-11-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:290] Allocator (GPU_1_bfc) ran out of memory trying to allocate 2.20GiB with freed_by_count=0. The caller indicates that this is not a failure, but this may mean that there could be performance gains if more memory were available.\n"
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[64,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:MatMul]\n"
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to allocate 34359738368 bytes.\n"
+        "RuntimeError: unable to write to file </torch_1261_2916379624_0>: No space left on device (28)\n"
+        "BufferAssignment OOM Debugging.\n"
+        "             parameter allocation:  372.76MiB\n"
+        "2021-01-01 10:00:00 | WARNING | fairseq.trainer | OOM: Ran out of memory with exception: CUDA out of memory. Tried to allocate 20.00 MiB\n"
+        "2021-01-01 10:00:09 | ERROR | fairseq.trainer | OOM during optimization, irrecoverable\n")
+    assert ev(ex, "oom").select("line_no", "code", "gpu").rows() == [
+        (1, "gpu", 2), (2, "gpu", None), (3, "gpu", None), (4, "gpu", None), (5, "gpu", None), (6, "gpu", 0),
+        (7, "retry", 1), (8, "gpu", 0), (9, "host", None), (10, "shm", None), (13, "retry", None), (14, "gpu", None)]
+    assert ev(ex, "cuda_error").is_empty()  # an OOM is not a CUDA kernel fault
+    assert ev(ex, "exception")["code"].to_list() == [
+        "torch.OutOfMemoryError", "RuntimeError", "RuntimeError", "RuntimeError",
+        "jaxlib.xla_extension.XlaRuntimeError", "tensorflow.python.framework.errors_impl.ResourceExhaustedError",
+        "RuntimeError", "RuntimeError"]
+    assert ex.claimed.to_list() == list(range(1, 15))
+
+
+def test_lone_exception_lines_and_cut_traceback():
+    """Issue 14: an exception line with no traceback, and one after frames whose header was cut."""
+    ex = run(
+        "Start training ...\n"
+        "KeyError: 'labels'\n"
+        "ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[5760,4,4,2048]\n"
+        "    data = self.data_queue.get(timeout=timeout)\n"
+        '  File "/opt/conda/lib/python3.6/queue.py", line 173, in get\n'
+        "    self.not_empty.wait(remaining)\n"
+        "ValueError: too many values to unpack (expected 2)\n"
+        "UserWarning: this is a warning, not an exception\n"
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n")
+    assert ev(ex, "exception").select("line_no", "code").rows() == [
+        (2, "KeyError"), (3, "ResourceExhaustedError"), (7, "ValueError")]
+    assert 8 not in ex.claimed.to_list() and 1 not in ex.claimed.to_list()
+
+
+def test_checkpoint_write_failure_in_save_frames():
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 210, in <module>\n'
+        "    trainer.save_checkpoint(step)\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/torch/serialization.py", line 850, in save\n'
+        "    _save(obj, opened_zipfile, pickle_module, pickle_protocol, _disable_byteorder_record)\n"
+        "RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 3262003776 vs 3262003664\n"
+        "Traceback (most recent call last):\n"
+        '  File "/workspace/train.py", line 212, in save_checkpoint\n'
+        "    pickle.dumps(self.model)\n"
+        "TypeError: cannot pickle '_thread.lock' object\n")
+    ex = run(text)
+    assert ev(ex, "checkpoint_error").select("line_no", "code").rows() == [(6, "RuntimeError")]
+    assert ev(ex, "exception").select("line_no", "code").rows() == [(6, "RuntimeError"), (10, "TypeError")]
+
+
+def test_native_crash_dumps():
+    ex = run(
+        "*** Aborted at 1700000000 (unix time) try \"date -d @1700000000\" if you are using GNU date ***\n"
+        "PC: @     0x7f3a2b1c4d5e (unknown)\n"
+        "*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f3a00000700) from PID 0; stack trace: ***\n"
+        "*** SIGBUS received at time=1700000001 on cpu 7 ***\n"
+        "F0101 12:00:00.123456  4242 cuda_graph.cc:88] Check failed: status == CUDA_SUCCESS (2 vs. 0)\n"
+        "Fatal Python error: Aborted\n"
+        "Bus error (core dumped)\n"
+        "ERROR: Unexpected segmentation fault encountered in worker.\n")
+    assert ev(ex, "segfault").select("line_no", "code").rows() == [
+        (3, "SIGSEGV"), (4, "SIGBUS"), (5, "check_failed"), (6, "SIGABRT"), (7, "SIGBUS"), (8, "SIGSEGV")]
+    assert ex.claimed.to_list() == list(range(1, 9))
+
+
+def test_store_and_rendezvous_errors():
+    ex = run(
+        "[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29400 (errno: 98 - Address already in use).\n"
+        "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.\n"
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n"
+        "[W socket.cpp:601] [c10d] The client socket has failed to connect to [node-1]:29500 (errno: 111 - Connection refused).\n"
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.\n"
+        "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details.\n"
+        "[W TCPStore.cpp:131] [c10d] recvVector failed on SocketImpl(fd=12, addr=[node-1]:45678, remote=[node-0]:29500): failed to recv, got 0 bytes\n")
+    assert ev(ex, "store_error").select("line_no", "code").rows() == [
+        (1, "EADDRINUSE"), (2, "listen_failed"), (3, "EADDRINUSE"), (4, "refused_retry"), (5, "timeout"),
+        (6, "connect_failed"), (7, "peer_closed")]
+
+
+def test_nan_families():
+    ex = run(
+        "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.\n"
+        "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.\n"
+        "Rank 3, node n1, device 3, iteration 1201: Unexpected result inf (message='found Inf in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n"
+        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n")
+    assert ev(ex, "nan")["line_no"].to_list() == [1, 2, 3, 4]

@@ -103,10 +103,10 @@ def test_megatron_iteration_no_timestamp_old() -> None:
                                                                                         (100, 2000, 2, 5)]
     assert s[0]["ts"] is None and s[0]["step_time_s"] == pytest.approx(1.5002)
     assert math.isnan(s[1]["loss"])
-    assert kinds(x) == [(1, "step", "50"), (2, "nan", "100"), (2, "step", "100")]
+    assert kinds(x) == [(1, "step", "50"), (2, "nan", "nan"), (2, "step", "100")]  # no good step after it
     ev = x.events.to_dicts()
     assert ev[0]["ts_quality"] == "missing" and ev[0]["ts"] is None
-    assert ev[2]["severity"] == "warning" and ev[1]["severity"] == "warning"
+    assert ev[2]["severity"] == "warning" and ev[1]["severity"] == "error"  # the step; the persisting NaN
 
 
 def test_megatron_checkpoint_save_with_timer() -> None:
@@ -176,7 +176,7 @@ def test_nemo_progress_printer() -> None:
     assert s[0]["loss"] == pytest.approx(2.345) and s[0]["step_time_s"] == pytest.approx(1.234)
     assert s[0]["ts"] == utc(2026, 5, 1, 12, 0, 0)
     assert math.isnan(s[1]["loss"])
-    assert (2, "nan", "100") in kinds(x)
+    assert (2, "nan", "nan") in kinds(x)
     assert x.ignored.to_list() == [3]  # validation progress
 
 
@@ -236,7 +236,7 @@ def test_hf_dict_with_nan_loss() -> None:
     s = rows(x, "train_steps")
     assert [r["step"] for r in s] == [10, 20, 30]  # count x logging_steps=10
     assert math.isnan(s[1]["loss"]) and math.isinf(s[2]["loss"])
-    assert [k for k in kinds(x) if k[1] == "nan"] == [(5, "nan", "20"), (6, "nan", "30")]
+    assert [k for k in kinds(x) if k[1] == "nan"] == [(5, "nan", "nan"), (6, "nan", "nan")]
     c = rows(x, "checkpoints")[0]
     assert (c["step"], c["ts"]) == (30, utc(2026, 5, 1, 12, 30, 0))
     assert not x.warnings
@@ -324,7 +324,7 @@ def test_torchtitan_wps_old() -> None:
     assert [(r["step"], r["throughput"]) for r in s] == [(10, 2345.0), (20, 2300.0)]
     assert s[0]["loss"] == pytest.approx(7.1234) and math.isnan(s[1]["loss"])
     assert s[1]["step_time_s"] == pytest.approx(0.5)
-    assert (2, "nan", "20") in kinds(x)
+    assert (2, "nan", "nan") in kinds(x)
 
 
 def test_torchtitan_checkpoint() -> None:
@@ -495,3 +495,53 @@ def test_hf_checkpoint_save_end_from_save_pretrained() -> None:
     assert ck["event"].to_list() == ["save_start", "save_end"]
     assert ck["step"].to_list() == [500, 500]
     assert ck["duration_s"][1] == pytest.approx(31.377, abs=0.001)
+
+
+# --------------------------------------------------------------------------- fp16 loss scaling and NaN persistence
+
+def test_loss_scale_warmup_that_recovers_is_a_warning() -> None:
+    """Dynamic loss scaling halving its scale during warm-up, then steady training: every skip stays
+    `overflow` (a warning), whatever fp16 optimizer printed it."""
+    x = parse(
+        "OVERFLOW! Skipping step. Attempted loss scale: 8388608.0\n"
+        "[2024-03-01 10:00:01,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768\n"
+        "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 16384.0\n"
+        "2024-03-01 10:00:03 | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: 8192.0\n"
+        "[2024-03-01 10:00:04,000] [INFO] [loss_scaler.py:190:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 8192, but hysteresis is 2. Reducing hysteresis to 1\n"
+        "Train iter       18 loss 40.572620 Grad Norm 24.962288 3.18s/it\n")
+    assert kinds(x) == [(n, "nan", "overflow") for n in range(1, 6)]
+    assert set(x.events["severity"]) == {"warning"}
+
+
+def test_loss_scale_at_its_floor_is_a_numerics_error() -> None:
+    """DeepSpeed unfused optimizer with min_loss_scale=1: every step overflows at scale 1 -> 1."""
+    x = parse(
+        "[2021-12-19 16:54:45,098] [INFO] [unfused_optimizer.py:275:_update_scale] Grad overflow on iteration: 445299\n"
+        "[2021-12-19 16:54:45,098] [INFO] [unfused_optimizer.py:277:_update_scale] Reducing dynamic loss scale from 1 to 1\n"
+        "[2021-12-19 16:54:45,098] [INFO] [unfused_optimizer.py:202:step] [deepspeed] fp16 dynamic loss scale overflow! Skipping step. Attempted loss scale: 1, reducing to 1\n"
+        "{'loss': 3.2, 'learning_rate': 1e-05, 'epoch': 5.1}\n"
+        "[2021-12-19 16:54:46,001] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 2, reducing to 1\n"
+        "[2021-12-19 16:54:47,001] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 4096, reducing to 2048\n")
+    ev = [k for k in kinds(x) if k[1] == "nan"]
+    assert ev == [(2, "nan", "loss_scale_min"), (3, "nan", "loss_scale_min"), (5, "nan", "loss_scale_min"),
+                  (6, "nan", "overflow")]
+    assert 1 in x.claimed.to_list()  # the 'Grad overflow on iteration' companion line
+
+
+def test_skips_that_run_to_the_end_of_the_log_are_persistent() -> None:
+    x = parse(
+        "[2024-03-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=1000, skipped=3, lr=[1e-4], mom=[(0.9, 0.95)]\n"
+        + "".join(f"[2024-03-01 10:00:0{i},000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+                  f"Skipping step. Attempted loss scale: {2 ** (16 - i)}, reducing to {2 ** (15 - i)}\n" for i in range(1, 5))
+        + "\n")
+    assert [k for k in kinds(x) if k[1] == "nan"] == [(n, "nan", "overflow_persistent") for n in range(2, 6)]
+
+
+def test_nan_loss_that_recovers_is_a_warning() -> None:
+    x = parse(
+        "[2026-05-01 12:00:00] iteration      100/  500000 | lm loss: 2.345678E+00 | loss scale: 65536.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        "[2026-05-01 12:00:10] iteration      110/  500000 | lm loss: nan | loss scale: 32768.0 | number of skipped iterations:   1 | number of nan iterations:   1 |\n"
+        "[2026-05-01 12:00:20] iteration      120/  500000 | lm loss: 2.301000E+00 | loss scale: 32768.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        "[2026-05-01 12:00:30] iteration      130/  500000 | lm loss: 2.290000E+00 | loss scale: 1.0 | number of skipped iterations:  10 | number of nan iterations:   0 |\n")
+    nan = x.events.filter(pl.col("kind") == "nan").select("line_no", "code", "severity").rows()
+    assert nan == [(2, "nan_recovered", "warning"), (4, "nan", "error")]

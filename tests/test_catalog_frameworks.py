@@ -1,0 +1,122 @@
+"""End-to-end checks of the training-framework catalog (docs/catalog-cat-frameworks.md): a small job
+directory per family, with the lines as the emitter prints them (launcher prefixes included), through
+`analyze`; the verdict's category and the evidence citing the key line (path:line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forensics.analysis import analyze
+
+TB = "Traceback (most recent call last):\n"
+
+CASES = {
+    "pytorch-oom": ({"rank3.log": (
+        "[default3]:[2025-03-02 10:00:00,100] [INFO] [training] step 1200 loss 2.41\n"
+        f"[default3]:{TB}"
+        '[default3]:  File "/workspace/train.py", line 88, in <module>\n'
+        "[default3]:    loss.backward()\n"
+        "[default3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total "
+        "capacity of 79.11 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 78.08 GiB memory in use.\n"
+    )}, "oom", "rank3.log", 5),
+    "jax-resource-exhausted": ({"train.log": (
+        "I1101 10:00:00.000000 140000 train.py:120] step 10\n"
+        "2023-11-01 10:00:05.000000: W external/xla/xla/tsl/framework/bfc_allocator.cc:482] Allocator (GPU_0_bfc) "
+        "ran out of memory trying to allocate 4.44GiB (rounded to 4770354432)requested by op \n"
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4770354232 bytes.\n"
+        "BufferAssignment OOM Debugging.\n"
+        "BufferAssignment stats:\n"
+        "             parameter allocation:  372.76MiB\n"
+        "                 total allocation:   14.44GiB\n"
+    )}, "oom", "train.log", 3),
+    "tf-oom": ({"train.log": (
+        "2019-05-01 10:00:00.000000: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1115] Created TensorFlow device\n"
+        "    self._traceback = self._graph._extract_stack()  # pylint: disable=protected-access\n"
+        "\n"
+        "ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[5760,4,4,2048]\n"
+        "         [[Node: fc1/convolution/SpaceToBatchND = SpaceToBatchND[T=DT_FLOAT, "
+        '_device="/job:localhost/replica:0/task:0/device:GPU:0"](res5c_relu)]]\n'
+    )}, "oom", "train.log", 4),
+    "deepspeed-loss-scale-floor": ({"train.log": "".join(
+        f"[2021-12-19 16:54:{s:02d},098] [INFO] [unfused_optimizer.py:275:_update_scale] Grad overflow on iteration: {445299 + s}\n"
+        f"[2021-12-19 16:54:{s:02d},098] [INFO] [unfused_optimizer.py:277:_update_scale] Reducing dynamic loss scale from 1 to 1\n"
+        f"[2021-12-19 16:54:{s:02d},099] [INFO] [unfused_optimizer.py:202:step] [deepspeed] fp16 dynamic loss scale overflow! "
+        "Skipping step. Attempted loss scale: 1, reducing to 1\n" for s in range(10, 14))
+    }, "numerics", "train.log", 2),
+    "fairseq-minimum-loss-scale": ({"train.log": (
+        "2021-01-01 10:00:00 | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: 0.0002\n"
+        f"{TB}"
+        '  File "/opt/fairseq/fairseq/optim/dynamic_loss_scaler.py", line 61, in check_overflow\n'
+        "    raise FloatingPointError(\n"
+        "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the "
+        "learning rate, using gradient clipping or increasing the batch size.\n"
+    )}, "numerics", "train.log", 5),
+    "port-in-use": ({"train.log": (
+        "Start training ...\n"
+        "[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29400 (errno: 98 - Address already in use).\n"
+        "[W socket.cpp:401] [c10d] The server socket has failed to bind to 0.0.0.0:29400 (errno: 98 - Address already in use).\n"
+        "[E socket.cpp:435] [c10d] The server socket has failed to listen on any local network address.\n"
+    )}, "user_code", "train.log", 2),
+    "checkpoint-write": ({"rank0.log": (
+        "[rank0]: [2025-06-01 08:00:00,000] saving checkpoint at iteration 2000 to /lustre/ckpt\n"
+        f"[rank0]: {TB}"
+        '[rank0]:   File "/workspace/megatron/training/checkpointing.py", line 410, in save_checkpoint\n'
+        "[rank0]:     torch.save(state_dict, checkpoint_name)\n"
+        '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/torch/serialization.py", line 850, in save\n'
+        "[rank0]:     _save(obj, opened_zipfile, pickle_module, pickle_protocol, _disable_byteorder_record)\n"
+        "[rank0]: RuntimeError: File /lustre/ckpt/iter_0002000/mp_rank_00/model_optim_rng.pt cannot be opened.\n"
+    )}, "storage", "rank0.log", 7),
+    "dataloader-shm": ({"train.log": (
+        "Epoch 0: 6843.771 seconds\n"
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"
+        f"{TB}"
+        '  File "/opt/conda/lib/python3.6/site-packages/torch/utils/data/dataloader.py", line 480, in _try_get_batch\n'
+        "    data = self.data_queue.get(timeout=timeout)\n"
+        "RuntimeError: DataLoader worker (pid 325) is killed by signal: Bus error.\n"
+    )}, "oom", "train.log", 2),
+    "glog-sigsegv": ({"train.log": (
+        "I0101 11:59:59.000000 4242 train.py:10] step 5\n"
+        '*** Aborted at 1700000000 (unix time) try "date -d @1700000000" if you are using GNU date ***\n'
+        "PC: @     0x7f3a2b1c4d5e (unknown)\n"
+        "*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f3a00000700) from PID 0; stack trace: ***\n"
+        "    @     0x7f3a2b1c4d5e (unknown)\n"
+        "Segmentation fault (core dumped)\n"
+    )}, "framework_bug", "train.log", 4),
+    "collective-mismatch": ({"train.log": (
+        "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective: "
+        "CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[195812480], TensorDtypes=BFloat16), "
+        "but Rank 0 is running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, "
+        "TensorShape=[51123456], TensorDtypes=BFloat16).Collectives differ in the following aspects:   "
+        "Tensor Tensor shapes: 195812480vs 51123456\n"
+    )}, "collective_desync", "train.log", 1),
+}
+
+
+def _analyze(tmp_path: Path, files: dict[str, str]) -> dict:
+    job = tmp_path / "job"
+    job.mkdir()
+    for name, text in files.items():
+        (job / name).write_text(text)
+    return analyze(job, tmp_path / "out", html=False).report
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_family_end_to_end(tmp_path: Path, case: str) -> None:
+    files, category, path, line = CASES[case]
+    rep = _analyze(tmp_path, files)
+    v = rep["verdict"]
+    assert v["category"] == category, (case, v["category"], v["summary"])
+    assert any(e["path"] == path and e["line"] == line for e in v["evidence"]), v["evidence"]
+
+
+def test_loss_scale_warmup_is_not_a_numerics_failure(tmp_path: Path) -> None:
+    """The healthy control: dynamic loss scaling halving its scale at the start, then steady steps."""
+    rep = _analyze(tmp_path, {"train.log": "".join(
+        f"OVERFLOW! Skipping step. Attempted loss scale: {2.0 ** (23 - i)}\n" for i in range(7))
+        + "Train iter       16 loss 49.316841 Grad Norm 10.800460 3.22s/it\n"
+        + "OVERFLOW! Skipping step. Attempted loss scale: 65536.0\n"
+        + "".join(f"Train iter       {i} loss {40.0 / (i - 16):.6f} Grad Norm 8.0 3.18s/it\n" for i in range(18, 25))})
+    assert all(i["category"] != "numerics" for i in rep["interruptions"])
+    assert rep["verdict"]["category"] != "numerics"

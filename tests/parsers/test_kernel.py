@@ -222,7 +222,7 @@ def test_fallen_off_bus_multiline() -> None:
     f = ev(ex, "gpu_fell_off_bus")
     assert [(e["line_no"], e["pci_bus_id"]) for e in f] == [(2, "0000:01:00"), (3, "0000:18:00")]
     assert ex.claimed.to_list() == [1, 2, 3, 4, 5]
-    assert ev(ex, "nvrm_error")[0]["code"] == "THREAD_NODE_CHECK_TIMEOUT"
+    assert ev(ex, "nvrm_error")[0]["code"] == "GPU_NOT_ATTACHED"  # API_GPU_ATTACHED_SANITY_CHECK failed
 
 
 def test_gsp_and_nvrm_errors() -> None:

@@ -136,7 +136,7 @@ OOM_RE = (r"(?:Out of memory|Memory cgroup out of memory)(?: \([^)]*\))?: Kill(?
 # (a cut dmesg, a memcg record on a kernel that logs the kill elsewhere): `oom-kill:constraint=...,
 # task=<comm>,pid=<pid>,uid=...` and `oom_reaper: reaped process <pid> (<comm>), now anon-rss:...`
 OOM_TASK_RE = r"oom-kill:constraint=\S*?task=(?P<name>[^,]*),pid=(?P<pid>\d+)"
-OOM_NEAR = 3  # lines: how far a record's task / reaper line stands from its `Killed process` line
+OOM_NEAR = 3  # lines: how far a record's task / reaper line stands from its own (same pid) `Killed process` line
 OOM_REAP_RE = r"oom_reaper: (?:reaped process |unable to reap pid:)(?P<pid>\d+) \((?P<name>[^)]*)\)"
 # kernel/hung_task.c; kernel/watchdog.c (pr_fmt "watchdog: "); kernel/rcu/tree_stall.h
 HUNG_RE = r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds"
@@ -344,13 +344,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         m.str.extract_groups(OOM_REAP_RE).alias("_or"), m.str.extract_groups(HUNG_RE).alias("_hung"),
         killed.alias("_killed"),
     )
-    kill_ln = pl.when(pl.col("_killed")).then(pl.col("line_no"))
+    # the nearest kill line above and below (its line and pid), within one file of a batch
     keys = file_keys(ctx)
-    prev_kill = kill_ln.forward_fill().over(keys) if keys else kill_ln.forward_fill()
-    next_kill = kill_ln.backward_fill().over(keys) if keys else kill_ln.backward_fill()
-    cand = cand.with_columns(
-        (((pl.col("line_no") - prev_kill) <= OOM_NEAR) | ((next_kill - pl.col("line_no")) <= OOM_NEAR))
-        .fill_null(False).alias("_killed_near"))
+    kill_ln = pl.when(pl.col("_killed")).then(pl.col("line_no"))
+    kill_pid = pl.when(pl.col("_killed")).then(pl.col("_oom").struct.field("pid"))
+    part_pid = pl.coalesce(pl.col("_ot").struct.field("pid"), pl.col("_or").struct.field("pid"))
+    near = []
+    for dist, pid in ((pl.col("line_no") - kill_ln.forward_fill(), kill_pid.forward_fill()),
+                      (kill_ln.backward_fill() - pl.col("line_no"), kill_pid.backward_fill())):
+        if keys:
+            dist, pid = dist.over(keys), pid.over(keys)
+        near.append((dist <= OOM_NEAR) & (pid == part_pid))
+    cand = cand.with_columns(pl.any_horizontal(near).fill_null(False).alias("_killed_near"))
     F = pl.col  # noqa: N806 (short alias)
     is_xid = F("_x").struct.field("xid").is_not_null()
     is_sxid = F("_sx").struct.field("sxid").is_not_null()

@@ -99,9 +99,17 @@ SMI_NVL_GPU_RE = r"^GPU (?P<gpu>\d+): .*\(UUID: "
 SMI_NVL_LINK_RE = r"^\s+Link (?P<link>\d+): (?P<val><inactive>|[\d.]+ GB/s)\s*$"
 DCGMI_NVL_GPU_RE = r"^\s*gpuId (?P<gpu>\d+):\s*$"
 DCGMI_NVL_LINKS_RE = r"^\s*(?P<links>[UDX_](?: [UDX_])+)\s*$"
+
+
+def _unnamed(rx: str) -> str:
+    """`rx` with its named groups made plain, so that several patterns can be joined into one."""
+    return re.sub(r"\(\?P<\w+>", "(?:", rx)
+
+
+NVL_ANY_RE = _unnamed(rf"{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}")
 # Parsed file by file (query blocks, tables), only in files with a line matching TRIGGER.
-TRIGGER = (rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}|{AGENT_XID_LINE}"
-           rf"|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}")
+TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
+                   rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}")
 DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
 DMON_ROW_RE = r"^\s*(?:\d{8}\s+\d\d:\d\d:\d\d\s+)?\d+(?:\s+(?:-|[\d.]+))+\s*$"
 
@@ -157,7 +165,7 @@ def _errors(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
 def _agents(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Xid / health lines of NVML agents (k8s device plugin, gpud): see the module docstring."""
     b = pl.col("body")
-    cand = lines.filter(b.str.contains(rf"{AGENT_XID_LINE}|{UNHEALTHY_RE}|{GPU_IS_LOST_RE}"))
+    cand = lines.filter(b.str.contains(_unnamed(rf"{AGENT_XID_LINE}|{UNHEALTHY_RE}|{GPU_IS_LOST_RE}")))
     if cand.is_empty():
         return pl.DataFrame()
     x = b.str.extract_groups(AGENT_XID_RE)
@@ -484,7 +492,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     err = _errors(lines, ctx)
     if not err.is_empty():
         event_parts.append(err)
-    if lines.select(b.str.contains(rf"{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}").any()).item():
+    if lines.select(b.str.contains(NVL_ANY_RE).any()).item():
         e, ig = _nvlink(lines, ctx)
         event_parts.append(e)
         ignored_parts.append(ig)

@@ -177,3 +177,15 @@ def test_zero_xid_gauge_and_corrected_errors_name_no_root(tmp_path: Path) -> Non
     assert not hits.filter(hits["signature"].str.starts_with("xid-")).height
     assert set(hits["role"].to_list()) == {"context"}
     assert a.report["verdict"]["category"] not in ("host_hardware", "gpu_lost", "gpu_other_hardware")
+
+
+def test_cascade_xid_in_the_dcgm_gauge_names_no_root(tmp_path: Path) -> None:
+    """The gauge keeps the last Xid: a 45 there hides the Xid that caused it (NVIDIA/DCGM issue 235)."""
+    files = {"node-22/dcgm.prom": (
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+        'DCGM_FI_DEV_XID_ERRORS{gpu="2",UUID="GPU-2d20791a-b4a6-ba59-97f1-e95b99fe5b49",Hostname="node-22",'
+        'err_code="45",err_msg="Preemptive cleanup, due to previous errors"} 45\n')}
+    a = analyze(_job(tmp_path, files), tmp_path / "out", html=False)
+    hits = a.sql("select h.signature, h.role from signature_hits h")
+    assert hits.rows() == [("dcgm-xid-cascade", "context")]
+    assert a.report["verdict"]["category"] == "unknown"

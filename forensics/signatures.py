@@ -154,9 +154,20 @@ def xid_table() -> pl.DataFrame:
     return pl.read_csv(path.read_bytes(), infer_schema_length=0)
 
 
+# the event kinds that carry an Xid number as their code, whichever parser read it: the kernel's
+# `NVRM: Xid` line, the DCGM Xid gauge (`dcgm_xid`, non-zero values only) and the Xid an NVML
+# agent reports (k8s device plugin, gpud: kind `xid` of parsers/nvsmi.py). One table decides
+# what an Xid means, wherever it was seen; the signature matches on kind and code, not on text.
+# A cascade Xid (43, 45: channels torn down after an earlier error) is read from the kernel's
+# line only: the DCGM gauge keeps the last Xid per GPU, so a gauge showing a cascade Xid is the case
+# where the root Xid is hidden behind it (signatures/dcgm.toml dcgm-xid-cascade, context).
+XID_KINDS = ("xid", "dcgm_xid")
+
+
 def xid_signatures(overrides: dict) -> dict:
     """One signature per Xid of the catalog: category from its most likely origin (or the
-    override), role root unless the Xid is informational, severity from the table."""
+    override), role root unless the Xid is informational, severity from the table. Source `any`,
+    kinds XID_KINDS, code the Xid."""
     table = xid_table()
     out = []
     over = {str(k): v for k, v in overrides.get("xid", {}).items()}
@@ -168,8 +179,9 @@ def xid_signatures(overrides: dict) -> dict:
         role = o.get("role", "context" if sev == "info" else "root")
         category = o.get("category", _XID_ORIGIN_CATEGORY.get(origin, "gpu_other_hardware"))
         out.append({
-            "id": f"xid-{xid}", "source": "kernel", "kind": ["xid"], "code": [xid],
-            "pattern": o.get("pattern", r"Xid"), "category": category, "role": role, "severity": sev,
+            "id": f"xid-{xid}", "source": ANY, "kind": list(XID_KINDS if role != "cascade" else XID_KINDS[:1]),
+            "code": [xid],
+            "pattern": o.get("pattern", "."), "category": category, "role": role, "severity": sev,
             "weight": o.get("weight", 4 if sev in ("error", "critical") and role == "root" else 2 if role == "root" else 1),
             "summary": f"Xid {xid}: {row['short_meaning']} (recommended: {row['recommended_action']})",
             "examples": o.get("examples", [f"NVRM: Xid (PCI:0000:3b:00): {xid}, pid=1234, name=python3, ..."]),

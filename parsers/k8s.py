@@ -10,6 +10,16 @@ and warning events: code = `Evicted`, `Preempting`, `CrashLoopBackOff`, `Deletio
 A line parser gated by content: nothing is read unless the text carries a Kubernetes marker
 (`kind: Pod`, `"kind": "Pod"`, `containerStatuses`, describe's `Containers:` + `Namespace:`, or a
 `kubectl get pods` header), because `Reason:` / `reason:` alone is too common to trust.
+
+Training-operator jobs (`kubectl describe tfjob|pytorchjob|mpijob`): a condition `Reason:
+TFJobFailed` / `PyTorchJobRestarting` / ... is a marker by itself and a `k8s_job_status` event
+(code = the reason).
+
+Cloud interruption notices, wherever they appear (node-termination-handler logs, event dumps,
+metadata polls), are `cloud_preemption` events without any Kubernetes marker: AWS `EC2 Spot
+Instance Interruption Warning` (EventBridge), `Spot ITN received` (aws-node-termination-handler),
+`spot/instance-action`; GCE `compute.instances.preempted` / `Instance was preempted`; Azure
+Scheduled Events `"EventType": "Preempt"`. Code: `aws_spot`, `gce_preempted`, `azure_preempt`.
 """
 
 from __future__ import annotations
@@ -25,8 +35,8 @@ NAME = "k8s"
 EXCLUSIVE = False
 DESCRIPTION = "Kubernetes pod termination reasons: kubectl describe / get -o yaml|json / get pods / events"
 FORMATS = ("kubectl describe pod", "kubectl get pod -o yaml", "kubectl get pod -o json", "kubectl get pods",
-           "kubectl get events")
-EXTRACTS = ("k8s_terminated", "k8s_pod_status", "exits")
+           "kubectl get events", "kubectl describe tfjob/pytorchjob conditions", "cloud spot/preemption notices")
+EXTRACTS = ("k8s_terminated", "k8s_pod_status", "k8s_job_status", "cloud_preemption", "exits")
 
 TERM_REASONS = ["OOMKilled", "Error", "Completed", "ContainerCannotRun", "StartError", "DeadlineExceeded",
                 "Evicted", "ContainerStatusUnknown"]
@@ -38,10 +48,19 @@ WAITING = ["CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContai
 SEVERITY = {"OOMKilled": "error", "Error": "error", "Completed": "info", "Evicted": "error",
             "CrashLoopBackOff": "error", "ContainerCannotRun": "error", "StartError": "error"}
 
+JOB_REASON_RE = r"^(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)?Job(?:Failed|Restarting|Succeeded)$"
 MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Namespace:\s+\S|^NAME\s+READY\s+STATUS\b|' \
-          r'^LAST SEEN\s+TYPE\s+REASON\b'
+          r'^LAST SEEN\s+TYPE\s+REASON\b|' \
+          r'^[ \t]*"?[Rr]eason"?:[ \t]*"?(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)Job(?:Failed|Restarting)\b'
+CLOUD = (
+    (r"EC2 Spot Instance Interruption Warning|Spot ITN received|spot/instance-action|Spot Instance interruption notice",
+     "aws_spot"),
+    (r"compute\.instances\.preempted|[Ii]nstance was preempted", "gce_preempted"),
+    (r'"EventType"\s*:\s*"Preempt"', "azure_preempt"),
+)
+CLOUD_RE = "|".join(rx for rx, _ in CLOUD)
 # Parsed file by file (pod blocks run over lines), only in files with a line matching TRIGGER.
-TRIGGER = MARKERS
+TRIGGER = MARKERS + "|" + CLOUD_RE
 # key / value in any of the three shapes: `Reason:   OOMKilled`, `reason: OOMKilled`, `"reason": "OOMKilled",`
 KV_RE = r'^\s*(?:-\s*)?"?(?P<key>[A-Za-z][A-Za-z ]*?)"?\s*:\s*(?:[{\[]\s*$|"?(?P<val>[^"{}\[]*?)"?\s*,?\s*$)'
 
@@ -56,9 +75,33 @@ def _empty() -> Extraction:
     return Extraction(events=empty_events(), tables={"exits": empty_table("exits")})
 
 
+def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    b = pl.col("body")
+    code = pl.when(b.str.contains(CLOUD[0][0])).then(pl.lit(CLOUD[0][1]))
+    for rx, c in CLOUD[1:]:
+        code = code.when(b.str.contains(rx)).then(pl.lit(c))
+    # the line's own leading stamp (ISO or Go's `2006/01/02 15:04:05`), else the time the notice names
+    lead = b.str.extract(r"^\s*(\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)", 1)
+    stamp_raw = pl.coalesce(lead.str.replace_all("/", "-"), b.str.extract(
+        r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)", 1))
+    return lines.filter(b.str.contains(CLOUD_RE)).select(
+        "line_no", pl.lit("cloud_preemption").alias("kind"), code.alias("code"), pl.lit("warning").alias("severity"),
+        iso(stamp_raw, ctx.tz).alias("ts"), stamp_raw.alias("ts_raw"),
+        pl.when(iso(stamp_raw, ctx.tz).is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
+        .alias("ts_quality"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), pl.lit(NAME).alias("source"), b.alias("message"))
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
-    if lines.is_empty() or not lines["body"].str.contains(MARKERS).any():
+    if lines.is_empty():
         return _empty()
+    if not lines["body"].str.contains(MARKERS).any():
+        cloud = _cloud(lines, ctx)
+        if cloud.is_empty():
+            return _empty()
+        events = events_frame(cloud).sort("line_no")
+        return Extraction(events=events, tables={"exits": empty_table("exits")},
+                          claimed=events["line_no"].alias("line_no"), ignored=pl.Series("line_no", [], dtype=pl.Int64))
     b = pl.col("body")
     kv = b.str.extract_groups(KV_RE)
     df = lines.select("line_no", "body").with_columns(
@@ -89,21 +132,25 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.col("code").fill_null("Terminated").alias("code"))
     # pod-level reasons, disruption conditions, waiting reasons, event rows, get-pods rows
     pod_reason = (key == "reason") & ~in_blk & val.is_in(POD_REASONS + DISRUPTION + WAITING)
+    job_reason = (key == "reason") & ~in_blk & val.str.contains(JOB_REASON_RE)
     event_row = b.str.extract(r"^\s*(?:\S+\s+)?Warning\s+(\w+)\s", 1)
     table_row = b.str.extract(r"^\S+\s+\d+/\d+\s+(\w+)\s+\d+", 1)
     other = df.with_columns(
-        pl.when(pod_reason).then(val)
-        .when(event_row.is_in(POD_REASONS + ["BackOff", "Killing", "OOMKilling", "FailedScheduling"]))
+        pl.when(pod_reason | job_reason).then(val)
+        .when(event_row.is_in(POD_REASONS + ["BackOff", "Killing", "OOMKilling", "FailedScheduling", "NodeNotReady"]))
         .then(event_row)
         .when(table_row.is_in(TERM_REASONS + WAITING + ["ContainerStatusUnknown"]) & (table_row != "Completed"))
         .then(table_row).alias("code"),
         pl.lit(None, dtype=pl.Int64).alias("exitcode"),
     ).filter(pl.col("code").is_not_null()).with_columns(
-        pl.lit("k8s_pod_status").alias("kind"), pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
+        pl.when(pl.col("code").str.contains(JOB_REASON_RE)).then(pl.lit("k8s_job_status"))
+        .otherwise(pl.lit("k8s_pod_status")).alias("kind"), pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
         pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("ts"))
     msgs = lines.select("line_no", pl.col("body").alias("message"))
+    cloud = _cloud(lines, ctx).select("line_no", "kind", "code", pl.lit(None, dtype=pl.Int64).alias("exitcode"),
+                                      "ts", "ts_raw")
     ev = pl.concat([term.select("line_no", "kind", "code", "exitcode", "ts", "ts_raw"),
-                    other.select("line_no", "kind", "code", "exitcode", "ts", "ts_raw")])
+                    other.select("line_no", "kind", "code", "exitcode", "ts", "ts_raw"), cloud])
     host = df.filter(key == "node").select(val.str.extract(r"^([^/\s]+)", 1)).to_series()
     host = host[0] if host.len() else None
     host = host or (df.filter(key == "nodename")["val"][0] if (df["key"] == "nodename").any() else None)

@@ -3,7 +3,10 @@ kern.log (with or without an uptime stamp), rsyslog RFC3339, bare `kernel:` past
 prefix-less NVRM lines.
 
 Events: `xid`, `gpu_identity`, `gpu_fell_off_bus`, `gsp_error`, `nvrm_error`, `pcie_aer`,
-`nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `kernel_panic`, `boot`; table `xid_events`.
+`nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `hung_task`, `kernel_lockup` (soft/hard lockup,
+RCU stall), `fs_error` (ext4/XFS/NFS/Lustre/block I/O), `power_key`, `kernel_panic`, `boot`;
+table `xid_events`. `power_key` also reads the systemd-logind / acpid lines of a journal or
+syslog dump (the kernel itself prints nothing when the power button is pressed).
 
 Every line that carries a kernel stamp/prefix (or starts with `NVRM:`) is understood: it becomes
 an event, is claimed as the continuation of a multi-line record (RPC history tables, the 3-line
@@ -37,7 +40,8 @@ from parsers.timestamps import ctime, iso, month_day_time
 NAME = "kernel"
 EXCLUSIVE = False
 BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
-DESCRIPTION = "Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer"
+DESCRIPTION = ("Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer, "
+               "hung tasks, lockups, filesystem / I/O errors, power key")
 FORMATS = (
     "dmesg (uptime stamps, optional caller id)",
     "dmesg -T",
@@ -50,7 +54,8 @@ FORMATS = (
 )
 EXTRACTS = (
     "xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer",
-    "nvswitch_sxid", "ib_port", "mce", "host_oom_kill", "kernel_panic", "boot", "xid_events",
+    "nvswitch_sxid", "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key",
+    "kernel_panic", "boot", "xid_events",
 )
 
 # --------------------------------------------------------------------------------------------
@@ -122,7 +127,40 @@ AER_CONT_RE = (
 )
 
 IB_DEV_RE = r"(?:^|\s)(?:mlx\d_\w+|ib\d+|ibp\w+|ibs\w+|infiniband|ipoib|IPoIB|ib_core)[\s:]"
-OOM_RE = r"(?:Out of memory|Memory cgroup out of memory): Kill(?:ed)? process (?P<pid>\d+) \((?P<name>[^)]*)\)"
+# mm/oom_kill.c: `<message>: Killed process <pid> (<comm>) total-vm:...`, message one of `Out of
+# memory`, `Memory cgroup out of memory`, `Out of memory (oom_kill_allocating_task)`; before 4.19
+# `Kill process <pid> (<comm>) score N or sacrifice child`
+OOM_RE = (r"(?:Out of memory|Memory cgroup out of memory)(?: \([^)]*\))?: Kill(?:ed)? process (?P<pid>\d+) "
+          r"\((?P<name>[^)]*)\)")
+# the other lines of one OOM record, which stand for it when its `Killed process` line is missing
+# (a cut dmesg, a memcg record on a kernel that logs the kill elsewhere): `oom-kill:constraint=...,
+# task=<comm>,pid=<pid>,uid=...` and `oom_reaper: reaped process <pid> (<comm>), now anon-rss:...`
+OOM_TASK_RE = r"oom-kill:constraint=\S*?task=(?P<name>[^,]*),pid=(?P<pid>\d+)"
+OOM_NEAR = 3  # lines: how far a record's task / reaper line stands from its own (same pid) `Killed process` line
+OOM_REAP_RE = r"oom_reaper: (?:reaped process |unable to reap pid:)(?P<pid>\d+) \((?P<name>[^)]*)\)"
+# kernel/hung_task.c; kernel/watchdog.c (pr_fmt "watchdog: "); kernel/rcu/tree_stall.h
+HUNG_RE = r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds"
+LOCKUP_RE = (r"BUG: soft lockup - CPU#\d+ stuck for|Watchdog detected hard LOCKUP on cpu"
+             r"|detected (?:expedited )?stalls on CPUs/tasks|self-detected stall on CPU")
+# filesystems and block devices: fs/ext4/super.c, fs/xfs/xfs_fsops.c + xfs_message.c, fs/nfs/client
+# (`nfs: server %s not responding`), Lustre's CERROR (`LustreError: `), block/blk-core.c
+FS_CODES = (
+    (r"EXT[234]-fs error", "EXT4_ERROR"),
+    (r"Remounting filesystem read-only|remounted read-only|[Ff]ilesystem read-only", "READ_ONLY"),
+    (r"Aborting journal on device|Detected aborted journal", "JOURNAL_ABORT"),
+    (r"XFS \(\S+\):.*(?:[Cc]orruption|xfs_do_force_shutdown|[Ff]ilesystem has been shut down|"
+     r"[Ss]hutting down filesystem|I/O error)", "XFS_ERROR"),
+    (r"nfs: server \S+ not responding", "NFS_NOT_RESPONDING"),
+    (r"nfs: server \S+ OK", "NFS_OK"),
+    (r"LustreError: ", "LUSTRE_ERROR"),
+    (r"Lustre: .*(?:Connection to \S+ .*was lost|evicted)", "LUSTRE_LOST"),
+    (r"(?:^|: )(?:I/O|critical (?:medium|target|nexus|space allocation|protection)) error, dev \S+, sector"
+     r"|Buffer I/O error on (?:dev|device)|print_req_error: I/O error", "IO_ERROR"),
+    (r"nvme\d+: I/O \d+ QID \d+ timeout|nvme\d+: controller is down", "NVME_TIMEOUT"),
+)
+# systemd-logind (`Power key pressed.`, since v251 `Power key pressed short.`), acpid
+POWER_RE = r"Power key pressed|button/power PBTN"
+POWER_PROCS = ["systemd-logind", "acpid"]
 
 # literal pre-filter: a line needs one of these to be worth a regex
 KEYWORDS = [
@@ -130,6 +168,9 @@ KEYWORDS = [
     "carrier", "Hardware Error", "EDAC", "Machine check", "Machine Check", "Out of memory",
     "out of memory", "oom", "Kernel panic", "Oops", "BUG: unable", "general protection",
     "Linux version", "-- Boot", "-- Reboot", "Killed process", "fallen off the bus", "Timeout",
+    "blocked for more than", "lockup", "LOCKUP", "stall", "-fs ", "XFS", "nfs: server", "Lustre",
+    "read-only", "journal", "I/O error", "nvme", "Power key", "button/power", "Heartbeat", "Cable",
+    "hung_task_timeout_secs",
 ]
 
 
@@ -283,7 +324,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (pl.col("_thegpu").shift(1) | pl.col("_thegpu").shift(2)).fill_null(False).alias("_thegpu_prev"),
         (pl.col("_aer_mask").shift(1) | pl.col("_aer_bit_like").shift(1)).fill_null(False).alias("_after_mask"),
     )
-    cand = df.filter(pl.col("kernel_src") & m.str.contains_any(KEYWORDS))
+    power_src = pl.col("proc").is_in(POWER_PROCS).fill_null(False) & m.str.contains(POWER_RE)
+    cand = df.filter((pl.col("kernel_src") & m.str.contains_any(KEYWORDS)) | power_src)
     warnings: list[str] = []
 
     xid = m.str.extract_groups(XID_RE)
@@ -293,10 +335,27 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     aer_bus = m.str.extract_groups(AER_BUS_RE)
     aer_bit = m.str.extract_groups(AER_BIT_RE)
     oom = m.str.extract_groups(OOM_RE)
+    # an OOM record's task / reaper line stands for it only when no `Killed process` line is near
+    # (the kill line comes right after `oom-kill:` and right before `oom_reaper:`)
+    killed = m.str.contains(OOM_RE)
     cand = cand.with_columns(
         xid.alias("_x"), ident.alias("_id"), sx.alias("_sx"), aer_recv.alias("_ar"), aer_bus.alias("_ab"),
-        aer_bit.alias("_abit"), oom.alias("_oom"),
+        aer_bit.alias("_abit"), oom.alias("_oom"), m.str.extract_groups(OOM_TASK_RE).alias("_ot"),
+        m.str.extract_groups(OOM_REAP_RE).alias("_or"), m.str.extract_groups(HUNG_RE).alias("_hung"),
+        killed.alias("_killed"),
     )
+    # the nearest kill line above and below (its line and pid), within one file of a batch
+    keys = file_keys(ctx)
+    kill_ln = pl.when(pl.col("_killed")).then(pl.col("line_no"))
+    kill_pid = pl.when(pl.col("_killed")).then(pl.col("_oom").struct.field("pid"))
+    part_pid = pl.coalesce(pl.col("_ot").struct.field("pid"), pl.col("_or").struct.field("pid"))
+    near = []
+    for dist, pid in ((pl.col("line_no") - kill_ln.forward_fill(), kill_pid.forward_fill()),
+                      (kill_ln.backward_fill() - pl.col("line_no"), kill_pid.backward_fill())):
+        if keys:
+            dist, pid = dist.over(keys), pid.over(keys)
+        near.append((dist <= OOM_NEAR) & (pid == part_pid))
+    cand = cand.with_columns(pl.any_horizontal(near).fill_null(False).alias("_killed_near"))
     F = pl.col  # noqa: N806 (short alias)
     is_xid = F("_x").struct.field("xid").is_not_null()
     is_sxid = F("_sx").struct.field("sxid").is_not_null()
@@ -310,14 +369,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (m.str.contains("NV_ERR_GPU_IS_LOST", literal=True), pl.lit("NV_ERR_GPU_IS_LOST")),
         (m.str.contains("NV_ERR_RESET_REQUIRED", literal=True), pl.lit("NV_ERR_RESET_REQUIRED")),
         (m.str.contains("rpcSendMessage failed", literal=True), pl.lit("RPC_SEND_FAILED")),
-        (m.str.contains(r"Timeout after \d+s of waiting for RPC response|Timeout waiting for RPC from GSP"),
-         pl.lit("RPC_TIMEOUT")),
+        (m.str.contains(r"Timeout after \d+s of waiting for RPC response|Timeout waiting for RPC from GSP"
+                        r"|_kgspLogRpcTimeout|\*+ GSP Timeout \*+"), pl.lit("RPC_TIMEOUT")),
+        (m.str.contains(r"_kgspIsHeartbeatTimedOut|GSP heartbeat timed out|Heartbeat timed out"), pl.lit("HEARTBEAT_TIMEOUT")),
         (m.str.contains("GspRmFree failed", literal=True), pl.lit("GSP_RM_FREE_FAILED")),
     ])
     gsp_sev = _when_chain([
         (gsp_code.is_in(["PMU_HALTED", "GSP_CRASHCAT", "NV_ERR_GPU_IS_LOST"]), pl.lit("critical")),
     ], pl.lit("error"))
     nvrm_code = _when_chain([
+        # thread_state.c: `API_GPU_ATTACHED_SANITY_CHECK failed!` (the GPU is gone) versus the RM
+        # thread timeout itself (`currentTime: ... >= ...`, `Timeout was set to: N msecs!`)
+        (m.str.contains("API_GPU_ATTACHED_SANITY_CHECK failed", literal=True), pl.lit("GPU_NOT_ATTACHED")),
         (m.str.contains("_threadNodeCheckTimeout", literal=True), pl.lit("THREAD_NODE_CHECK_TIMEOUT")),
         (m.str.contains("API mismatch", literal=True), pl.lit("API_MISMATCH")),
         (m.str.contains("uvm encountered global fatal error", literal=True), pl.lit("UVM_FATAL")),
@@ -344,11 +407,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (ib_state.is_not_null(), ib_state),
         (m.str.contains(r"(?i)carrier lost|lost carrier|carrier off"), pl.lit("CARRIER_LOST")),
         (m.str.contains(r"(?i)cable unplugged"), pl.lit("CABLE_UNPLUGGED")),
+        # mlx5 events.c: `Port module event[error]: module N, Cable error, <why>`
+        (m.str.contains(r"(?i)cable error|Bad or shorted cable|Port module event\[error\]"), pl.lit("CABLE_ERROR")),
         (m.str.contains(r"(?i)health compromised|fw_fatal|firmware fatal|fatal error|syndrome"),
          pl.lit("FW_ERROR")),
     ])
     ib_sev = (pl.when(ib_code.is_in(["LINK_UP", "ACTIVE"])).then(pl.lit("info"))
-              .when(ib_code.is_in(["LINK_DOWN", "DOWN", "FW_ERROR", "CABLE_UNPLUGGED"])).then(pl.lit("error"))
+              .when(ib_code.is_in(["LINK_DOWN", "DOWN", "FW_ERROR", "CABLE_UNPLUGGED", "CABLE_ERROR"])).then(pl.lit("error"))
               .otherwise(pl.lit("warning")))
     # MCE / EDAC
     edac = m.str.extract(r"EDAC\b.*?\b\d+ (UE|CE)\b", 1)
@@ -364,8 +429,25 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     mce_sev = (pl.when(mce_code == "UE").then(pl.lit("critical"))
                .when(mce_code.is_in(["CE", "LOGGED"])).then(pl.lit("warning")).otherwise(pl.lit("error")))
     # OOM, panic, boot
-    is_oom = F("_oom").struct.field("pid").is_not_null()
-    is_oom_cont = m.str.contains(r"invoked oom-killer|oom-kill:|oom_reaper: reaped process|Killed process \d+ \(")
+    is_oom_kill = F("_oom").struct.field("pid").is_not_null()
+    oom_part = pl.when(~F("_killed_near")).then(
+        pl.coalesce(F("_ot").struct.field("pid"), F("_or").struct.field("pid")))
+    is_oom = is_oom_kill | oom_part.is_not_null()
+    oom_pid = pl.coalesce(F("_oom").struct.field("pid"), oom_part)
+    oom_name = pl.when(is_oom_kill).then(F("_oom").struct.field("name")).otherwise(
+        pl.coalesce(F("_ot").struct.field("name"), F("_or").struct.field("name")))
+    is_oom_cont = m.str.contains(r"invoked oom-killer|oom-kill:|oom_reaper: |Killed process \d+ \(")
+    # hung tasks, lockups, filesystems, power key
+    is_hung = F("_hung").struct.field("pid").is_not_null()
+    lockup_code = _when_chain([
+        (m.str.contains("BUG: soft lockup", literal=True), pl.lit("soft_lockup")),
+        (m.str.contains("hard LOCKUP", literal=True), pl.lit("hard_lockup")),
+        (m.str.contains(r"stalls? on CPU"), pl.lit("rcu_stall")),
+    ])
+    lockup_code = pl.when(m.str.contains(LOCKUP_RE)).then(lockup_code)
+    fs_code = _when_chain([(m.str.contains(rx), pl.lit(code)) for rx, code in FS_CODES])
+    is_power = m.str.contains(POWER_RE) & (pl.col("kernel_src") | pl.col("proc").is_in(POWER_PROCS)).fill_null(False)
+    hung_cont = m.str.contains(r"hung_task_timeout_secs\" disables this message|is blocked on a (?:mutex|rw-semaphore)")
     panic_code = _when_chain([
         (m.str.starts_with("Kernel panic - not syncing"), pl.lit("panic")),
         (m.str.contains(r"^(?:Oops:|BUG: unable to handle|general protection fault)"), pl.lit("oops")),
@@ -398,9 +480,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (mce_code.is_not_null(), pl.lit("mce")),
         (is_oom, pl.lit("host_oom_kill")),
         (panic_code.is_not_null(), pl.lit("kernel_panic")),
+        (is_hung, pl.lit("hung_task")),
+        (lockup_code.is_not_null(), pl.lit("kernel_lockup")),
+        (fs_code.is_not_null(), pl.lit("fs_error")),
+        (is_power, pl.lit("power_key")),
         (boot_code.is_not_null(), pl.lit("boot")),
     ])
-    cont = is_nvrm_cont | is_aer_cont | is_oom_cont | mce_cont | oops_cont
+    cont = is_nvrm_cont | is_aer_cont | is_oom_cont | mce_cont | oops_cont | hung_cont
     xid_num = F("_x").struct.field("xid").cast(pl.Int64, strict=False)
     pci_raw = _when_chain([
         (is_xid, F("_x").struct.field("pci")),
@@ -427,8 +513,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (is_aer, pl.lit("RECOVERY_FAILED")),
             (ib_dev & ib_code.is_not_null(), ib_code),
             (mce_code.is_not_null(), mce_code),
-            (is_oom, F("_oom").struct.field("name")),
+            (is_oom, oom_name),
             (panic_code.is_not_null(), panic_code),
+            (is_hung, F("_hung").struct.field("name")),
+            (lockup_code.is_not_null(), lockup_code),
+            (fs_code.is_not_null(), fs_code),
+            (is_power, pl.lit("POWER_KEY")),
             (boot_code.is_not_null(), boot_code),
         ]).alias("code"),
         _when_chain([
@@ -446,12 +536,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (is_oom, pl.lit("error")),
             (panic_code == "panic", pl.lit("critical")),
             (panic_code.is_not_null(), pl.lit("error")),
+            (is_hung, pl.lit("warning")),
+            (lockup_code.is_not_null(), pl.lit("error")),
+            (fs_code == "NFS_OK", pl.lit("info")),
+            (fs_code.is_not_null(), pl.lit("error")),
+            (is_power, pl.lit("warning")),
             (boot_code.is_not_null(), pl.lit("info")),
         ]).alias("severity"),
         normalize_pci(pci_raw).alias("pci_bus_id"),
         _when_chain([
             (is_xid, F("_x").struct.field("pid").cast(pl.Int64, strict=False)),
-            (is_oom, F("_oom").struct.field("pid").cast(pl.Int64, strict=False)),
+            (is_oom, oom_pid.cast(pl.Int64, strict=False)),
+            (is_hung, F("_hung").struct.field("pid").cast(pl.Int64, strict=False)),
         ]).alias("pid"),
     )
     # AER bit lines take the severity of the record header above them (same device)

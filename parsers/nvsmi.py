@@ -12,6 +12,20 @@ Numeric values become `dcgm_samples` rows under the classic DCGM field name wher
 `gpu_clock_event` (an active HW slowdown / HW thermal / HW power brake / SW thermal reason; code =
 that reason).
 
+NVML agents report the Xid events NVML hands them, in their own words: the k8s device plugin
+(`XidCriticalError: Xid=69 on Device=GPU-..., the device will go unhealthy.`, `...; marking device
+as unhealthy.`, `XidCriticalError: Xid=%d on unknown device.`) and gpud (`XID 79(GPU has fallen off
+the bus) detected on PCI:0000:ae:00`, `XID %d detected on %s`). Those lines are events of kind
+`xid` (code = the Xid; the signatures of the Xid table match them as they match the kernel's
+lines); the plugin's `'nvidia.com/gpu' device marked unhealthy: <uuid>` is `gpu_unhealthy`, and an
+NVML return code `ERROR_GPU_IS_LOST` as agents print it is `gpu_lost`.
+
+`nvidia-smi nvlink -s` (`GPU n: <name> (UUID: ...)` then `Link k: <speed>` or `Link k: <inactive>`)
+and `dcgmi nvlink -s` (`gpuId n:` then one `U`/`D`/`X`/`_` per link) become `nvlink_status`
+events, one per GPU with a link that is inactive (nvidia-smi) or Down (dcgmi; `X` disabled and `_`
+not supported are not faults); code = the links, `3,5`. A table without its header is read the
+same way: the per-GPU line and the link rows are the format.
+
 A line parser (the error lines show up in job stdout), but the block formats are read only inside
 their own region: after an `NVSMI LOG` banner, inside a table that holds an `NVIDIA-SMI` header,
 after a `# gpu` dmon header. Lines of those regions that carry no value are `ignored`.
@@ -23,6 +37,7 @@ import re
 
 import polars as pl
 
+from parsers.kernel import xid_severity
 from parsers.records import (
     UTC_DT,
     Extraction,
@@ -33,7 +48,7 @@ from parsers.records import (
     normalize_pci,
     table_frame,
 )
-from parsers.timestamps import ctime
+from parsers.timestamps import ctime, iso
 
 NAME = "nvsmi"
 EXCLUSIVE = False
@@ -43,9 +58,11 @@ FORMATS = (
     "nvidia-smi table",
     "nvidia-smi dmon (optionally -o DT)",
     "nvidia-smi / NVML error lines",
+    "NVML agent Xid lines (k8s device plugin, gpud)",
+    "nvidia-smi nvlink -s, dcgmi nvlink -s",
 )
 EXTRACTS = ("gpu_lost", "nvml_error", "gpu_ecc", "gpu_row_remap", "gpu_retired_pages", "gpu_clock_event",
-            "dcgm_samples")
+            "xid", "gpu_unhealthy", "nvlink_status", "dcgm_samples")
 
 _PCI = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?"
 HANDLE_RE = rf"Unable to determine the device handle for (?:GPU|gpu)?\s*(?P<pci>{_PCI}):\s*(?P<why>.*?)\s*$"
@@ -70,8 +87,29 @@ TABLE_ROW2_RE = (
 DMON_COLS = ("pwr|gtemp|mtemp|sm|mem|enc|dec|jpg|ofa|mclk|pclk|fb|bar1|ccpm|sbecc|dbecc|pci|rxpci|txpci|pviol|tviol"
              "|rxpd|txpd|mpt")
 DMON_HDR_RE = rf"^#\s*(?:Date\s+Time\s+)?gpu(?:\s+(?:{DMON_COLS}))+\s*$"
+# NVML agents (k8s-device-plugin internal/rm/health.go, gpud components/accelerator/nvidia/xid)
+AGENT_XID_RE = r"(?:XidCriticalError: Xid=|\bXID )(?P<xid>\d+)(?:\((?P<name>[^)]*)\))?(?P<rest>.*)$"
+AGENT_XID_LINE = r"XidCriticalError: Xid=\d+|\bXID \d+(?:\([^)]*\))? detected on "
+UNHEALTHY_RE = r"device marked unhealthy: (?P<uuid>\S+)"
+GPU_IS_LOST_RE = r"\b(?:NVML_)?ERROR_GPU_IS_LOST\b"
+UUID_RE = r"(GPU-[0-9a-fA-F]{8}-[0-9a-fA-F-]+)"
+GO_STAMP_RE = r"^(\d{4})/(\d\d)/(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
+# `nvidia-smi nvlink -s` / `dcgmi nvlink -s`
+SMI_NVL_GPU_RE = r"^GPU (?P<gpu>\d+): .*\(UUID: "
+SMI_NVL_LINK_RE = r"^\s+Link (?P<link>\d+): (?P<val><inactive>|[\d.]+ GB/s)\s*$"
+DCGMI_NVL_GPU_RE = r"^\s*gpuId (?P<gpu>\d+):\s*$"
+DCGMI_NVL_LINKS_RE = r"^\s*(?P<links>[UDX_](?: [UDX_])+)\s*$"
+
+
+def _unnamed(rx: str) -> str:
+    """`rx` with its named groups made plain, so that several patterns can be joined into one."""
+    return re.sub(r"\(\?P<\w+>", "(?:", rx)
+
+
+NVL_ANY_RE = _unnamed(rf"{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}")
 # Parsed file by file (query blocks, tables), only in files with a line matching TRIGGER.
-TRIGGER = rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
+TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
+                   rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}")
 DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
 DMON_ROW_RE = r"^\s*(?:\d{8}\s+\d\d:\d\d:\d\d\s+)?\d+(?:\s+(?:-|[\d.]+))+\s*$"
 
@@ -106,7 +144,7 @@ def _errors(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     b = pl.col("body")
     cand = lines.filter(b.str.contains_any(["device handle", "NVML", "NVIDIA-SMI has failed", "No devices were found"]))
     if cand.is_empty():
-        return pl.DataFrame()
+        return _agents(lines, ctx)
     h = b.str.extract_groups(HANDLE_RE)
     why = h.struct.field("why")
     lost = cand.filter(h.struct.field("pci").is_not_null()).select(
@@ -121,7 +159,84 @@ def _errors(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         "line_no", pl.lit("nvml_error").alias("kind"), pl.lit("error").alias("severity"),
         pl.when(b.str.contains(NO_DRIVER, literal=True)).then(pl.lit("driver_unreachable"))
         .otherwise(pl.lit("no_devices")).alias("code"), b.alias("message"))
-    return pl.concat([lost, init, other], how="diagonal_relaxed")
+    return pl.concat([lost, init, other, _agents(lines, ctx)], how="diagonal_relaxed")
+
+
+def _agents(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Xid / health lines of NVML agents (k8s device plugin, gpud): see the module docstring."""
+    b = pl.col("body")
+    cand = lines.filter(b.str.contains(_unnamed(rf"{AGENT_XID_LINE}|{UNHEALTHY_RE}|{GPU_IS_LOST_RE}")))
+    if cand.is_empty():
+        return pl.DataFrame()
+    x = b.str.extract_groups(AGENT_XID_RE)
+    go = b.str.extract_groups(GO_STAMP_RE)
+    go_raw = pl.concat_str([go.struct.field("1"), go.struct.field("2"), go.struct.field("3")], separator="-")
+    stamp_raw = pl.when(go.struct.field("1").is_not_null()).then(
+        pl.concat_str([go_raw, go.struct.field("4")], separator=" "))
+    is_xid = b.str.contains(AGENT_XID_LINE)
+    is_unh = b.str.contains(UNHEALTHY_RE)
+    xid = x.struct.field("xid").cast(pl.Int64, strict=False)
+    return cand.select(
+        "line_no",
+        pl.when(is_xid).then(pl.lit("xid")).when(is_unh).then(pl.lit("gpu_unhealthy"))
+        .otherwise(pl.lit("gpu_lost")).alias("kind"),
+        pl.when(is_xid).then(xid_severity(xid)).when(is_unh).then(pl.lit("warning"))
+        .otherwise(pl.lit("critical")).alias("severity"),
+        pl.when(is_xid).then(xid.cast(pl.Utf8)).when(is_unh).then(pl.lit("unhealthy"))
+        .otherwise(pl.lit("GPU is lost")).alias("code"),
+        normalize_pci(b.str.extract(rf"PCI:({_PCI})", 1)).alias("pci_bus_id"),
+        iso(stamp_raw, ctx.tz).alias("ts"), stamp_raw.alias("ts_raw"),
+        pl.when(iso(stamp_raw, ctx.tz).is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
+        .alias("ts_quality"),
+        b.alias("message"))
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi nvlink -s, dcgmi nvlink -s
+
+
+def _nvlink(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Series]:
+    """One `nvlink_status` event per GPU block with inactive (nvidia-smi) or Down (dcgmi) links.
+    A block is a GPU line and the link rows right under it; link rows with no GPU line above are a
+    block of their own (gpu unknown)."""
+    b = pl.col("body")
+    smi_gpu = b.str.extract(SMI_NVL_GPU_RE, 1)
+    dc_gpu = b.str.extract(DCGMI_NVL_GPU_RE, 1)
+    smi_link = b.str.extract_groups(SMI_NVL_LINK_RE)
+    dc_links = b.str.extract(DCGMI_NVL_LINKS_RE, 1)
+    df = lines.select("line_no", "body").with_columns(
+        pl.coalesce(smi_gpu, dc_gpu).cast(pl.Int64, strict=False).alias("_gpu"),
+        smi_gpu.is_not_null().alias("_smi_hdr"), dc_gpu.is_not_null().alias("_dc_hdr"),
+        smi_link.struct.field("link").cast(pl.Int64, strict=False).alias("_link"),
+        (smi_link.struct.field("val") == "<inactive>").alias("_inactive"), dc_links.alias("_dc"))
+    is_hdr = pl.col("_gpu").is_not_null()
+    is_smi_row = pl.col("_link").is_not_null()
+    df = df.with_columns(
+        (is_hdr | ~is_smi_row).cum_sum().alias("_blk"),
+        pl.col("_smi_hdr").shift(1).fill_null(False).alias("_after_smi"),
+        pl.col("_dc_hdr").shift(1).fill_null(False).alias("_after_dc"),
+        pl.col("_gpu").shift(1).alias("_prev_gpu"))
+    # nvidia-smi: link rows belong to the block of the GPU line above (or to none)
+    smi = df.filter(is_smi_row | (pl.col("_smi_hdr") & pl.col("_blk").is_in(
+        df.filter(is_smi_row)["_blk"].unique().implode())))
+    hdr_gpu = smi.filter(pl.col("_smi_hdr")).select("_blk", pl.col("_gpu").alias("_bgpu"))
+    bad = smi.filter(is_smi_row & pl.col("_inactive")).join(hdr_gpu, on="_blk", how="left").group_by("_blk").agg(
+        pl.col("line_no").min(), pl.col("_bgpu").first().alias("gpu"),
+        pl.col("_link").sort().cast(pl.Utf8).str.join(",").alias("code"))
+    # dcgmi: the link line right under a `gpuId n:` line
+    dc = df.filter(pl.col("_dc").is_not_null() & pl.col("_after_dc")).with_columns(
+        pl.col("_dc").str.split(" ").list.eval(pl.arg_where(pl.element() == "D")).alias("_down"))
+    dc_bad = dc.filter(pl.col("_down").list.len() > 0).select(
+        "line_no", pl.col("_prev_gpu").alias("gpu"),
+        pl.col("_down").list.eval(pl.element().cast(pl.Utf8)).list.join(",").alias("code"))
+    known = pl.concat([smi["line_no"], df.filter(pl.col("_dc_hdr"))["line_no"], dc["line_no"]])
+    ev = pl.concat([bad.select("line_no", "gpu", "code"), dc_bad], how="diagonal_relaxed")
+    if ev.is_empty():
+        return pl.DataFrame(), known
+    ev = ev.join(lines.select("line_no", pl.col("body").alias("message")), on="line_no", how="left").with_columns(
+        pl.lit("nvlink_status").alias("kind"), pl.lit("error").alias("severity"),
+        pl.lit("missing").alias("ts_quality"), pl.col("gpu").cast(pl.Int64))
+    return ev, known
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,6 +492,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     err = _errors(lines, ctx)
     if not err.is_empty():
         event_parts.append(err)
+    if lines.select(b.str.contains(NVL_ANY_RE).any()).item():
+        e, ig = _nvlink(lines, ctx)
+        event_parts.append(e)
+        ignored_parts.append(ig)
     if flags["q"]:
         s, e, ig = _query(lines, ctx)
         sample_parts.append(s)

@@ -6,6 +6,17 @@ aborted`, `srun: Force Terminated`), `slurm_task_exit` (`srun: error: host: task
 Memory`) and `slurm_node_fail` (`Node failure on host`, `STEPD TERMINATED ... JOB NOT ENDING WITH
 SIGNALS`). `*** REASON: ... ***` detail lines are claimed with the record above; other `srun:`
 informational lines are ignored.
+
+Also `slurm_error` (code `EXECVE` for `slurmstepd: error: execve(): <path>: <why>`, `PROLOG_FAILED`
+for prolog/epilog failures), `slurm_node_fail` code `NOT_RESPONDING` (`Nodes n[1-2] not responding`)
+and the cgroup plugin's `oom-kill event count: N` as `slurm_oom`.
+
+PBS / Torque notices (the job mail body and the `=>> PBS:` lines MOM writes into the job's
+output) are `pbs_job` events: code `NODE_FAILURE` (`job preempted (node failure)`), `PREEMPTED`
+(`Job was preempted`, `job preempted`), `WALLTIME` (`job killed: walltime N exceeded limit M`,
+`Job exceeded its walltime limit`), `MEMLIMIT` (`job killed: mem|vmem|pmem N exceeded limit M`),
+`DELETED` (`Job deleted at request of <who>`), `EXIT_STATUS=<n>` (`Exit_status=<n>`). LSF's
+`TERM_*` lines say `job killed` and reach the catalog as error lines.
 """
 
 from __future__ import annotations
@@ -22,7 +33,7 @@ EXCLUSIVE = False
 BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
 DESCRIPTION = "slurmstepd/srun messages: cancellations (time limit, preemption, node failure), task exits, OOM"
 FORMATS = ("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices")
-EXTRACTS = ("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail")
+EXTRACTS = ("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail", "slurm_error", "pbs_job")
 
 CANCEL_RE = (
     r"\*\*\* (?P<what>JOB|STEP) (?P<id>\S+) ON (?P<host>\S+) CANCELLED AT (?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
@@ -32,6 +43,12 @@ STEP_FAIL_RE = r"\*\*\* STEP (?P<id>\S+) ON (?P<host>\S+) FAILED"
 NOT_ENDING_RE = r"\*\*\* (?:JOB|STEP|STEPD) .*?TERMINATED ON (?P<host>\S+) AT (?P<t>\S+) DUE TO JOB NOT ENDING WITH SIGNALS"
 TASK_RE = r"srun: error: (?P<host>[^\s:]+): tasks? (?P<tasks>[\d,\-\s]+?): (?P<what>.+?)\s*$"
 OOM_RE = r"Detected (?P<n>\d+) oom[-_]kill events?"
+CG_OOM_RE = r"task/cgroup: .*oom[-_]kill event count: (?P<n>\d+)"
+EXECVE_RE = r"slurmstepd(?:-\S+)?: error: execve\(\): (?P<what>.*)$"
+PROLOG_RE = r"(?i)\b(?:prolog|epilog)(?: |_)?(?:failed|failure)|Prolog/Epilog failure"
+NOT_RESP_RE = r"error: Nodes? (?P<host>\S+) not responding"
+PBS_RE = (r"job preempted \(node failure\)|[Jj]ob (?:was )?preempted|job killed: (?:walltime|mem|vmem|pmem) \d+\S* exceeded"
+          r"|exceeded its walltime limit|Job deleted at request of \S+|\bExit_status=-?\d+")
 NODE_FAIL_RE = r"srun: error: Node failure on (?P<host>\S+)"
 
 SIGNAL_NAMES = {
@@ -65,7 +82,9 @@ def sniff(head: str) -> float:
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    cand = lines.filter(b.str.contains_any(["***", "srun:", "oom", "slurmstepd", "Force Terminated"]))
+    cand = lines.filter(b.str.contains_any(["***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", "pilog",
+                                            "not responding", "preempted", "walltime", "exceeded limit",
+                                            "Job deleted at request", "Exit_status=", "Exec host:"]))
     cand = cand.with_columns(
         b.str.extract_groups(CANCEL_RE).alias("_c"),
         b.str.extract_groups(STEP_FAIL_RE).alias("_sf"),
@@ -83,6 +102,19 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_nodefail = F("_nf").struct.field("host").is_not_null()
     is_aborted = b.str.contains(r"srun: Job step aborted", literal=False)
     is_force = b.str.contains(r"Force Terminated", literal=True)
+    cg_oom = b.str.extract(CG_OOM_RE, 1)
+    is_execve = b.str.contains(EXECVE_RE)
+    is_prolog = b.str.contains(PROLOG_RE) & b.str.contains(r"(?i)error|slurm|fail")
+    not_resp = b.str.extract(NOT_RESP_RE, 1)
+    is_pbs = b.str.contains(PBS_RE)
+    pbs_code = (
+        pl.when(b.str.contains(r"job preempted \(node failure\)")).then(pl.lit("NODE_FAILURE"))
+        .when(b.str.contains(r"[Jj]ob (?:was )?preempted")).then(pl.lit("PREEMPTED"))
+        .when(b.str.contains(r"walltime \d+\S* exceeded|exceeded its walltime limit")).then(pl.lit("WALLTIME"))
+        .when(b.str.contains(r"job killed: (?:mem|vmem|pmem) ")).then(pl.lit("MEMLIMIT"))
+        .when(b.str.contains("Job deleted at request of", literal=True)).then(pl.lit("DELETED"))
+        .otherwise(pl.concat_str([pl.lit("EXIT_STATUS="), b.str.extract(r"\bExit_status=(-?\d+)", 1)]))
+    )
     is_reason = b.str.contains(r"\*\*\* REASON: ")
     what = F("_t").struct.field("what")
     what_core = what.str.replace(r"\s*\(core dumped\)$", "")
@@ -99,6 +131,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_oom | (is_task & task_oom)).then(pl.lit("slurm_oom"))
         .when(is_task).then(pl.lit("slurm_task_exit"))
         .when(is_force | is_aborted).then(pl.lit("slurm_cancel"))
+        .when(cg_oom.is_not_null()).then(pl.lit("slurm_oom"))
+        .when(not_resp.is_not_null()).then(pl.lit("slurm_node_fail"))
+        .when(is_execve | is_prolog).then(pl.lit("slurm_error"))
+        .when(is_pbs).then(pl.lit("pbs_job"))
     )
     cancel_code = _due_code(F("_c").struct.field("due").str.strip_chars())
     code = (
@@ -111,6 +147,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_task).then(task_code)
         .when(is_force).then(pl.lit("FORCE_TERMINATED"))
         .when(is_aborted).then(pl.lit("STEP_ABORTED"))
+        .when(cg_oom.is_not_null()).then(cg_oom)
+        .when(not_resp.is_not_null()).then(pl.lit("NOT_RESPONDING"))
+        .when(is_execve).then(pl.lit("EXECVE"))
+        .when(is_prolog).then(pl.lit("PROLOG_FAILED"))
+        .when(is_pbs).then(pbs_code)
     )
     severity = (
         pl.when(is_cancel & cancel_code.is_in(["TIME_LIMIT", "PREEMPTION", "JOB_REQUEUE", "SIGNAL", "CANCELLED"]))
@@ -119,11 +160,20 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_notend | is_nodefail).then(pl.lit("critical"))
         .when(is_aborted).then(pl.lit("warning"))
         .when(is_task & (exit_code == "0")).then(pl.lit("info"))
+        .when(is_pbs & pbs_code.str.starts_with("EXIT_STATUS=")).then(pl.lit("info"))
+        .when(is_pbs & pbs_code.is_in(["DELETED", "PREEMPTED", "WALLTIME"])).then(pl.lit("warning"))
         .otherwise(pl.lit("error"))
     )
     host = pl.coalesce(F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
                        F("_t").struct.field("host"), F("_nf").struct.field("host"),
                        line_host(ctx))
+    # a PBS mail names the job's first execution host above its notices (`Exec host:  gpu-2-17/5`)
+    keys = [k for k in ("hint_file",) if k in cand.columns]
+    exec_host = b.str.extract(r"^\s*Exec host:\s+([^/\s+]+)", 1)
+    exec_host = exec_host.forward_fill().over(keys) if keys else exec_host.forward_fill()
+    host = (pl.when(is_pbs).then(pl.coalesce(exec_host, line_host(ctx)))
+            .when(not_resp.is_not_null()).then(not_resp.str.extract(r"^([^\[,]+)$", 1))  # a node list: no one host
+            .otherwise(host))
     t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"))
     ts = iso(t_raw.str.replace("T", " "), ctx.tz)
     cand = cand.with_columns(kind.alias("kind"), code.alias("code"), severity.alias("severity"),

@@ -74,5 +74,5 @@ def test_catalog_literals_cover_the_catalog() -> None:
 
     lits = catalog_literals(load_catalog())
     assert lits == sorted(set(lits))
-    assert {"Xid", "fallen off the bus", "NODE FAIL", "out of memory"} <= set(lits)
+    assert {"SXid", "fallen off the bus", "NODE FAIL", "out of memory"} <= set(lits)
     assert all(len(x.strip()) >= 3 for x in lits)

@@ -97,3 +97,30 @@ def test_property_mutated_lines(muts: list[tuple[str, int, str]]) -> None:
     text = "\n".join(["Namespace: x", *[ln[:i] + j + ln[i:] for ln, i, j in muts]])
     ex = run(text)
     check_contract(ex, len(decode_lines(text.encode()).lines))
+
+
+def test_training_operator_job_condition() -> None:
+    text = ("Status:\n  Conditions:\n    Last Transition Time:  2019-05-15T10:00:00Z\n"
+            "    Message:               TFJob myjob has failed because 1 Worker replica(s) failed.\n"
+            "    Reason:                TFJobFailed\n    Status:                True\n    Type:                  Failed\n")
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"]) for e in ex.events.iter_rows(named=True)] == [
+        (5, "k8s_job_status", "TFJobFailed")]
+    check_contract(ex, 7)
+
+
+def test_cloud_interruption_notices_need_no_pod_marker() -> None:
+    text = (
+        "2024/05/01 10:00:00 INF Adding new event to the event store event={\"Description\":\"Spot ITN received. "
+        "Instance will be interrupted at 2024-05-01T10:02:00Z \\n\",\"Kind\":\"SPOT_ITN\"}\n"
+        "{\"EventId\":\"A123\",\"EventType\":\"Preempt\",\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"vm1\"]}\n"
+        "2024-05-01T10:00:03.000Z compute.instances.preempted projects/p/zones/us-central1-a/instances/gke-pool-1-abcd\n"
+        "an unrelated line\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"], e["ts"]) for e in ex.events.iter_rows(named=True)] == [
+        (1, "cloud_preemption", "aws_spot", datetime(2024, 5, 1, 10, 0, tzinfo=UTC)),
+        (2, "cloud_preemption", "azure_preempt", None),
+        (3, "cloud_preemption", "gce_preempted", datetime(2024, 5, 1, 10, 0, 3, tzinfo=UTC))]
+    assert ex.claimed.to_list() == [1, 2, 3]
+    check_contract(ex, 4)

@@ -222,7 +222,7 @@ def test_fallen_off_bus_multiline() -> None:
     f = ev(ex, "gpu_fell_off_bus")
     assert [(e["line_no"], e["pci_bus_id"]) for e in f] == [(2, "0000:01:00"), (3, "0000:18:00")]
     assert ex.claimed.to_list() == [1, 2, 3, 4, 5]
-    assert ev(ex, "nvrm_error")[0]["code"] == "THREAD_NODE_CHECK_TIMEOUT"
+    assert ev(ex, "nvrm_error")[0]["code"] == "GPU_NOT_ATTACHED"  # API_GPU_ATTACHED_SANITY_CHECK failed
 
 
 def test_gsp_and_nvrm_errors() -> None:
@@ -352,3 +352,96 @@ def test_journalctl_json_kernel_records() -> None:
     assert ex.tables["xid_events"]["xid"].to_list() == [79]
     check_contract(ex, 4)
     assert kernel.sniff((FIX / "journal_json.log").read_text()) >= 0.5
+
+
+# ---- OOM partial records, hung tasks, lockups, filesystems, power key, GSP timeouts ------------
+
+def test_oom_record_lines_stand_for_a_missing_kill_line() -> None:
+    text = (
+        "[  100.000001] python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0\n"
+        "[  100.000002] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,"
+        "oom_memcg=/kubepods/pod1,task_memcg=/kubepods/pod1/c1,task=python3,pid=4242,uid=0\n"
+        "[  100.000003] Memory cgroup out of memory: Killed process 4242 (python3) total-vm:1000kB, anon-rss:900kB, "
+        "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:10kB oom_score_adj:0\n"
+        "[  100.000004] oom_reaper: reaped process 4242 (python3), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB\n"
+        "[  150.000001] Mem-Info:\n[  150.000002] Mem-Info:\n[  150.000003] Mem-Info:\n[  150.000004] Mem-Info:\n"
+        "[  200.000001] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,"
+        "oom_memcg=/slurm/job_7,task_memcg=/slurm/job_7/step_0,task=torchrun,pid=777,uid=1000\n"
+        "[  250.000001] Out of memory (oom_kill_allocating_task): Killed process 99 (dataloader) total-vm:10kB\n"
+        "[  300.000001] oom_reaper: reaped process 31337 (pt_main_thread), now anon-rss:0kB, file-rss:0kB\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["code"], e["pid"]) for e in ev(ex, "host_oom_kill")] == [
+        (3, "python3", 4242), (9, "torchrun", 777), (10, "dataloader", 99), (11, "pt_main_thread", 31337)]
+    assert {1, 2, 4} <= set(ex.claimed.to_list())  # the record's other lines are claimed with it
+    check_contract(ex, 11)
+
+
+def test_hung_task_lockups_and_rcu_stalls() -> None:
+    text = (
+        "[  300.000001] INFO: task python:1234 blocked for more than 122 seconds.\n"
+        "[  300.000002]       Tainted: P           OE     5.15.0-91-generic #101-Ubuntu\n"
+        '[  300.000003] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.\n'
+        "[  400.000001] watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [python:1234]\n"
+        "[  400.000002] NMI watchdog: Watchdog detected hard LOCKUP on cpu 3\n"
+        "[  400.000003] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:\n"
+        "[  400.000004] rcu: INFO: rcu_preempt self-detected stall on CPU\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"], e["pid"]) for e in ev(ex)] == [
+        (1, "hung_task", "python", 1234), (4, "kernel_lockup", "soft_lockup", None),
+        (5, "kernel_lockup", "hard_lockup", None), (6, "kernel_lockup", "rcu_stall", None),
+        (7, "kernel_lockup", "rcu_stall", None)]
+    assert 3 in ex.claimed.to_list() and 2 in ex.ignored.to_list()
+    check_contract(ex, 7)
+
+
+def test_filesystem_and_block_errors() -> None:
+    text = (
+        "[  500.000001] EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm python: reading directory\n"
+        "[  500.000002] EXT4-fs (sda1): Remounting filesystem read-only\n"
+        "[  500.000003] XFS (nvme0n1): Corruption detected. Unmount and run xfs_repair\n"
+        "[  500.000004] XFS (dm-0): Filesystem has been shut down due to log error (0x2).\n"
+        "[  500.000005] nfs: server fs01 not responding, still trying\n"
+        "[  500.000006] nfs: server fs01 OK\n"
+        "[  500.000007] LustreError: 12345:0:(client.c:1234:ptlrpc_expire_one_request()) @@@ Request sent has timed out\n"
+        "[  500.000008] blk_update_request: I/O error, dev sdb, sector 2048 op 0x1:(WRITE) flags 0x800 phys_seg 1\n"
+        "[  500.000009] Buffer I/O error on dev sdb1, logical block 0, lost async page write\n"
+        "[  500.000010] nvme nvme0: I/O 123 QID 4 timeout, aborting\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["code"], e["severity"]) for e in ev(ex, "fs_error")] == [
+        (1, "EXT4_ERROR", "error"), (2, "READ_ONLY", "error"), (3, "XFS_ERROR", "error"), (4, "XFS_ERROR", "error"),
+        (5, "NFS_NOT_RESPONDING", "error"), (6, "NFS_OK", "info"), (7, "LUSTRE_ERROR", "error"),
+        (8, "IO_ERROR", "error"), (9, "IO_ERROR", "error"), (10, "NVME_TIMEOUT", "error")]
+    check_contract(ex, 10)
+
+
+def test_power_key_from_logind_in_a_journal_dump() -> None:
+    text = (
+        "Dec 01 09:00:00 node7 kernel: mlx5_core 0000:1a:00.0: Port module event[error]: module 0, Cable error, "
+        "Bad or shorted cable/module\n"
+        "Dec 01 09:00:05 node7 systemd-logind[1200]: Power key pressed.\n"
+        "Dec 01 09:00:05 node7 systemd-logind[1200]: Powering Off...\n"
+        "Dec 01 09:00:06 node7 sshd[900]: Power key pressed.\n"
+    )
+    ex = run(text, ref_year=2026)
+    assert [(e["line_no"], e["kind"], e["code"], e["host"]) for e in ev(ex)] == [
+        (1, "ib_port", "CABLE_ERROR", "node7"), (2, "power_key", "POWER_KEY", "node7")]
+    assert ev(ex)[1]["ts"] == datetime(2026, 12, 1, 9, 0, 5, tzinfo=UTC)
+    check_contract(ex, 4)
+
+
+def test_gsp_heartbeat_and_rpc_timeout_are_not_gpu_lost() -> None:
+    text = (
+        "[   24.302465] NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 812751949\n"
+        "[   84.300451] NVRM: GPU6 _threadNodeCheckTimeout: _threadNodeCheckTimeout: currentTime: f420db7018cc0 >= "
+        "f420db7018cc0\n"
+        "[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ****************** GSP Timeout ******************\n"
+        "[   90.000000] NVRM: _threadNodeCheckTimeout: API_GPU_ATTACHED_SANITY_CHECK failed!\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"]) for e in ev(ex)] == [
+        (1, "gsp_error", "HEARTBEAT_TIMEOUT"), (2, "nvrm_error", "THREAD_NODE_CHECK_TIMEOUT"),
+        (3, "gsp_error", "RPC_TIMEOUT"), (4, "nvrm_error", "GPU_NOT_ATTACHED")]
+    check_contract(ex, 4)

@@ -170,3 +170,59 @@ def test_property_mutated_real_lines(muts: list[tuple[str, int, str]]) -> None:
     text = "\n".join(lines)
     ex = run(text)
     check_contract(ex, len(decode_lines(text.encode()).lines))
+
+
+# ---- NVML agents (k8s device plugin, gpud) and NVLink status tables ---------------------------
+
+def test_device_plugin_and_gpud_xid_lines() -> None:
+    text = (
+        "2024/03/01 10:00:00 Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock\n"
+        "2024/03/01 10:05:07 XidCriticalError: Xid=48 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, "
+        "the device will go unhealthy.\n"
+        "2024/03/01 10:05:07 'nvidia.com/gpu' device marked unhealthy: GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8\n"
+        "I0301 10:06:00.123456       1 health.go:171] XidCriticalError: Xid=79 on Device=GPU-1; marking device as unhealthy.\n"
+        "XID 94(Contained ECC error) detected on PCI:0000:9b:00\n"
+        "SXID 12028 detected on 0000:05:00.0\n"
+        "failed to get remapped rows for GPU-ac896b35-5782-c478-4b2a-a661de07770f: failed to get device remapped rows: "
+        "ERROR_GPU_IS_LOST\n"
+    )
+    ex = run(text)
+    assert rows(ex) == [
+        (2, "xid", None, None, "48", "critical"),
+        (3, "gpu_unhealthy", None, None, "unhealthy", "warning"),
+        (4, "xid", None, None, "79", "critical"),
+        (5, "xid", None, "0000:9b:00", "94", "warning"),
+        (7, "gpu_lost", None, None, "GPU is lost", "critical"),
+    ]
+    assert ex.events["ts"].to_list()[:2] == [datetime(2024, 3, 1, 10, 5, 7, tzinfo=UTC)] * 2
+    check_contract(ex, 7)
+
+
+def test_nvidia_smi_nvlink_status_inactive_links() -> None:
+    text = (
+        "GPU 0: Tesla V100-SXM2-32GB (UUID: GPU-0f0e7c2a-1111-2222-3333-444455556666)\n"
+        "\t Link 0: 25.781 GB/s\n\t Link 1: 25.781 GB/s\n"
+        "GPU 3: Tesla V100-SXM2-32GB (UUID: GPU-1f0e7c2a-1111-2222-3333-444455556666)\n"
+        "\t Link 0: 25.781 GB/s\n\t Link 3: <inactive>\n\t Link 4: 25.781 GB/s\n\t Link 5: <inactive>\n"
+        "....\n"  # a headerless excerpt: link rows with no GPU line above
+        "         Link 1: 25.781 GB/s\n         Link 2: <inactive>\n"
+    )
+    ex = run(text)
+    ev = [(r["line_no"], r["kind"], r["gpu"], r["code"]) for r in ex.events.iter_rows(named=True)]
+    assert ev == [(6, "nvlink_status", 3, "3,5"), (11, "nvlink_status", None, "2")]
+    assert set(range(1, 9)) | {10, 11} <= set(ex.claimed.to_list()) | set(ex.ignored.to_list())
+    check_contract(ex, 11)
+
+
+def test_dcgmi_nvlink_link_status_down_links() -> None:
+    text = (
+        "+----------------------+\n|  NvLink Link Status  |\n+----------------------+\nGPUs:\n"
+        "    gpuId 0:\n        U U U U U U D U U U U U X X _ _ _ _\n"
+        "    gpuId 1:\n        U U U U U U U U U U U U U U U U U U\n"
+        "NvSwitches:\n    No NvSwitches found.\n\nKey: Up=U, Down=D, Disabled=X, Not Supported=_\n"
+    )
+    ex = run(text)
+    assert [(r["line_no"], r["kind"], r["gpu"], r["code"]) for r in ex.events.iter_rows(named=True)] == [
+        (6, "nvlink_status", 0, "6")]
+    assert {5, 7, 8} <= set(ex.ignored.to_list())
+    check_contract(ex, 12)

@@ -107,3 +107,34 @@ def test_sniff_ranks_slurm_fixtures_first() -> None:
     for f in sorted(FIX.glob("*.log")):
         head = f.read_text()
         assert slurm.sniff(head) > max(m.sniff(head) for m in (kernel, dcgm, sacct)), f.name
+
+
+def test_slurmstepd_slurmd_slurmctld_errors() -> None:
+    text = (
+        "slurmstepd: error: execve(): /tmp/slurmd/job00089/slurm_script: No such file or directory\n"
+        "srun: error: Task launch for StepId=1234.0 failed on node gpu-07: Prolog failed\n"
+        "slurmctld[11]: error: Nodes gpu-[01-02] not responding\n"
+        "slurmctld[11]: error: Node gpu-07 not responding, setting DOWN\n"
+        "slurmstepd: error: task/cgroup: _oom_event_monitor: StepId=1234.0 oom-kill event count: 2\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"], e["host"]) for e in ex.events.iter_rows(named=True)] == [
+        (1, "slurm_error", "EXECVE", None), (2, "slurm_error", "PROLOG_FAILED", None),
+        (3, "slurm_node_fail", "NOT_RESPONDING", None), (4, "slurm_node_fail", "NOT_RESPONDING", "gpu-07"),
+        (5, "slurm_oom", "2", None)]
+    check_contract(ex, 5)
+
+
+def test_pbs_torque_mail_and_mom_lines() -> None:
+    text = (
+        "PBS Job Id: 2600365.mskcc-fe1.local\nJob Name:   STDIN\nExec host:  gpu-2-17/5\njob deleted\n"
+        "Job deleted at request of root@mskcc-fe1.local\njob preempted (node failure)\n"
+        "=>> PBS: job killed: walltime 3610 exceeded limit 3600\n"
+        "=>> PBS: job killed: vmem 9123456kb exceeded limit 8388608kb\nJob was preempted\nExit_status=-11\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["code"], e["host"]) for e in ex.events.iter_rows(named=True)] == [
+        (5, "DELETED", "gpu-2-17"), (6, "NODE_FAILURE", "gpu-2-17"), (7, "WALLTIME", "gpu-2-17"),
+        (8, "MEMLIMIT", "gpu-2-17"), (9, "PREEMPTED", "gpu-2-17"), (10, "EXIT_STATUS=-11", "gpu-2-17")]
+    assert set(ex.events["kind"].to_list()) == {"pbs_job"}
+    check_contract(ex, 10)

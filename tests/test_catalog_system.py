@@ -1,0 +1,191 @@
+"""End to end: the kernel / GPU-agent / scheduler / Kubernetes / cloud families of the catalog
+(docs/catalog-cat-system.md). Each case is a small job directory holding the lines as their
+emitter prints them, with the prefixes real logs carry; the verdict's category and the evidence
+line (path:line) are checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forensics.analysis import analyze
+
+T = "[Tue Dec  1 09:10:{s:02d} 2026] "  # dmesg -T
+
+
+def dmesg(*lines: str) -> str:
+    head = "[Tue Dec  1 08:00:00 2026] Linux version 6.8.0-45-generic (buildd@lcy02) #45-Ubuntu SMP\n"
+    return head + "".join(T.format(s=i) + ln + "\n" for i, ln in enumerate(lines))
+
+
+# (case id, {path: text}, category, evidence path, evidence line, culprit host or None)
+CASES = [
+    ("oom-memcg-partial-record", {"node-07/dmesg.log": dmesg(
+        "python3 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+        "memory: usage 524288000kB, limit 524288000kB, failcnt 1234",
+        "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0-1,oom_memcg=/slurm/uid_1000/"
+        "job_7,task_memcg=/slurm/uid_1000/job_7/step_0/task_0,task=python3,pid=4242,uid=1000")},
+     "oom", "node-07/dmesg.log", 4, "node-07"),
+    ("soft-lockup", {"node-03/dmesg.log": dmesg(
+        "watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [python3:4242]",
+        "Modules linked in: nvidia_uvm(POE) nvidia_drm(POE) nvidia(POE)",
+        "CPU: 12 PID: 4242 Comm: python3 Tainted: P           OEL     6.8.0-45-generic #45-Ubuntu")},
+     "host_hardware", "node-03/dmesg.log", 2, "node-03"),
+    ("hung-task-on-nfs", {"node-05/dmesg.log": dmesg(
+        "nfs: server fs01 not responding, still trying",
+        "INFO: task python3:4242 blocked for more than 122 seconds.",
+        "      Tainted: P           OE     6.8.0-45-generic #45-Ubuntu",
+        '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.')},
+     "storage", "node-05/dmesg.log", 2, "node-05"),
+    ("ext4-remount-read-only", {"node-02/dmesg.log": dmesg(
+        "EXT4-fs error (device nvme0n1p2): ext4_journal_check_start:83: comm python3: Detected aborted journal",
+        "EXT4-fs (nvme0n1p2): Remounting filesystem read-only")},
+     "storage", "node-02/dmesg.log", 2, "node-02"),
+    ("power-key", {"node-09/syslog": (
+        "Dec  1 09:10:00 node-09 systemd-logind[1200]: Power key pressed.\n"
+        "Dec  1 09:10:00 node-09 systemd-logind[1200]: Powering Off...\n"
+        "Dec  1 09:10:01 node-09 systemd[1]: Stopping Session 3 of User alice...\n")},
+     "preemption", "node-09/syslog", 1, "node-09"),
+    ("gsp-heartbeat-not-gpu-lost", {"node-01/dmesg.log": (
+        "[   14.650646] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  595.71.05  Release Build\n"
+        "[   24.302465] NVRM: GPU6 _kgspIsHeartbeatTimedOut: Heartbeat timed out, currentTimeMs 812751949 heartbeat "
+        "1899482 heartbeatWithOffsetMs 812745879 diff 6070 timeout 5200\n"
+        "[   84.300451] NVRM: GPU6 _threadNodeCheckTimeout: _threadNodeCheckTimeout: currentTime: f420db7018cc0 >= "
+        "f420db7018cc0\n"
+        "[   84.300463] NVRM: GPU6 _threadNodeCheckTimeout: _threadNodeCheckTimeout: Timeout was set to: 4000 msecs!\n"
+        "[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ****************** GSP Timeout ******************\n")},
+     "gpu_driver_firmware", "node-01/dmesg.log", 2, "node-01"),
+    ("pcie-uncorrected-completion-timeout", {"node-04/dmesg.log": dmesg(
+        "pcieport 0000:00:03.1: AER: Uncorrected (Non-Fatal) error received: 0000:03:00.0",
+        "nvidia 0000:03:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, "
+        "(Requester ID)",
+        "nvidia 0000:03:00.0:   device [10de:2330] error status/mask=00004000/00000000",
+        "nvidia 0000:03:00.0:    [14] CmpltTO                (First)")},
+     "gpu_other_hardware", "node-04/dmesg.log", 2, "node-04"),
+    ("machine-check-exception", {"node-06/dmesg.log": dmesg(
+        "mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 5: be00000000800400",
+        "mce: [Hardware Error]: RIP !INEXACT! 10:<ffffffff8103ee0a> {intel_idle+0x5a/0x90}",
+        "mce: [Hardware Error]: TSC 1b9a3e1c2f4 ADDR fe7f0000 MISC 0",
+        "Kernel panic - not syncing: Fatal machine check")},
+     "host_hardware", "node-06/dmesg.log", 2, "node-06"),
+    ("mlx5-cable-error", {"node-08/dmesg.log": dmesg(
+        "mlx5_core 0000:1a:00.0: Port module event[error]: module 0, Cable error, Bad or shorted cable/module",
+        "mlx5_core 0000:1a:00.0 ibp26s0: Link down")},
+     "network_fabric", "node-08/dmesg.log", 2, "node-08"),
+    ("dcgm-exporter-xid-79", {"node-11/dcgm.prom": (
+        "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.\n"
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+        'DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-265c9814-6156-355b-e589-ff2064894f16",device="nvidia0",'
+        'modelName="NVIDIA H100 80GB HBM3",Hostname="node-11"} 0\n'
+        'DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="GPU-2d20791a-b4a6-ba59-97f1-e95b99fe5b49",device="nvidia1",'
+        'modelName="NVIDIA H100 80GB HBM3",Hostname="node-11"} 79\n')},
+     "gpu_lost", "node-11/dcgm.prom", 4, "node-11"),
+    ("device-plugin-xid-48", {"k8s/device-plugin.log": (
+        "2024/03/01 10:00:00 Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock\n"
+        "2024/03/01 10:05:07 XidCriticalError: Xid=48 on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the "
+        "device will go unhealthy.\n"
+        "2024/03/01 10:05:07 'nvidia.com/gpu' device marked unhealthy: GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8\n")},
+     "gpu_memory", "k8s/device-plugin.log", 2, None),
+    ("gpud-xid-79", {"gpud.log": (
+        "XID 79(GPU has fallen off the bus) detected on PCI:0000:ae:00\n"
+        "failed to get remapped rows for GPU-ac896b35-5782-c478-4b2a-a661de07770f: failed to get device remapped "
+        "rows: ERROR_GPU_IS_LOST\n")},
+     "gpu_lost", "gpud.log", 1, None),
+    ("nvidia-smi-nvlink-inactive", {"node-12/nvlink.txt": (
+        "GPU 2: Tesla V100-SXM2-32GB (UUID: GPU-0f0e7c2a-1111-2222-3333-444455556666)\n"
+        "\t Link 0: 25.781 GB/s\n\t Link 1: 25.781 GB/s\n\t Link 2: 25.781 GB/s\n"
+        "GPU 3: Tesla V100-SXM2-32GB (UUID: GPU-1f0e7c2a-1111-2222-3333-444455556666)\n"
+        "\t Link 0: 25.781 GB/s\n\t Link 1: 25.781 GB/s\n\t Link 2: 25.781 GB/s\n\t Link 3: <inactive>\n"
+        "\t Link 4: 25.781 GB/s\n\t Link 5: <inactive>\n")},
+     "nvlink", "node-12/nvlink.txt", 9, "node-12"),
+    ("dcgmi-nvlink-down", {"node-13/dcgmi_nvlink.txt": (
+        "+----------------------+\n|  NvLink Link Status  |\n+----------------------+\nGPUs:\n"
+        "    gpuId 0:\n        U U U U U U U U U U U U U U U U U U\n"
+        "    gpuId 1:\n        U U U U D D U U U U U U U U U U U U\n"
+        "NvSwitches:\n    No NvSwitches found.\n\nKey: Up=U, Down=D, Disabled=X, Not Supported=_\n")},
+     "nvlink", "node-13/dcgmi_nvlink.txt", 8, "node-13"),
+    ("slurm-execve-spool-script", {"slurm-89.err": (
+        "slurmstepd: error: execve(): /tmp/slurmd/job00089/slurm_script: No such file or directory\n")},
+     "storage", "slurm-89.err", 1, None),
+    ("slurm-prolog-failed", {"slurm-1234.out": (
+        "srun: error: Task launch for StepId=1234.0 failed on node gpu-07: Prolog failed\n"
+        "srun: error: Application launch failed: Prolog failed\n")},
+     "host_hardware", "slurm-1234.out", 1, None),
+    ("pbs-node-failure-mail", {"scheduler/mail.txt": (
+        "PBS Job Id: 2600365.fe1.local\nJob Name:   train\nExec host:  gpu-2-17/5\njob deleted\n"
+        "Job deleted at request of root@fe1.local\njob preempted (node failure)\n")},
+     "host_hardware", "scheduler/mail.txt", 6, "gpu-2-17"),
+    ("pbs-walltime", {"train.o123": (
+        "step 100 loss 2.31\n=>> PBS: job killed: walltime 86420 exceeded limit 86400\n")},
+     "time_limit", "train.o123", 2, None),
+    ("lsf-runlimit", {"lsf.out": (
+        "Sender: LSF System <lsfadmin@gpu-a01>\nSubject: Job 4711: <train> in cluster <c1> Exited\n"
+        "TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n")},
+     "time_limit", "lsf.out", 3, None),
+    ("aws-spot-interruption", {"nth/termination-handler.log": (
+        "2024/05/01 10:00:00 INF Adding new event to the event store event={\"Description\":\"Spot ITN received. "
+        "Instance will be interrupted at 2024-05-01T10:02:00Z \\n\",\"Kind\":\"SPOT_ITN\"}\n"
+        "2024/05/01 10:00:01 INF Cordoning the node\n")},
+     "preemption", "nth/termination-handler.log", 1, None),
+    ("k8s-node-shutdown", {"pod.txt": (
+        "Name:             trainer-worker-3\nNamespace:        default\nNode:             gke-pool-1-abcd/10.0.0.5\n"
+        "Status:           Failed\nReason:           NodeShutdown\n"
+        "Message:          Pod was terminated in response to imminent node shutdown.\n")},
+     "preemption", "pod.txt", 5, "gke-pool-1-abcd"),
+]
+
+
+def _job(tmp_path: Path, files: dict[str, str]) -> Path:
+    job = tmp_path / "job"
+    for rel, text in files.items():
+        p = job / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return job
+
+
+@pytest.mark.parametrize(("files", "category", "path", "line", "host"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_family_end_to_end(tmp_path: Path, files: dict[str, str], category: str, path: str, line: int,
+                           host: str | None) -> None:
+    rep = analyze(_job(tmp_path, files), tmp_path / "out", html=False).report
+    v = rep["verdict"]
+    assert v["category"] == category
+    cited = {(e["path"], e["line"]) for i in rep["interruptions"] for e in i["evidence"] if e["role"] == "root"}
+    assert (path, line) in cited
+    if host is not None:
+        assert v["culprit"]["host"] == host
+
+
+def test_zero_xid_gauge_and_corrected_errors_name_no_root(tmp_path: Path) -> None:
+    """A DCGM Xid gauge of 0 is no Xid; `Machine check events logged` and corrected AER/EDAC records
+    are context: none of them is a root."""
+    files = {
+        "node-21/dcgm.prom": (
+            "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+            'DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-265c9814-6156-355b-e589-ff2064894f16",Hostname="node-21"} 0\n'
+            'DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="GPU-2d20791a-b4a6-ba59-97f1-e95b99fe5b49",Hostname="node-21"} 0\n'),
+        "node-21/dmesg.log": dmesg(
+            "mce: [Hardware Error]: Machine check events logged",
+            "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x12345)",
+            "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
+            "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)"),
+    }
+    a = analyze(_job(tmp_path, files), tmp_path / "out", html=False)
+    hits = a.sql("select h.signature, h.role from signature_hits h")
+    assert not hits.filter(hits["signature"].str.starts_with("xid-")).height
+    assert set(hits["role"].to_list()) == {"context"}
+    assert a.report["verdict"]["category"] not in ("host_hardware", "gpu_lost", "gpu_other_hardware")
+
+
+def test_cascade_xid_in_the_dcgm_gauge_names_no_root(tmp_path: Path) -> None:
+    """The gauge keeps the last Xid: a 45 there hides the Xid that caused it (NVIDIA/DCGM issue 235)."""
+    files = {"node-22/dcgm.prom": (
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
+        'DCGM_FI_DEV_XID_ERRORS{gpu="2",UUID="GPU-2d20791a-b4a6-ba59-97f1-e95b99fe5b49",Hostname="node-22",'
+        'err_code="45",err_msg="Preemptive cleanup, due to previous errors"} 45\n')}
+    a = analyze(_job(tmp_path, files), tmp_path / "out", html=False)
+    hits = a.sql("select h.signature, h.role from signature_hits h")
+    assert hits.rows() == [("dcgm-xid-cascade", "context")]
+    assert a.report["verdict"]["category"] == "unknown"

@@ -97,14 +97,20 @@ def _crash_like(report: dict) -> dict[int, dict]:
             and x.get("attempt") is not None}
 
 
-def _attempt_of(ts: pl.Expr, report: dict) -> pl.Expr:
-    """Attempt index of a timestamp: the last attempt that started at or before it."""
-    expr = pl.lit(None, dtype=pl.Int64)
-    for a in sorted(report.get("attempts", []), key=lambda a: a["start"] or ""):
-        s = _dt(a["start"])
-        if s is not None:
-            expr = pl.when(ts >= pl.lit(s.replace(tzinfo=UTC))).then(pl.lit(a["index"], dtype=pl.Int64)).otherwise(expr)
-    return expr
+def _attempt_of(ts: pl.Series, report: dict) -> pl.Series:
+    """Attempt index of each timestamp: the last attempt that started at or before it (of attempts
+    starting at the same instant, the last in report order by start). One binary search per row
+    over the sorted starts, however many attempts there are."""
+    starts = sorted(((d, a["index"]) for a in report.get("attempts", []) if (d := _dt(a["start"])) is not None),
+                    key=lambda x: x[0])  # stable: equal starts keep their order
+    if not starts:
+        return pl.Series(ts.name, [None] * len(ts), dtype=pl.Int64)
+    tz = getattr(ts.dtype, "time_zone", None)
+    key = pl.Series([d.replace(tzinfo=UTC) if tz else d for d, _ in starts]).cast(ts.dtype)
+    idx = pl.Series([i for _, i in starts], dtype=pl.Int64)
+    pos = key.search_sorted(ts, side="right").cast(pl.Int64)
+    got = idx.gather((pos - 1).clip(lower_bound=0))
+    return pl.select(pl.when((pos > 0) & ts.is_not_null()).then(got).otherwise(None).alias(ts.name)).to_series()
 
 
 # ---------------------------------------------------------------- downtime segments in time
@@ -144,7 +150,8 @@ def segments(report: dict, attempts: pl.DataFrame | None = None,
     ep = epoch.replace(tzinfo=UTC)
     ck = checkpoints if checkpoints is not None and not checkpoints.is_empty() else None
     if ck is not None:
-        ck = ck.filter(pl.col("ts").is_not_null()).with_columns(_attempt_of(pl.col("ts"), report).alias("_att"))
+        ck = ck.filter(pl.col("ts").is_not_null())
+        ck = ck.with_columns(_attempt_of(ck["ts"], report).alias("_att"))
     spans = []
     reasons = {a["index"]: a.get("end_reason") for a in reps}
     for a in attempts.sort("start").iter_rows(named=True):
@@ -250,7 +257,7 @@ def _step_series(steps: pl.DataFrame, report: dict) -> pl.DataFrame:
     if s.is_empty():
         return s
     if "attempt" not in s.columns or s["attempt"].null_count() == s.height:
-        s = s.drop("attempt", strict=False).with_columns(_attempt_of(pl.col("ts"), report).alias("attempt"))
+        s = s.drop("attempt", strict=False).with_columns(_attempt_of(s["ts"], report).alias("attempt"))
     s = s.with_columns(pl.col("host").fill_null(""), pl.col("rank").fill_null(-1))
     who = (s.group_by("attempt", "host", "rank").len().sort(["attempt", "len", "rank", "host"],
                                                             descending=[False, True, False, False])

@@ -170,3 +170,22 @@ def test_step_series_uses_one_reporter_per_attempt() -> None:
     rep = {"attempts": [{"index": 0, "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:02:00Z"}]}
     s = plots._step_series(steps, rep)
     assert s.height == 10 and s["rank"].unique().to_list() == [0]
+
+
+def test_attempt_of_many_attempts_is_the_last_start_at_or_before_each_time() -> None:
+    """1,000 attempts (two starting at the same instant, one without a start) and times before,
+    on and between their starts: each row gets the last attempt started by then, null before the
+    first, as a scan of every attempt would say."""
+    t0 = plots._dt("2026-01-01T00:00:00Z")
+    atts = [{"index": i, "start": f"{t0 + timedelta(seconds=60 * i):%Y-%m-%dT%H:%M:%S}Z"} for i in range(1000)]
+    atts[500]["start"] = atts[499]["start"]  # same instant: the later in start order wins
+    atts.append({"index": 1000, "start": None})
+    ts = [t0 + timedelta(seconds=s) for s in (-5, 0, 59.9, 60, 29_940, 30_000, 59_999, 10**6)]
+    ts += [t0 + timedelta(seconds=37 * k + 0.5) for k in range(1700)]
+    frame = pl.DataFrame({"ts": ts + [None]}).with_columns(pl.col("ts").dt.replace_time_zone("UTC"))
+    got = plots._attempt_of(frame["ts"], {"attempts": atts}).to_list()
+    starts = sorted(((plots._dt(a["start"]), a["index"]) for a in atts if a["start"]), key=lambda x: x[0])
+    want = [max((k for k, (s, _) in enumerate(starts) if s <= t), default=None) for t in ts]
+    want = [starts[k][1] if k is not None else None for k in want] + [None]
+    assert got == want
+    assert got[:8] == [None, 0, 0, 1, 500, 500, 999, 999] and 499 not in got

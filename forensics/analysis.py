@@ -295,6 +295,9 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     proc_files = files.filter(pl.col("file_id").is_in(list(file_attempt)) & pl.col("first_ts").is_not_null()
                               & ~pl.col("parser").is_in(["kernel", "dcgm", "sacct"]).fill_null(False))
     events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"))
+    if attempts.height > dt.MANY_ATTEMPTS:
+        ing.warnings.append(f"{attempts.height} attempts were reconstructed, more than {dt.MANY_ATTEMPTS}: the plots draw "
+                            "them together; so many restarts are rare, check that each one is real (attempts table)")
     catalog = load_catalog()
     hits = match(catalog, events)
     completed = _completed_attempts(events, attempts, tables, hits)
@@ -419,10 +422,11 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
     ck = tables["checkpoints"].join(events.select("file_id", "line_no", "attempt", pl.col("kind").alias("ekind")),
                                     on=["file_id", "line_no"], how="left")
     spans = []
+    by = {k[0]: g for k, g in ck.partition_by("attempt", as_dict=True, maintain_order=True).items()}
     for a in attempts.iter_rows(named=True):
         i = a["index"]
         inter = by_attempt.get(i)
-        c = ck.filter(pl.col("attempt") == i)
+        c = by.get(i, ck.clear())
         saves, durable = dt.save_intervals(c, epoch)
         spans.append(dt.AttemptSpan(
             index=i, start=dt.to_seconds(a["start"], epoch), end=dt.to_seconds(a["end"], epoch),

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -26,11 +27,13 @@ from forensics.discovery import JobDirError, Limits, discover, is_archive
 from forensics.ingest import Ingested, ingest
 from forensics.report import build_report, write_markdown
 from forensics.signatures import load_catalog, match
-from forensics.store import Store
 from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from forensics.timeline import assign_attempts, rank_map
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
+
+if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or read, after the verdict
+    from forensics.store import Store
 
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
 
@@ -50,6 +53,8 @@ class Analysis:
     store_path: Path
 
     def _store(self) -> Store:
+        from forensics.store import Store
+
         return Store(self.store_path, create=False, read_only=True)
 
     def sql(self, query: str) -> pl.DataFrame:
@@ -152,10 +157,12 @@ def _check_out(root: Path, out: Path) -> None:
 
 def analyze(path: Path | str, out: Path | str | None = None,
             progress: Callable[[int, int], None] | None = None, limits: Limits | None = None,
-            html: bool = True) -> Analysis:
+            html: bool = True, on_report: Callable[[dict, Path], None] | None = None) -> Analysis:
     """Analyze the job directory (or .tar/.tar.gz) at `path`, write report.json, report.md,
     forensics.duckdb and (unless `html=False`) report.html with plots/ under `out` (default
-    ./forensics-out/<job-name>/), return the Analysis."""
+    ./forensics-out/<job-name>/), return the Analysis. `on_report(report, out_dir)` is called
+    with the finished report before any output is written (the CLI prints the verdict there):
+    until then neither matplotlib nor DuckDB has been imported."""
     root = Path(path)
     if not root.exists():
         raise JobDirError(f"no such file or directory: {root}")
@@ -168,13 +175,15 @@ def analyze(path: Path | str, out: Path | str | None = None,
     disc = discover(root, limits)
     spill = tempfile.TemporaryDirectory(prefix="forensics-spill-")  # never inside the job dir
     try:
-        return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name))
+        return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name),
+                                   on_report)
     finally:
         spill.cleanup()
 
 
 def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits: Limits | None,  # noqa: ANN001
-                        progress: Callable[[int, int], None] | None, html: bool, spill_dir: Path) -> Analysis:
+                        progress: Callable[[int, int], None] | None, html: bool, spill_dir: Path,
+                        on_report: Callable[[dict, Path], None] | None = None) -> Analysis:
     try:
         ing = ingest(disc, cfg, limits, progress=progress, spill_dir=spill_dir)
         ordered = sorted(disc.files, key=lambda s: s.rel_path)
@@ -184,6 +193,8 @@ def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits:
     finally:
         disc.close()
     result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host)
+    if on_report is not None:
+        on_report(result["report"], out_dir)
     _write_outputs(out_dir, result, html)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
@@ -504,6 +515,8 @@ def _write_outputs(out_dir: Path, result: dict, html: bool = True) -> None:
 
 
 def _write_store(path: Path, result: dict) -> None:
+    from forensics.store import Store
+
     st = Store(path)
     try:
         st.insert("files", result["files"])

@@ -1,17 +1,19 @@
-"""Benchmark: `forensics analyze` end to end against `cat` and `grep -E -c` over the same files,
-measured in the same run (so the ratios hold when the machine's speed drifts).
+"""Benchmark: `forensics analyze` end to end against `cat`, `grep -E -c` (and `rg -c` where
+installed) over the same files, measured in the same run (so the ratios hold when the machine's
+speed drifts).
 
     python bench/run.py [--ranks 64 1024 4096] [--info-lines 3000] [--repeat 3] [--work bench/work]
 
 For each size it simulates a job from bench/scenario.toml scaled to RANKS ranks (NCCL INFO chatter
 on every rank, per-node dmesg, DCGM at 1 Hz for every GPU, step logs, a GPU falling off the bus and
 a requeue), then times each command REPEAT times as a separate process with warm page cache: the
-median wall time and the peak RSS of that process (os.wait4). The grep baseline is `grep -E -c`
-with the alternation of the signature catalog's literal prefixes (forensics.signatures.
-catalog_literals). Beside them, bench/floor.py: the least work any analyzer on this stack must do
-(imports, DCGM into DuckDB with DuckDB's own reader, every other file read and its lines counted),
-to show what part of the distance to grep the stack itself sets. Writes bench/results.json and the
-table in bench/README.md.
+median wall time, its CPU time (user + system) and peak RSS (os.wait4). Every command writes into a
+pipe that this process reads to the end (never /dev/null: GNU grep detects /dev/null and stops at
+the first match of each file, even with -c), and the baselines are checked to have read everything:
+cat's output is the files' total size, grep reports a count for every file. The grep pattern is the
+alternation of the signature catalog's literals (forensics.signatures.catalog_literals). Beside
+them, bench/floor.py: imports, DCGM into DuckDB with DuckDB's own reader, every other file read and
+its lines counted. Writes bench/results.json and the table in bench/README.md.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,6 +40,9 @@ from forensics.simulate import load_scenario, simulate  # noqa: E402
 SCENARIO = ROOT / "bench" / "scenario.toml"
 README = ROOT / "bench" / "README.md"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
+KEEP_OUTPUT = 1 << 20  # output up to this size is kept (grep's counts, floor.py's JSON); more is only counted
+BASELINE_ENV_NOTE = "LC_ALL=C"  # grep, rg and cat read bytes: no locale decoding, the same on every machine
+BASELINE_ENV = {**os.environ, "LC_ALL": "C"}
 
 
 def grep_pattern() -> str:
@@ -58,22 +64,51 @@ def make_job(work: Path, ranks: int, info_lines: int) -> Path:
     return case / "job"
 
 
-def timed(cmd: list[str], repeat: int) -> dict:
-    """Median wall time and the peak RSS of that process alone (os.wait4's rusage)."""
-    walls, rss, cpus = [], [], []
+def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> dict:
+    """Median wall time, CPU time (user + system, os.wait4) and peak RSS of the process alone.
+
+    Its standard output is a pipe that this process reads to the end, as `cmd | wc -c` would: never
+    /dev/null, which GNU grep (and ripgrep) detect and then stop at the first match in each file
+    even with -c. Returns the byte count of the output and the output itself when it is short
+    (grep's counts, floor.py's JSON line), so a caller can check the command read everything."""
+    walls, rss, cpus, sizes = [], [], [], []
+    text = b""
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(proc.pid, 0)
-        walls.append(time.perf_counter() - t0)
+        with tempfile.TemporaryFile() as errf:
+            t0 = time.perf_counter()
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, bufsize=0, env=env)
+            assert proc.stdout is not None
+            fd, n, head = proc.stdout.fileno(), 0, []
+            while chunk := os.read(fd, 1 << 20):
+                n += len(chunk)
+                if n <= KEEP_OUTPUT:
+                    head.append(chunk)
+            proc.stdout.close()
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+            walls.append(time.perf_counter() - t0)
+            errf.seek(0)
+            err = errf.read().decode(errors="replace")
         rss.append(usage.ru_maxrss)
         cpus.append(usage.ru_utime + usage.ru_stime)
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):  # grep exits 1 when a file has no match
-            raise SystemExit(f"{cmd[0]} failed ({code}): {err[-2000:]}")
+        sizes.append(n)
+        text = b"".join(head) if n <= KEEP_OUTPUT else b""
+        if proc.returncode not in (0, 1):  # grep exits 1 when no file has a match
+            raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err[-2000:]}")
+    if len(set(sizes)) != 1:
+        raise SystemExit(f"{cmd[0]} wrote {sizes} bytes in its {repeat} runs: the output must not vary")
     return {"wall_s": round(statistics.median(walls), 3), "runs_s": [round(w, 3) for w in walls],
-            "cpu_s": round(statistics.median(cpus), 3), "peak_rss_mb": round(max(rss) / 1024, 1)}
+            "cpu_s": round(statistics.median(cpus), 3), "peak_rss_mb": round(max(rss) / 1024, 1),
+            "output_bytes": sizes[0], "output": text.decode(errors="replace")}
+
+
+def grep_counts(output: str) -> dict[str, int]:
+    """`grep -c` / `rg -c` output over several files (`path:count` lines) -> {path: count}."""
+    out = {}
+    for ln in output.splitlines():
+        path, _, n = ln.rpartition(":")
+        out[path] = int(n)
+    return out
 
 
 def machine() -> dict:
@@ -84,8 +119,10 @@ def machine() -> dict:
     except OSError:
         pass
     grep_v = subprocess.run(["grep", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    rg = shutil.which("rg")
+    rg_v = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0] if rg else None
     return {"cpus": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
-            "python": platform.python_version(), "grep": grep_v}
+            "python": platform.python_version(), "grep": grep_v, "rg": rg_v, "baseline_env": BASELINE_ENV_NOTE}
 
 
 def verdict_ok(out: Path, job: Path) -> bool:
@@ -100,18 +137,25 @@ def verdict_ok(out: Path, job: Path) -> bool:
 
 
 def table(rows: list[dict], mach: dict) -> str:
-    head = ("| ranks | files | MB | forensics (s) | MB/s | cat (s) | grep -E -c (s) | × cat | × grep "
-            "| forensics peak RSS (MB) | verdict right | floor (s) | floor × grep | floor CPU ÷ cores (s) "
-            "| that × grep |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-    body = "".join(
-        f"| {r['ranks']:,} | {r['files']:,} | {r['bytes'] / 1e6:,.0f} | {r['forensics']['wall_s']:.2f} | "
-        f"{r['mb_per_s']:,.0f} | {r['cat']['wall_s']:.2f} | {r['grep']['wall_s']:.2f} | {r['ratio_to_cat']:,.1f} | "
-        f"{r['ratio_to_grep']:,.1f} | {r['forensics']['peak_rss_mb']:,.0f} | {'yes' if r['verdict_ok'] else 'NO'} | "
-        f"{r['floor']['wall_s']:.2f} | {r['floor_ratio_to_grep']:,.1f} | {r['floor_min_wall_s']:.2f} | "
-        f"{r['floor_min_ratio_to_grep']:,.1f} |\n"
-        for r in rows)
+    cols = ["ranks", "files", "MB", "forensics wall (s)", "forensics CPU (s)", "MB/s", "cat wall (s)",
+            "grep wall (s)", "grep CPU (s)", "rg wall (s)", "× cat", "× grep (wall)", "× grep (CPU)",
+            "forensics peak RSS (MB)", "verdict right", "floor wall (s)", "floor × grep", "floor CPU ÷ cores (s)"]
+    head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+
+    def row(r: dict) -> str:
+        rg = f"{r['rg']['wall_s']:.2f}" if r.get("rg") else "—"
+        vals = [f"{r['ranks']:,}", f"{r['files']:,}", f"{r['bytes'] / 1e6:,.0f}", f"{r['forensics']['wall_s']:.2f}",
+                f"{r['forensics']['cpu_s']:.2f}", f"{r['mb_per_s']:,.0f}", f"{r['cat']['wall_s']:.2f}",
+                f"{r['grep']['wall_s']:.2f}", f"{r['grep']['cpu_s']:.2f}", rg, f"{r['ratio_to_cat']:,.1f}",
+                f"{r['ratio_to_grep']:,.1f}", f"{r['cpu_ratio_to_grep']:,.1f}", f"{r['forensics']['peak_rss_mb']:,.0f}",
+                "yes" if r["verdict_ok"] else "NO", f"{r['floor']['wall_s']:.2f}", f"{r['floor_ratio_to_grep']:,.1f}",
+                f"{r['floor_min_wall_s']:.2f}"]
+        return "| " + " | ".join(vals) + " |\n"
+
+    runs = sorted({len(r["forensics"]["runs_s"]) for r in rows})
     return (f"Machine: {mach['cpus']} cores ({mach['cpu']}), {mach['platform']}, Python {mach['python']}, "
-            f"{mach['grep']}; medians of the runs listed in `results.json`.\n\n" + head + body)
+            f"{mach['grep']}, {mach['rg'] or 'no ripgrep'}; median of {'/'.join(map(str, runs))} run(s) each "
+            "(all runs in `results.json`).\n\n" + head + "".join(row(r) for r in rows))
 
 
 def main() -> None:
@@ -124,6 +168,7 @@ def main() -> None:
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     pattern = grep_pattern()
+    rg = shutil.which("rg")
     rows = []
     for ranks in args.ranks:
         job = make_job(args.work, ranks, args.info_lines)
@@ -131,20 +176,35 @@ def main() -> None:
         size = sum(os.path.getsize(f) for f in files)
         out = args.work / f"out-{ranks}"
         shutil.rmtree(out, ignore_errors=True)
-        cat = timed(["cat", *files], args.repeat)  # first: warms the page cache for all three
-        grep = timed(["grep", "-E", "-c", "-e", pattern, *files], args.repeat)
+        cat = timed(["cat", *files], args.repeat, BASELINE_ENV)  # first: warms the page cache for all
+        if cat["output_bytes"] != size:
+            raise SystemExit(f"cat wrote {cat['output_bytes']} bytes of {size}: the baseline did not read every byte")
+        grep = timed(["grep", "-E", "-c", "-e", pattern, *files], args.repeat, BASELINE_ENV)
+        counts = grep_counts(grep.pop("output"))
+        if len(counts) != len(files):
+            raise SystemExit(f"grep -c reported {len(counts)} of {len(files)} files")
+        grep["matching_lines"] = sum(counts.values())
+        rgr = None
+        if rg:
+            rgr = timed([rg, "--no-config", "-c", "-e", pattern, *files], args.repeat, BASELINE_ENV)
+            rgr["matching_lines"] = sum(grep_counts(rgr.pop("output")).values())
         floor = timed([sys.executable, str(ROOT / "bench" / "floor.py"), str(job)], args.repeat)
+        floor["steps"] = json.loads(floor.pop("output"))
         fx = timed([sys.executable, "-m", "forensics.cli", "analyze", str(job), "--out", str(out), "--quiet"],
                    args.repeat)
+        fx.pop("output")
+        cat.pop("output")
+        cores = os.cpu_count() or 1
         rows.append({"ranks": ranks, "files": len(files), "bytes": size, "forensics": fx, "cat": cat, "grep": grep,
-                     "floor": floor, "floor_ratio_to_grep": round(floor["wall_s"] / max(grep["wall_s"], 1e-6), 2),
+                     "rg": rgr, "floor": floor,
+                     "floor_ratio_to_grep": round(floor["wall_s"] / max(grep["wall_s"], 1e-6), 2),
                      # no schedule of the floor's work on this machine's cores ends sooner than this
-                     "floor_min_wall_s": round(floor["cpu_s"] / (os.cpu_count() or 1), 3),
-                     "floor_min_ratio_to_grep": round(floor["cpu_s"] / (os.cpu_count() or 1)
-                                                      / max(grep["wall_s"], 1e-6), 2),
+                     "floor_min_wall_s": round(floor["cpu_s"] / cores, 3),
+                     "floor_min_ratio_to_grep": round(floor["cpu_s"] / cores / max(grep["wall_s"], 1e-6), 2),
                      "mb_per_s": round(size / 1e6 / fx["wall_s"], 1),
                      "ratio_to_cat": round(fx["wall_s"] / max(cat["wall_s"], 1e-6), 1),
                      "ratio_to_grep": round(fx["wall_s"] / max(grep["wall_s"], 1e-6), 2),
+                     "cpu_ratio_to_grep": round(fx["cpu_s"] / max(grep["cpu_s"], 1e-6), 2),
                      "verdict_ok": verdict_ok(out, job)})
         print(json.dumps(rows[-1]), file=sys.stderr)
     by = {r["ranks"]: r for r in rows}

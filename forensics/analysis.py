@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -29,11 +30,13 @@ from forensics.ingest import Ingested, ingest
 from forensics.line_classifier import classify_lines
 from forensics.report import build_report, write_markdown
 from forensics.signatures import load_catalog, match
-from forensics.store import Store
 from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from forensics.timeline import assign_attempts, rank_map
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
+
+if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or read, after the verdict
+    from forensics.store import Store
 
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
 
@@ -53,6 +56,8 @@ class Analysis:
     store_path: Path
 
     def _store(self) -> Store:
+        from forensics.store import Store
+
         return Store(self.store_path, create=False, read_only=True)
 
     def sql(self, query: str) -> pl.DataFrame:
@@ -155,10 +160,12 @@ def _check_out(root: Path, out: Path) -> None:
 
 def analyze(path: Path | str, out: Path | str | None = None,
             progress: Callable[[int, int], None] | None = None, limits: Limits | None = None,
-            html: bool = True) -> Analysis:
+            html: bool = True, on_report: Callable[[dict, Path], None] | None = None) -> Analysis:
     """Analyze the job directory (or .tar/.tar.gz) at `path`, write report.json, report.md,
     forensics.duckdb and (unless `html=False`) report.html with plots/ under `out` (default
-    ./forensics-out/<job-name>/), return the Analysis."""
+    ./forensics-out/<job-name>/), return the Analysis. `on_report(report, out_dir)` is called
+    with the finished report before any output is written (the CLI prints the verdict there):
+    until then neither matplotlib nor DuckDB has been imported."""
     root = Path(path)
     if not root.exists():
         raise JobDirError(f"no such file or directory: {root}")
@@ -171,13 +178,15 @@ def analyze(path: Path | str, out: Path | str | None = None,
     disc = discover(root, limits)
     spill = tempfile.TemporaryDirectory(prefix="forensics-spill-")  # never inside the job dir
     try:
-        return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name))
+        return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name),
+                                   on_report)
     finally:
         spill.cleanup()
 
 
 def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits: Limits | None,  # noqa: ANN001
-                        progress: Callable[[int, int], None] | None, html: bool, spill_dir: Path) -> Analysis:
+                        progress: Callable[[int, int], None] | None, html: bool, spill_dir: Path,
+                        on_report: Callable[[dict, Path], None] | None = None) -> Analysis:
     try:
         ing = ingest(disc, cfg, limits, progress=progress, spill_dir=spill_dir)
         ordered = sorted(disc.files, key=lambda s: s.rel_path)
@@ -188,6 +197,8 @@ def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits:
     finally:
         disc.close()
     result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host, file_rank, cfg.timezone)
+    if on_report is not None:
+        on_report(result["report"], out_dir)
     _write_outputs(out_dir, result, html)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
@@ -315,6 +326,9 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     proc_files = files.filter(pl.col("file_id").is_in(list(file_attempt)) & pl.col("first_ts").is_not_null()
                               & ~pl.col("parser").is_in(["kernel", "dcgm", "sacct"]).fill_null(False))
     events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"))
+    if attempts.height > dt.MANY_ATTEMPTS:
+        ing.warnings.append(f"{attempts.height} attempts were reconstructed, more than {dt.MANY_ATTEMPTS}: the plots draw "
+                            "them together; so many restarts are rare, check that each one is real (attempts table)")
     catalog = load_catalog()
     hits = match(catalog, events)
     hits = pl.concat([hits, classify_lines(events, hits)]).sort("event_id", "signature")
@@ -440,10 +454,11 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
     ck = tables["checkpoints"].join(events.select("file_id", "line_no", "attempt", pl.col("kind").alias("ekind")),
                                     on=["file_id", "line_no"], how="left")
     spans = []
+    by = {k[0]: g for k, g in ck.partition_by("attempt", as_dict=True, maintain_order=True).items()}
     for a in attempts.iter_rows(named=True):
         i = a["index"]
         inter = by_attempt.get(i)
-        c = ck.filter(pl.col("attempt") == i)
+        c = by.get(i, ck.clear())
         saves, durable = dt.save_intervals(c, epoch)
         spans.append(dt.AttemptSpan(
             index=i, start=dt.to_seconds(a["start"], epoch), end=dt.to_seconds(a["end"], epoch),
@@ -521,6 +536,8 @@ def _write_outputs(out_dir: Path, result: dict, html: bool = True) -> None:
 
 
 def _write_store(path: Path, result: dict) -> None:
+    from forensics.store import Store
+
     st = Store(path)
     try:
         st.insert("files", result["files"])

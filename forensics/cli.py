@@ -53,6 +53,8 @@ def analyze(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory (default ./forensics-out/<job>).")] = None,
     json_path: Annotated[str | None, typer.Option("--json", help="Also write report.json here; '-' for stdout.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
+    no_html: Annotated[bool, typer.Option("--no-html", help="Skip the plots and report.html (the verdict "
+                                          "sooner; report.json, report.md and the store are still written).")] = False,
 ) -> None:
     """Analyze a job directory: verdict, culprit, action, evidence, downtime."""
     from forensics.analysis import OutputDirError
@@ -65,14 +67,23 @@ def analyze(
         if job_dir.is_dir() and (target == job_dir.resolve() or job_dir.resolve() in target.parents):
             _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
     show_progress = not quiet and err.is_terminal and json_path != "-"
+    prog = None
+
+    def verdict_first(rep: dict, where: Path) -> None:  # printed before the outputs are written
+        if prog is not None:
+            prog.stop()
+        if not quiet and json_path != "-":
+            _summary(rep, where, html=not no_html)
+
     try:
         if show_progress:
             with Progress(TextColumn("reading logs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, transient=True) as prog:
                 task = prog.add_task("ingest", total=None)
-                result = run(job_dir, out_dir, progress=lambda d, t: prog.update(task, completed=d, total=t))
+                result = run(job_dir, out_dir, progress=lambda d, t: prog.update(task, completed=d, total=t),
+                             html=not no_html, on_report=verdict_first)
         else:
-            result = run(job_dir, out_dir)
+            result = run(job_dir, out_dir, html=not no_html, on_report=verdict_first)
     except (JobDirError, OutputDirError) as exc:
         _fail(str(exc))
         return
@@ -82,8 +93,6 @@ def analyze(
         return
     if json_path:
         Path(json_path).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
-    if not quiet:
-        _summary(rep, result.out_dir)
 
 
 def _describe(x: dict, label: str) -> None:
@@ -109,7 +118,7 @@ def _describe(x: dict, label: str) -> None:
                   highlight=False)
 
 
-def _summary(rep: dict, out_dir: Path) -> None:
+def _summary(rep: dict, out_dir: Path, html: bool = True) -> None:
     v = rep["verdict"]
     _describe(v, "Verdict")
     others = [x for x in rep["interruptions"] if x.get("id") != v.get("id")]
@@ -122,7 +131,7 @@ def _summary(rep: dict, out_dir: Path) -> None:
         out.print(f"Goodput {d['goodput']}, GPU-hours lost {d['gpu_hours_lost']}")
     for w in rep["warnings"][:3]:
         out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
-    out.print(f"Report: {escape(str(out_dir / 'report.html'))}", soft_wrap=True)
+    out.print(f"Report: {escape(str(out_dir / ('report.html' if html else 'report.json')))}", soft_wrap=True)
 
 
 @app.command()

@@ -8,6 +8,8 @@ steps over the ideal step time), so the buckets always sum to W and none is nega
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -15,6 +17,9 @@ import polars as pl
 
 BUCKETS = ("productive", "startup", "checkpoint", "lost_work", "termination", "restart", "slowdown")
 PRECEDENCE = ("checkpoint", "termination", "startup", "restart", "lost_work")
+# Past this many attempts the plots draw them together, not one row or marker each, and the report
+# warns: so many restarts are rare, and usually mean restarts in the logs were misread.
+MANY_ATTEMPTS = 200
 
 
 @dataclass
@@ -89,6 +94,34 @@ def _intervals(spans: list[AttemptSpan]) -> list[tuple[float, float, str, str | 
     return out
 
 
+def label_pieces(ivs: Sequence[tuple], cuts: list[float]) -> list[tuple[float, float, int | None]]:
+    """For each piece between consecutive `cuts` (sorted, distinct, holding both ends of every
+    interval): (lo, hi, j) with j the index in `ivs` ((start, end, bucket, ...) rows, start < end)
+    of the covering interval whose bucket comes first in PRECEDENCE (of equals, the first in
+    `ivs`), or None where none covers it. A sweep with one heap per bucket, so thousands of
+    attempts cost O(n log n), not n² (every interval tested for every piece)."""
+    pos = {c: k for k, c in enumerate(cuts)}
+    rank = {lab: i for i, lab in enumerate(PRECEDENCE)}
+    opening: dict[int, list[int]] = {}
+    for j, iv in enumerate(ivs):
+        opening.setdefault(pos[iv[0]], []).append(j)
+    heaps: list[list[int]] = [[] for _ in PRECEDENCE]
+    out: list[tuple[float, float, int | None]] = []
+    for k in range(len(cuts) - 1):
+        lo, hi = cuts[k], cuts[k + 1]
+        for j in opening.get(k, ()):
+            heapq.heappush(heaps[rank[ivs[j][2]]], j)
+        best = None
+        for h in heaps:
+            while h and ivs[h[0]][1] < hi:  # ended before this piece ends: covers nothing from here on
+                heapq.heappop(h)
+            if h:
+                best = h[0]
+                break
+        out.append((lo, hi, best))
+    return out
+
+
 def account(spans: list[AttemptSpan], gpus: int | None,
             slowdown_ids: dict[int, str | None] | None = None) -> Downtime:
     if not spans:
@@ -98,17 +131,10 @@ def account(spans: list[AttemptSpan], gpus: int | None,
     wall = max(t1 - t0, 0.0)
     ivs = [(max(a, t0), min(b, t1), lab, iid) for a, b, lab, iid in _intervals(spans) if b > a]
     cuts = sorted({t0, t1, *[a for a, _, _, _ in ivs], *[b for _, b, _, _ in ivs]})
-    rank = {lab: i for i, lab in enumerate(PRECEDENCE)}
     buckets = {b: 0.0 for b in BUCKETS}
     by_int: dict[tuple[str, str | None], float] = {}
-    for lo, hi in zip(cuts, cuts[1:], strict=False):
-        if hi <= lo:
-            continue
-        best = None
-        for a, b, lab, iid in ivs:
-            if a <= lo and b >= hi and (best is None or rank[lab] < rank[best[0]]):
-                best = (lab, iid)
-        lab, iid = best if best else ("productive", None)
+    for lo, hi, j in label_pieces(ivs, cuts):
+        lab, iid = (ivs[j][2], ivs[j][3]) if j is not None else ("productive", None)
         buckets[lab] += hi - lo
         if lab != "productive":
             by_int[(lab, iid)] = by_int.get((lab, iid), 0.0) + hi - lo

@@ -15,7 +15,9 @@ same analysis gives the same PNG bytes (`png_bytes` strips the software and date
 from __future__ import annotations
 
 import io
+from bisect import bisect_left, bisect_right
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
 from pathlib import Path
 
 import matplotlib
@@ -50,6 +52,7 @@ SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 IDLE_SHARE = 0.2  # SM clock under this share of the busy median: the GPU is idle, not slow
 IDLE_CMAP = ListedColormap(["#cfd8dc"])
 MAX_HEATMAP_COLS = 240
+MARKS = 3  # interruptions named on a timeline of more than downtime.MANY_ATTEMPTS attempts
 
 
 def _style(fig: Figure) -> None:
@@ -97,14 +100,20 @@ def _crash_like(report: dict) -> dict[int, dict]:
             and x.get("attempt") is not None}
 
 
-def _attempt_of(ts: pl.Expr, report: dict) -> pl.Expr:
-    """Attempt index of a timestamp: the last attempt that started at or before it."""
-    expr = pl.lit(None, dtype=pl.Int64)
-    for a in sorted(report.get("attempts", []), key=lambda a: a["start"] or ""):
-        s = _dt(a["start"])
-        if s is not None:
-            expr = pl.when(ts >= pl.lit(s.replace(tzinfo=UTC))).then(pl.lit(a["index"], dtype=pl.Int64)).otherwise(expr)
-    return expr
+def _attempt_of(ts: pl.Series, report: dict) -> pl.Series:
+    """Attempt index of each timestamp: the last attempt that started at or before it (of attempts
+    starting at the same instant, the last in report order by start). One binary search per row
+    over the sorted starts, however many attempts there are."""
+    starts = sorted(((d, a["index"]) for a in report.get("attempts", []) if (d := _dt(a["start"])) is not None),
+                    key=lambda x: x[0])  # stable: equal starts keep their order
+    if not starts:
+        return pl.Series(ts.name, [None] * len(ts), dtype=pl.Int64)
+    tz = getattr(ts.dtype, "time_zone", None)
+    key = pl.Series([d.replace(tzinfo=UTC) if tz else d for d, _ in starts]).cast(ts.dtype)
+    idx = pl.Series([i for _, i in starts], dtype=pl.Int64)
+    pos = key.search_sorted(ts, side="right").cast(pl.Int64)
+    got = idx.gather((pos - 1).clip(lower_bound=0))
+    return pl.select(pl.when((pos > 0) & ts.is_not_null()).then(got).otherwise(None).alias(ts.name)).to_series()
 
 
 # ---------------------------------------------------------------- downtime segments in time
@@ -144,7 +153,9 @@ def segments(report: dict, attempts: pl.DataFrame | None = None,
     ep = epoch.replace(tzinfo=UTC)
     ck = checkpoints if checkpoints is not None and not checkpoints.is_empty() else None
     if ck is not None:
-        ck = ck.filter(pl.col("ts").is_not_null()).with_columns(_attempt_of(pl.col("ts"), report).alias("_att"))
+        ck = ck.filter(pl.col("ts").is_not_null())
+        ck = ck.with_columns(_attempt_of(ck["ts"], report).alias("_att"))
+        ck_by = {k[0]: g for k, g in ck.partition_by("_att", as_dict=True, maintain_order=True).items()}
     spans = []
     reasons = {a["index"]: a.get("end_reason") for a in reps}
     for a in attempts.sort("start").iter_rows(named=True):
@@ -153,7 +164,7 @@ def segments(report: dict, attempts: pl.DataFrame | None = None,
         i = a["index"]
         x = crash.get(i)
         reason = a.get("end_reason") or reasons.get(i)
-        saves, durable = dt.save_intervals(ck.filter(pl.col("_att") == i), ep) if ck is not None else ([], [])
+        saves, durable = dt.save_intervals(ck_by.get(i, ck.clear()), ep) if ck is not None else ([], [])
         spans.append(dt.AttemptSpan(
             index=i, start=dt.to_seconds(a["start"], ep), end=dt.to_seconds(a["end"], ep),
             first_step_start=dt.to_seconds(a["first_step_start"], ep),
@@ -166,24 +177,18 @@ def segments(report: dict, attempts: pl.DataFrame | None = None,
     ivs = [(a, b, lab) for a, b, lab, _ in dt._intervals(spans) if b > a]
     t0, t1 = min(s.start for s in spans), max(s.end for s in spans)
     cuts = sorted({t0, t1, *[a for a, _, _ in ivs], *[b for _, b, _ in ivs]})
-    rank = {lab: i for i, lab in enumerate(dt.PRECEDENCE)}
-    starts_sorted = sorted((s.start, s.index) for s in spans)
+    by_start = sorted(spans, key=lambda s: (s.start, s.index))
+    starts = [s.start for s in by_start]
+    reach = list(accumulate((s.end for s in by_start), max))  # latest end of the attempts started so far
     out: list[tuple[datetime, datetime, str, int]] = []
-    for lo, hi in zip(cuts, cuts[1:], strict=False):
-        if hi <= lo:
-            continue
-        best = None
-        for a, b, lab in ivs:
-            if a <= lo and b >= hi and (best is None or rank[lab] < rank[best]):
-                best = lab
-        lab = best or "productive"
+    for lo, hi, j in dt.label_pieces(ivs, cuts):
+        lab = ivs[j][2] if j is not None else "productive"
         # the row: the attempt that has started by `lo` (a gap belongs to the next attempt)
-        att = starts_sorted[0][1]
-        for s, idx in starts_sorted:
-            if s <= lo:
-                att = idx
-        if lab == "restart" and not any(s.start <= lo < s.end for s in spans):
-            att = next((idx for s, idx in starts_sorted if s >= hi), att)
+        k = bisect_right(starts, lo) - 1
+        att = by_start[max(k, 0)].index
+        if lab == "restart" and not (k >= 0 and reach[k] > lo):  # in no attempt: the next one's
+            nxt = bisect_left(starts, hi)
+            att = by_start[nxt].index if nxt < len(by_start) else att
         a_dt, b_dt = epoch + timedelta(seconds=lo), epoch + timedelta(seconds=hi)
         if out and out[-1][2] == lab and out[-1][3] == att and out[-1][1] == a_dt:
             out[-1] = (out[-1][0], b_dt, lab, att)
@@ -198,6 +203,8 @@ def segments(report: dict, attempts: pl.DataFrame | None = None,
 def timeline(report: dict, attempts: pl.DataFrame | None = None, checkpoints: pl.DataFrame | None = None) -> Figure:
     reps = [a for a in report.get("attempts") or [] if a.get("start") and a.get("end")]
     n = len(reps)
+    if n > dt.MANY_ATTEMPTS:
+        return _timeline_together(report, reps, attempts, checkpoints)
     fig = _fig(1.9 + 0.45 * min(max(n, 1), 12))
     if not reps:
         return _note(fig, "No attempts could be reconstructed from the logs: no timeline to draw.")
@@ -244,13 +251,59 @@ def timeline(report: dict, attempts: pl.DataFrame | None = None, checkpoints: pl
     return fig
 
 
+def _timeline_together(report: dict, reps: list[dict], attempts: pl.DataFrame | None,
+                       checkpoints: pl.DataFrame | None) -> Figure:
+    """More than MANY_ATTEMPTS attempts: every attempt on one row, one artist per bucket and per
+    interruption kind (not one per attempt), the first MARKS interruptions labelled."""
+    fig = _fig(2.8)
+    ax = fig.add_subplot()
+    by_bucket: dict[str, list[tuple[float, float]]] = {}
+    for s, e, lab, _ in segments(report, attempts, checkpoints):
+        by_bucket.setdefault(lab, []).append((mdates.date2num(s), mdates.date2num(e) - mdates.date2num(s)))
+    for lab in BUCKET_COLORS:
+        if lab in by_bucket:
+            ax.broken_barh(by_bucket[lab], (-0.35, 0.7), facecolors=BUCKET_COLORS[lab], edgecolors="none")
+    starts = [mdates.date2num(_dt(a["start"])) for a in reps]
+    ax.vlines(starts, -0.35, 0.35, colors="#333333", lw=0.3)
+    lo, hi = min(_dt(a["start"]) for a in reps), max(_dt(a["end"]) for a in reps)
+    marks = sorted((x for x in report.get("interruptions", []) if x.get("time")), key=lambda x: x["time"])
+    for kind in KIND_COLORS:
+        ts = [mdates.date2num(_dt(x["time"])) for x in marks if (x.get("kind") or "unknown") == kind]
+        if ts:
+            ax.vlines(ts, -0.5, 0.5, colors=KIND_COLORS[kind], lw=0.8, linestyles="dashed")
+    for k, x in enumerate(marks[:MARKS]):
+        ax.annotate(f"{x.get('id') or ''} {x.get('category') or x.get('kind')}".strip(),
+                    (mdates.date2num(_dt(x["time"])), 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(3, -9 - 9 * k), textcoords="offset points", fontsize=8,
+                    color=KIND_COLORS.get(x.get("kind"), "#455a64"), annotation_clip=False)
+    ax.set_yticks([0], [f"{len(reps)} attempts"], fontsize=8)
+    ax.set_ylim(0.5, -0.5 - 0.25 * min(len(marks), MARKS) - 0.3)
+    ax.set_xlim(mdates.date2num(lo), mdates.date2num(hi))
+    _time_axis(ax, lo, hi)
+    ax.set_xlabel(ax.get_xlabel() + f"; {len(reps)} attempts (more than {dt.MANY_ATTEMPTS}) drawn on one row, "
+                  f"thin lines at their starts; {len(marks)} interruptions, the first {min(len(marks), MARKS)} named",
+                  fontsize=8)
+    handles = [Patch(color=BUCKET_COLORS[b], label=BUCKET_LABELS.get(b, b)) for b in BUCKET_COLORS if b in by_bucket]
+    handles += [Patch(facecolor="white", edgecolor=KIND_COLORS[k], label=f"{k} (dashed line)")
+                for k in KIND_COLORS if any((x.get("kind") or "unknown") == k for x in marks)]
+    ax.legend(handles=handles, fontsize=7, ncol=min(max(len(handles), 1), 5), loc="upper center",
+              bbox_to_anchor=(0.5, -0.45), frameon=False)
+    d = report.get("downtime") or {}
+    title = f"{len(reps)} attempts and where the time went"
+    if d.get("goodput") is not None:
+        title += f" (goodput {d['goodput']:.1%})"
+    ax.set_title(title, fontsize=10, loc="left")
+    _style(fig)
+    return fig
+
+
 def _step_series(steps: pl.DataFrame, report: dict) -> pl.DataFrame:
     """One step-time series per attempt: the reporting rank with the most rows, one row per step."""
     s = steps.filter(pl.col("ts").is_not_null() & pl.col("step_time_s").is_not_null())
     if s.is_empty():
         return s
     if "attempt" not in s.columns or s["attempt"].null_count() == s.height:
-        s = s.drop("attempt", strict=False).with_columns(_attempt_of(pl.col("ts"), report).alias("attempt"))
+        s = s.drop("attempt", strict=False).with_columns(_attempt_of(s["ts"], report).alias("attempt"))
     s = s.with_columns(pl.col("host").fill_null(""), pl.col("rank").fill_null(-1))
     who = (s.group_by("attempt", "host", "rank").len().sort(["attempt", "len", "rank", "host"],
                                                             descending=[False, True, False, False])
@@ -266,14 +319,32 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
         return _note(fig, "No training step times were found in the logs: no step-time plot.")
     ax = fig.add_subplot()
     handles = []
-    for _, g in s.group_by("attempt", maintain_order=True):
+    reps = sorted(report.get("attempts") or [], key=lambda a: a["start"] or "")
+    together = len(reps) > dt.MANY_ATTEMPTS or s["attempt"].n_unique() > dt.MANY_ATTEMPTS
+    if together:  # one line for every attempt: a gap (NaN) between two attempts, not one artist each
+        g = s.with_columns((pl.col("attempt").ne_missing(pl.col("attempt").shift(1))).alias("_new"))
         x = [mdates.date2num(_dt(t)) for t in g["ts"].to_list()]
-        ax.plot(x, g["step_time_s"].to_list(), lw=0.9, color="#37474f", marker=".", ms=2)
+        y = g["step_time_s"].to_list()
+        cut = g["_new"].to_list()
+        xs = [v for k, v in enumerate(x) for v in ((float("nan"), v) if cut[k] and k else (v,))]
+        ys = [v for k, v in enumerate(y) for v in ((float("nan"), v) if cut[k] and k else (v,))]
+        ax.plot(xs, ys, lw=0.9, color="#37474f", marker=".", ms=2)
+    else:
+        for _, g in s.group_by("attempt", maintain_order=True):
+            x = [mdates.date2num(_dt(t)) for t in g["ts"].to_list()]
+            ax.plot(x, g["step_time_s"].to_list(), lw=0.9, color="#37474f", marker=".", ms=2)
     med = float(s["step_time_s"].median())
     ax.axhline(med, color="#9e9e9e", lw=0.8, ls=":")
     handles.append(ax.lines[-1])
     handles[-1].set_label(f"median {med:.3g} s")
     eps = slow_episodes(s)
+    if len(eps) > dt.MANY_ATTEMPTS:  # one artist for all of them
+        p = ax.broken_barh([(mdates.date2num(_dt(e.start)), mdates.date2num(_dt(e.end)) - mdates.date2num(_dt(e.start)))
+                            for e in eps], (0, 1), transform=ax.get_xaxis_transform(),
+                           facecolors=BUCKET_COLORS["slowdown"], alpha=0.35, lw=0)
+        p.set_label(f"slow episode ({len(eps)})")
+        handles.append(p)
+        eps = []
     for k, e in enumerate(eps):
         p = ax.axvspan(mdates.date2num(_dt(e.start)), mdates.date2num(_dt(e.end)), color=BUCKET_COLORS["slowdown"],
                        alpha=0.35, lw=0)
@@ -284,6 +355,15 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
         ck = checkpoints.filter(pl.col("ts").is_not_null())
         saves = (ck.filter(pl.col("event").is_in(["save_end", "save_failed"]))
                  .unique(["event", "step"], keep="first", maintain_order=True).sort("ts"))
+        if saves.height > dt.MANY_ATTEMPTS:  # one artist per kind of save, not one per save
+            for event, color, label in (("save_end", BUCKET_COLORS["checkpoint"], "checkpoint saved"),
+                                        ("save_failed", "#d32f2f", "failed save")):
+                ts = [mdates.date2num(_dt(t)) for t in saves.filter(pl.col("event") == event)["ts"].to_list()]
+                if ts:
+                    ln = ax.vlines(ts, 0, 1, transform=ax.get_xaxis_transform(), colors=color, lw=0.8, alpha=0.8)
+                    ln.set_label(f"{label} ({len(ts)})")
+                    handles.append(ln)
+            saves = saves.clear()
         for k, r in enumerate(saves.iter_rows(named=True)):
             bad = r["event"] == "save_failed"
             ln = ax.axvline(mdates.date2num(_dt(r["ts"])), color="#d32f2f" if bad else BUCKET_COLORS["checkpoint"],
@@ -291,8 +371,14 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
             if k == 0 or (bad and not any(h.get_label() == "failed save" for h in handles)):
                 ln.set_label("failed save" if bad else "checkpoint saved")
                 handles.append(ln)
-    reps = sorted(report.get("attempts") or [], key=lambda a: a["start"] or "")
-    for k, a in enumerate(reps[1:]):
+    if together:
+        ts = [mdates.date2num(_dt(a["start"])) for a in reps[1:] if a.get("start")]
+        if ts:
+            ln = ax.vlines(ts, 0, 1, transform=ax.get_xaxis_transform(), colors=BUCKET_COLORS["restart"], lw=0.6,
+                           linestyles="dashed")
+            ln.set_label(f"restart ({len(ts)}; more than {dt.MANY_ATTEMPTS} attempts: not named)")
+            handles.append(ln)
+    for k, a in enumerate(reps[1:] if not together else []):
         if a.get("start"):
             ln = ax.axvline(mdates.date2num(_dt(a["start"])), color=BUCKET_COLORS["restart"], lw=1.4, ls="--")
             ax.annotate(f"restart: attempt {a['index']}" + (f" from step {a['resumed_from']}" if a.get("resumed_from")

@@ -35,7 +35,7 @@ from parsers.records import (
     normalize_pci,
     table_frame,
 )
-from parsers.timestamps import ctime, iso, month_day_time
+from parsers.timestamps import iso, month_day_time
 
 NAME = "kernel"
 EXCLUSIVE = False
@@ -85,9 +85,12 @@ def xid_severity(expr: pl.Expr) -> pl.Expr:
 _HEX = "[0-9a-fA-F]"
 _PCI_FN = rf"{_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}"  # 0000:3b:00.0
 
+# The prefix alone, in group `pre`: the message is the rest of the line (`_stamp_frame` slices it
+# off). Capturing the message as a group (`(?P<msg>.*)$`) made the regex engine walk every byte
+# of every line with its capture machinery: most of the time of a large kernel log.
 PREFIX_RE = (
-    r"^(?:"
-    r"\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4})\]"
+    r"^(?P<pre>(?:"
+    r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))\]"
     r"|\[(?P<hmon>[A-Z][a-z]{2})(?P<hday>\d{1,2}) (?P<hhm>\d\d:\d\d(?::\d\d)?)\]"
     r"|\[\s*\+(?P<rel>\d+\.\d+)\]"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
@@ -99,7 +102,7 @@ PREFIX_RE = (
     r")?"
     r"\s*(?:\[\s*(?P<up>\d+\.\d+)\])?"
     r"\s*(?:\[\s*(?P<caller>[TC]\d+)\])?"
-    r"\s*(?P<msg>.*)$"
+    r"\s*)"
 )
 
 XID_RE = (
@@ -195,12 +198,13 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     g = pl.col("body").str.extract_groups(PREFIX_RE)
     keep = ["hint_host", "hint_file"] if ctx.batched else []
     df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(g.alias("_g")).unnest("_g")
+    df = df.with_columns(pl.col("body").str.slice(pl.col("pre").str.len_chars()).alias("msg"))
     tz = ctx.tz
     host = pl.coalesce(pl.col("ihost"), pl.col("shost"), line_host(ctx))  # content, wrapper, path
     proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"))
     syslog_raw = pl.concat_str([pl.col("mon"), pl.col("day"), pl.col("hms")], separator=" ")
     ts_exact = pl.coalesce(
-        ctime(pl.col("ctime"), tz),
+        month_day_time(pl.col("cmon"), pl.col("cday"), pl.col("chms"), pl.col("cyear"), tz),  # = ctime(ctime)
         iso(pl.col("iso"), tz),
         month_day_time(pl.col("mon"), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
     )

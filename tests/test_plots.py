@@ -12,6 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
+from forensics import downtime as dt
 from forensics import plots
 from forensics.analysis import Analysis, analyze
 from forensics.simulate import load_scenario, simulate
@@ -170,3 +171,94 @@ def test_step_series_uses_one_reporter_per_attempt() -> None:
     rep = {"attempts": [{"index": 0, "start": "2026-01-01T00:00:00Z", "end": "2026-01-01T00:02:00Z"}]}
     s = plots._step_series(steps, rep)
     assert s.height == 10 and s["rank"].unique().to_list() == [0]
+
+
+def test_attempt_of_many_attempts_is_the_last_start_at_or_before_each_time() -> None:
+    """1,000 attempts (two starting at the same instant, one without a start) and times before,
+    on and between their starts: each row gets the last attempt started by then, null before the
+    first, as a scan of every attempt would say."""
+    t0 = plots._dt("2026-01-01T00:00:00Z")
+    atts = [{"index": i, "start": f"{t0 + timedelta(seconds=60 * i):%Y-%m-%dT%H:%M:%S}Z"} for i in range(1000)]
+    atts[500]["start"] = atts[499]["start"]  # same instant: the later in start order wins
+    atts.append({"index": 1000, "start": None})
+    ts = [t0 + timedelta(seconds=s) for s in (-5, 0, 59.9, 60, 29_940, 30_000, 59_999, 10**6)]
+    ts += [t0 + timedelta(seconds=37 * k + 0.5) for k in range(1700)]
+    frame = pl.DataFrame({"ts": ts + [None]}).with_columns(pl.col("ts").dt.replace_time_zone("UTC"))
+    got = plots._attempt_of(frame["ts"], {"attempts": atts}).to_list()
+    starts = sorted(((plots._dt(a["start"]), a["index"]) for a in atts if a["start"]), key=lambda x: x[0])
+    want = [max((k for k, (s, _) in enumerate(starts) if s <= t), default=None) for t in ts]
+    want = [starts[k][1] if k is not None else None for k in want] + [None]
+    assert got == want
+    assert got[:8] == [None, 0, 0, 1, 500, 500, 999, 999] and 499 not in got
+
+
+def _many(n: int) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Report, attempts, steps and checkpoints of n attempts of 100 s each, 20 s apart, all but the
+    last crashed, eight logged steps and one save each."""
+    t0 = plots._dt("2026-01-01T00:00:00Z")
+    reps, rows, steps, ck, inters = [], [], [], [], []
+    for i in range(n):
+        s = t0 + timedelta(seconds=120 * i)
+        reps.append({"index": i, "start": f"{s:%Y-%m-%dT%H:%M:%S}Z", "end": f"{s + timedelta(seconds=100):%Y-%m-%dT%H:%M:%S}Z",
+                     "end_reason": "crash" if i < n - 1 else "completed", "resumed_from": None})
+        rows.append({"index": i, "start": s, "end": s + timedelta(seconds=100), "first_step_start": s + timedelta(seconds=10),
+                     "last_progress": s + timedelta(seconds=80), "end_reason": reps[-1]["end_reason"]})
+        steps += [{"ts": s + timedelta(seconds=10 + 10 * k), "host": "h", "rank": 0, "step": k, "step_time_s": 10.0}
+                  for k in range(8)]
+        ck.append({"ts": s + timedelta(seconds=40), "event": "save_end", "step": 8 * i + 3, "duration_s": 2.0})
+        if i < n - 1:
+            inters.append({"id": f"i{i}", "attempt": i, "time": f"{s + timedelta(seconds=85):%Y-%m-%dT%H:%M:%S}Z",
+                           "kind": "crash", "category": "gpu_lost"})
+    utc = pl.col(pl.Datetime).dt.replace_time_zone("UTC")
+    return ({"attempts": reps, "interruptions": inters, "downtime": {"wall_s": 120.0 * n - 20}},
+            pl.DataFrame(rows).with_columns(utc), pl.DataFrame(steps).with_columns(utc), pl.DataFrame(ck).with_columns(utc))
+
+
+def test_more_attempts_than_the_bound_are_drawn_together() -> None:
+    n = dt.MANY_ATTEMPTS + 50
+    rep, att, steps, ck = _many(n)
+    fig = plots.timeline(rep, att, ck)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"{n} attempts"]
+    assert f"{n} attempts (more than {dt.MANY_ATTEMPTS}) drawn on one row" in ax.get_xlabel()
+    # one collection per bucket and per interruption kind, plus the starts: not one artist per attempt
+    assert len(ax.collections) <= len(plots.BUCKET_COLORS) + len(plots.KIND_COLORS) + 1 and not ax.patches
+    drawn = sum(w for c in ax.collections if c.get_paths() and len(c.get_paths()[0].vertices) == 5
+                for w in (p.vertices[:, 0].max() - p.vertices[:, 0].min() for p in c.get_paths()))
+    segs = plots.segments(rep, att, ck)
+    assert drawn * 86400 == pytest.approx(sum((e - s).total_seconds() for s, e, _, _ in segs), rel=1e-6)
+    assert len(ax.texts) == plots.MARKS
+    fig = plots.step_time(steps, rep, ck)
+    ax = fig.axes[0]
+    (line,) = ax.lines[:1]
+    ys = [y for y in line.get_ydata() if y == y]
+    assert len(ys) == steps.height and len(line.get_ydata()) == steps.height + n - 1  # a gap per restart
+    restarts = [c for c in ax.collections if "restart" in c.get_label()]
+    assert len(restarts) == 1 and len(restarts[0].get_segments()) == n - 1
+    saves = [c for c in ax.collections if c.get_label().startswith("checkpoint saved")]
+    assert len(saves) == 1 and len(saves[0].get_segments()) == n
+    Image.open(io.BytesIO(plots.png_bytes(fig))).verify()
+
+
+def test_at_the_bound_every_attempt_keeps_its_row() -> None:
+    rep, att, steps, ck = _many(dt.MANY_ATTEMPTS)
+    ax = plots.timeline(rep, att, ck).axes[0]
+    assert len(ax.get_yticklabels()) == dt.MANY_ATTEMPTS and len(ax.patches) == dt.MANY_ATTEMPTS
+
+
+def test_an_explosion_of_attempts_is_warned_and_still_plotted(tmp_path: Path) -> None:
+    """A job of per-attempt folders past the bound: the report warns, the plots are drawn."""
+    n = dt.MANY_ATTEMPTS + 5
+    t0 = plots._dt("2026-03-01T00:00:00Z")
+    for i in range(n):
+        d = tmp_path / "job" / f"attempt-{i}"
+        d.mkdir(parents=True)
+        lines = [f" [{t0 + timedelta(seconds=300 * i + 10 * k):%Y-%m-%d %H:%M:%S}.000000] iteration {k + 1:8d}/    1000 "
+                 f"| consumed samples: {512 * (k + 1):12d} | elapsed time per iteration (ms): 10000.0 | lm loss: 2.0E+00 |"
+                 for k in range(3)]
+        (d / "rank0.log").write_text("\n".join(lines) + "\n")
+    a = analyze(tmp_path / "job", tmp_path / "out")
+    assert len(a.report["attempts"]) == n
+    assert any(w.startswith(f"{n} attempts were reconstructed, more than {dt.MANY_ATTEMPTS}")
+               for w in a.report["warnings"])
+    assert {p.name for p in (tmp_path / "out" / "plots").iterdir()} >= {"timeline.png", "step_time.png"}

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -29,12 +29,13 @@ from forensics.signatures import load_catalog, match
 from forensics.store import Store
 from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
 from forensics.taxonomy import AUTO_RECOVERABLE, info
-from forensics.timeline import assign_attempts, rank_map
+from forensics.timeline import assign_attempts, derive_times, rank_map
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
 
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
 
 
+NODE_PARSERS = ("kernel", "dcgm", "sacct", "nvsmi")  # files of node-level records: they never make an attempt
 STALE_TMP_S = 3600  # a temporary output directory older than this belongs to no running analysis
 
 
@@ -292,9 +293,13 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     rmap = rank_map(events, tables)
     events = _fill_ranks(events, rmap)
     # process logs: everything with an attempt of its own but node-level telemetry and records
+    node_level = pl.col("parser").is_in(NODE_PARSERS).fill_null(False)
     proc_files = files.filter(pl.col("file_id").is_in(list(file_attempt)) & pl.col("first_ts").is_not_null()
-                              & ~pl.col("parser").is_in(["kernel", "dcgm", "sacct"]).fill_null(False))
-    events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"))
+                              & ~node_level)
+    node_files = set(files.filter(node_level)["file_id"].to_list())
+    events, tables = derive_times(events, tables, files)
+    events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"),
+                                       node_files)
     catalog = load_catalog()
     hits = match(catalog, events)
     completed = _completed_attempts(events, attempts, tables, hits)
@@ -317,6 +322,7 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
         for i in attempts["index"].to_list()], dtype=pl.Utf8))
     gpus = _gpu_count(rmap, tables, files, file_attempt)
     down, spans = _downtime(attempts, tables, events, by_attempt, episodes, slow_ids, gpus)
+    attempts = _with_last_durable(attempts, spans)
     report = build_report(name, root, files, events, attempts, inters, stragglers, down, ing, rmap, unparsed, completed)
     report["advice"] = {
         "checkpoint": advice.checkpoint_advice(
@@ -435,6 +441,16 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
             interruption_id=inter.id if inter is not None else None,
         ))
     return dt.account(spans, gpus, slow_ids), spans
+
+
+def _with_last_durable(attempts: pl.DataFrame, spans: list[dt.AttemptSpan]) -> pl.DataFrame:
+    """Each attempt's last durable checkpoint: the end of its last completed save."""
+    timed = attempts.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())  # as _downtime
+    epoch = timed["start"].min() if not timed.is_empty() else None
+    last = {sp.index: max(sp.durable) for sp in spans if sp.durable}
+    vals = [epoch + timedelta(seconds=last[i]) if epoch is not None and i in last else None
+            for i in attempts["index"].to_list()]
+    return attempts.with_columns(pl.Series("last_durable_checkpoint", vals, dtype=UTC_DT))
 
 
 def _remove_leftovers(out_dir: Path) -> None:

@@ -409,16 +409,19 @@ def _attempt_rows(spans: pl.DataFrame, ev: pl.DataFrame, tables: dict[str, pl.Da
 
 
 START_KINDS = ("checkpoint_load", "train_start", "nccl_init", "nccl_version", "launch")  # open an attempt
-DERIVED_TABLES = ("train_steps", "checkpoints")
+# Typed tables that take the derived times. None by default: HF loss dicts interpolated between
+# sparse stamps (save lines, a watchdog line 10 minutes after the fault) made false slow episodes
+# and a wrong last step; steps without stamps keep the framework's start-of-training rule.
+DERIVED_TABLES: tuple[str, ...] = ()
 
 
-def derive_times(events: pl.DataFrame, tables: dict[str, pl.DataFrame], files: pl.DataFrame | None = None
-                 ) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+def derive_times(events: pl.DataFrame, tables: dict[str, pl.DataFrame], files: pl.DataFrame | None = None,
+                 table_names: tuple[str, ...] = DERIVED_TABLES) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
     """Times for unstamped lines (checkpoint loads, HF Trainer loss dicts, tracebacks): between
     the stamped events around them in the same file, in proportion to their line distance
     (`ts_quality = derived`); after the last stamped event, up to the file's last stamped line.
     Lines of an uptime-stamped log with no boot time (`relative`) stay without a time. The typed
-    tables get the same times for the same lines. `_next_ts` (the next stamp in the file) says
+    tables named in `table_names` get the same times for the same lines. `_next_ts` (the next stamp in the file) says
     which attempt a line that opens one belongs to."""
     if events.is_empty():
         return events.with_columns(pl.lit(None, dtype=UTC_DT).alias("_next_ts")), tables
@@ -460,7 +463,7 @@ def derive_times(events: pl.DataFrame, tables: dict[str, pl.DataFrame], files: p
     derived = e.filter(pl.col("ts_quality") == "derived").select("file_id", "line_no", pl.col("ts").alias("_d")) \
         .unique(["file_id", "line_no"], keep="first")
     out = dict(tables)
-    for name in DERIVED_TABLES:
+    for name in table_names:
         t = tables.get(name)
         if t is None or isinstance(t, pl.LazyFrame) or t.is_empty() or derived.is_empty():
             continue

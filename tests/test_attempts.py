@@ -106,7 +106,7 @@ def test_derive_times_brackets_unstamped_lines() -> None:
     steps = pl.DataFrame({"file_id": [0], "line_no": [3], "ts": [None], "step": [2]},
                          schema_overrides={"ts": UTC_DT, "file_id": pl.Int32})
     out, tables = derive_times(ev.with_columns(pl.col("file_id").cast(pl.Int32)), {"train_steps": steps},
-                               files.with_columns(pl.col("file_id").cast(pl.Int32)))
+                               files.with_columns(pl.col("file_id").cast(pl.Int32)), ("train_steps",))
     got = dict(zip(zip(out["file_id"], out["line_no"], strict=True), out["ts"], strict=True))
     assert got[(0, 3)] == _t("2026-01-01T00:00:20")  # half way between its stamped neighbours
     # after the last stamped event: toward the file's last stamped line (line 11 = lines + 1)

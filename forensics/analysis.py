@@ -424,12 +424,13 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
     epoch = attempts["start"].min()
     ck = tables["checkpoints"].join(events.select("file_id", "line_no", "attempt", pl.col("kind").alias("ekind")),
                                     on=["file_id", "line_no"], how="left")
+    open_ends = _open_save_ends(ck, events)
     spans = []
     for a in attempts.iter_rows(named=True):
         i = a["index"]
         inter = by_attempt.get(i)
         c = ck.filter(pl.col("attempt") == i)
-        saves, durable = dt.save_intervals(c, epoch)
+        saves, durable = dt.save_intervals(c, epoch, open_ends)
         spans.append(dt.AttemptSpan(
             index=i, start=dt.to_seconds(a["start"], epoch), end=dt.to_seconds(a["end"], epoch),
             first_step_start=dt.to_seconds(a["first_step_start"], epoch),
@@ -441,6 +442,22 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
             interruption_id=inter.id if inter is not None else None,
         ))
     return dt.account(spans, gpus, slow_ids), spans
+
+
+def _open_save_ends(ck: pl.DataFrame, events: pl.DataFrame) -> dict:
+    """(file_id, line_no) of each save start whose step has no end line in its file -> (time of
+    the next timed line of the same file, whether that line is an error)."""
+    starts = ck.filter(pl.col("event") == "save_start")
+    ends = ck.filter(pl.col("event") == "save_end").select("file_id", "step").unique()
+    opened = starts.join(ends, on=["file_id", "step"], how="anti").select("file_id", "line_no")
+    if opened.is_empty():
+        return {}
+    ev = events.filter(pl.col("ts").is_not_null()).select("file_id", "line_no", "ts", "severity").sort(
+        "file_id", "line_no").unique(["file_id", "line_no"], keep="first", maintain_order=True).with_columns(
+        pl.col("ts").shift(-1).over("file_id").alias("_nts"),
+        pl.col("severity").shift(-1).over("file_id").is_in(["error", "critical"]).alias("_bad"))
+    got = opened.join(ev, on=["file_id", "line_no"], how="inner")
+    return {(r["file_id"], r["line_no"]): (r["_nts"], bool(r["_bad"])) for r in got.iter_rows(named=True)}
 
 
 def _with_last_durable(attempts: pl.DataFrame, spans: list[dt.AttemptSpan]) -> pl.DataFrame:

@@ -114,3 +114,12 @@ def test_derive_times_brackets_unstamped_lines() -> None:
     assert got[(1, 2)] is None  # an uptime stamp without boot time stays relative
     assert out.filter(pl.col("line_no") == 3)["ts_quality"][0] == "derived"
     assert tables["train_steps"]["ts"][0] == _t("2026-01-01T00:00:20")
+
+
+def test_hf_saves_without_an_end_line_are_durable_checkpoints(tmp_path: Path) -> None:
+    rep, exp = _run(tmp_path, "hf_unstamped_saves")
+    _check(rep, exp)
+    assert rep["downtime"]["checkpoint_s"] > 0
+    # the save at step 500 (no end line) is attempt 0's durable point: attempt 1 resumes from it
+    assert rep["attempts"][0]["last_durable_checkpoint"] is not None
+    assert rep["attempts"][1]["first_step"] == 501

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -32,7 +32,7 @@ from forensics.report import build_report, write_markdown
 from forensics.signatures import load_catalog, match
 from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
 from forensics.taxonomy import AUTO_RECOVERABLE, info
-from forensics.timeline import assign_attempts, rank_map
+from forensics.timeline import assign_attempts, derive_times, rank_map
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
 
 if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or read, after the verdict
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or r
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
 
 
+NODE_PARSERS = ("kernel", "dcgm", "sacct", "nvsmi")  # files of node-level records: they never make an attempt
 STALE_TMP_S = 3600  # a temporary output directory older than this belongs to no running analysis
 
 
@@ -323,9 +324,13 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     rmap = rank_map(events, tables)
     events = _fill_ranks(events, rmap)
     # process logs: everything with an attempt of its own but node-level telemetry and records
+    node_level = pl.col("parser").is_in(NODE_PARSERS).fill_null(False)
     proc_files = files.filter(pl.col("file_id").is_in(list(file_attempt)) & pl.col("first_ts").is_not_null()
-                              & ~pl.col("parser").is_in(["kernel", "dcgm", "sacct"]).fill_null(False))
-    events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"))
+                              & ~node_level)
+    node_files = set(files.filter(node_level)["file_id"].to_list())
+    events, tables = derive_times(events, tables, files)
+    events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"),
+                                       node_files)
     if attempts.height > dt.MANY_ATTEMPTS:
         ing.warnings.append(f"{attempts.height} attempts were reconstructed, more than {dt.MANY_ATTEMPTS}: the plots draw "
                             "them together; so many restarts are rare, check that each one is real (attempts table)")
@@ -352,6 +357,7 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
         for i in attempts["index"].to_list()], dtype=pl.Utf8))
     gpus = _gpu_count(rmap, tables, files, file_attempt)
     down, spans = _downtime(attempts, tables, events, by_attempt, episodes, slow_ids, gpus)
+    attempts = _with_last_durable(attempts, spans)
     report = build_report(name, root, files, events, attempts, inters, stragglers, down, ing, rmap, unparsed, completed)
     report["advice"] = {
         "checkpoint": advice.checkpoint_advice(
@@ -453,13 +459,14 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
     epoch = attempts["start"].min()
     ck = tables["checkpoints"].join(events.select("file_id", "line_no", "attempt", pl.col("kind").alias("ekind")),
                                     on=["file_id", "line_no"], how="left")
+    open_ends = _open_save_ends(ck, events)
     spans = []
     by = {k[0]: g for k, g in ck.partition_by("attempt", as_dict=True, maintain_order=True).items()}
     for a in attempts.iter_rows(named=True):
         i = a["index"]
         inter = by_attempt.get(i)
         c = by.get(i, ck.clear())
-        saves, durable = dt.save_intervals(c, epoch)
+        saves, durable = dt.save_intervals(c, epoch, open_ends)
         spans.append(dt.AttemptSpan(
             index=i, start=dt.to_seconds(a["start"], epoch), end=dt.to_seconds(a["end"], epoch),
             first_step_start=dt.to_seconds(a["first_step_start"], epoch),
@@ -471,6 +478,32 @@ def _downtime(attempts: pl.DataFrame, tables: dict[str, pl.DataFrame], events: p
             interruption_id=inter.id if inter is not None else None,
         ))
     return dt.account(spans, gpus, slow_ids), spans
+
+
+def _open_save_ends(ck: pl.DataFrame, events: pl.DataFrame) -> dict:
+    """(file_id, line_no) of each save start whose step has no end line in its file -> (time of
+    the next timed line of the same file, whether that line is an error)."""
+    starts = ck.filter(pl.col("event") == "save_start")
+    ends = ck.filter(pl.col("event") == "save_end").select("file_id", "step").unique()
+    opened = starts.join(ends, on=["file_id", "step"], how="anti").select("file_id", "line_no")
+    if opened.is_empty():
+        return {}
+    ev = events.filter(pl.col("ts").is_not_null()).select("file_id", "line_no", "ts", "severity").sort(
+        "file_id", "line_no").unique(["file_id", "line_no"], keep="first", maintain_order=True).with_columns(
+        pl.col("ts").shift(-1).over("file_id").alias("_nts"),
+        pl.col("severity").shift(-1).over("file_id").is_in(["error", "critical"]).alias("_bad"))
+    got = opened.join(ev, on=["file_id", "line_no"], how="inner")
+    return {(r["file_id"], r["line_no"]): (r["_nts"], bool(r["_bad"])) for r in got.iter_rows(named=True)}
+
+
+def _with_last_durable(attempts: pl.DataFrame, spans: list[dt.AttemptSpan]) -> pl.DataFrame:
+    """Each attempt's last durable checkpoint: the end of its last completed save."""
+    timed = attempts.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())  # as _downtime
+    epoch = timed["start"].min() if not timed.is_empty() else None
+    last = {sp.index: max(sp.durable) for sp in spans if sp.durable}
+    vals = [epoch + timedelta(seconds=last[i]) if epoch is not None and i in last else None
+            for i in attempts["index"].to_list()]
+    return attempts.with_columns(pl.Series("last_durable_checkpoint", vals, dtype=UTC_DT))
 
 
 def _remove_leftovers(out_dir: Path) -> None:

@@ -81,7 +81,8 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _OTHER_TAR_MAGIC = (b"BZh", b"\xfd7zXZ\x00")  # tar.bz2 / tar.xz bundles (tarfile reads them too)
 
 _GENERIC_DIR = re.compile(
-    r"^(?:logs?|nodes?|hosts?|ranks?|workers?|attempt[-_]?\d+|run[-_]?\d+|rank[-_]?\d+|slurm|dcgm|dmesg|"
+    r"^(?:logs?|nodes?|hosts?|ranks?|workers?|(?:attempt|restart|run|retry|try|trial|requeue)[-_]?\d+|s\d+|"
+    r"rank[-_]?\d+|slurm|dcgm|dmesg|"
     r"kernel|job|jobs|output|outputs|out|tmp|data|stdout|stderr|\d+|default)$",
     re.IGNORECASE,
 )
@@ -90,6 +91,8 @@ _HOST_IN_NAME = re.compile(
     r"(?:^|[._-])((?:node|host|gpu|worker|compute|cn|nid|ip)[-_]?[0-9][A-Za-z0-9-]*)(?:[._]|$)", re.IGNORECASE)
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_]?(\d+)", re.IGNORECASE)
 _ATTEMPT = re.compile(r"(?:attempt|restart|run)[-_]?(\d+)", re.IGNORECASE)
+# a folder named only by an attempt number under another word: s0/s1, try-2, retry_3, trial1, requeue-2
+_ATTEMPT_DIR = re.compile(r"(?:attempt|restart|run|retry|try|trial|requeue|s)[-_]?(\d+)", re.IGNORECASE)
 
 
 def path_hints(rel_path: str) -> tuple[str | None, int | None, int | None]:
@@ -110,8 +113,8 @@ def path_hints(rel_path: str) -> tuple[str | None, int | None, int | None]:
     if m:
         rank = _hint_int(m.group(1))
     attempt = None
-    for p in parts:
-        m = _ATTEMPT.fullmatch(p) or _ATTEMPT.search(p)
+    for i, p in enumerate(parts):
+        m = (_ATTEMPT_DIR.fullmatch(p) if i < len(parts) - 1 else None) or _ATTEMPT.fullmatch(p) or _ATTEMPT.search(p)
         if m:
             attempt = _hint_int(m.group(1))
     return host, rank, attempt

@@ -157,9 +157,23 @@ def to_seconds(t: datetime | None, epoch: datetime) -> float | None:
     return None if t is None else (t - epoch).total_seconds()
 
 
-def save_intervals(c: pl.DataFrame, epoch: datetime) -> tuple[list[tuple[float, float]], list[float]]:
-    """Blocking save intervals and durable (completed) save end times of one attempt."""
+def save_intervals(c: pl.DataFrame, epoch: datetime, open_ends: dict | None = None
+                   ) -> tuple[list[tuple[float, float]], list[float]]:
+    """Blocking save intervals and durable (completed) save end times of one attempt.
+    `open_ends` ((file_id, line_no) of a save start -> (time, failed)): a save that printed a
+    start and no end (HF Trainer's `Saving model checkpoint to …`) ends at the next line of its
+    writer; it is durable unless that line is an error."""
     saves, durable = [], []
+    ended = {r["step"] for r in c.filter(pl.col("event") == "save_end").iter_rows(named=True)}
+    for r in c.filter(pl.col("event") == "save_start").iter_rows(named=True) if open_ends else []:
+        nxt = open_ends.get((r.get("file_id"), r["line_no"]))
+        if r["ts"] is None or r["step"] in ended or nxt is None or nxt[0] is None or nxt[0] <= r["ts"]:
+            continue
+        ended.add(r["step"])
+        a, b = to_seconds(r["ts"], epoch), to_seconds(nxt[0], epoch)
+        saves.append((a, b))
+        if not nxt[1]:
+            durable.append(b)
     starts = {r["step"]: r["ts"] for r in c.filter(pl.col("event") == "save_start").iter_rows(named=True)
               if r["ts"] is not None}
     for r in c.filter(pl.col("event") == "save_end").iter_rows(named=True):

@@ -159,7 +159,11 @@ def build_report(name: str, root: Path, files: pl.DataFrame, events: pl.DataFram
         "sources": sources,
         "attempts": [{"index": a["index"], "start": iso(a["start"]), "end": iso(a["end"]),
                       "first_step": a["first_step"], "last_step": a["last_step"], "end_reason": a["end_reason"],
-                      "resumed_from": a["resumed_from"]} for a in attempts.iter_rows(named=True)],
+                      "resumed_from": a["resumed_from"], "first_step_time": iso(a.get("first_step_start")),
+                      "last_progress": iso(a.get("last_progress")),
+                      "last_durable_checkpoint": iso(a.get("last_durable_checkpoint")),
+                      "witnesses": a["witnesses"].split(",") if a.get("witnesses") else []}
+                     for a in attempts.iter_rows(named=True)],
         "verdict": _verdict(inter_dicts, attempts, completed, files),
         "interruptions": inter_dicts,
         "stragglers": [{"host": s.host, "rank": s.rank, "gpu": s.gpu, "start": iso(s.start), "end": iso(s.end),

@@ -103,7 +103,8 @@ CREATE TABLE rank_map (               -- rank <-> host <-> GPU <-> PCI, from NCC
 
 CREATE TABLE attempts (
     "index" INTEGER, "start" TIMESTAMPTZ, "end" TIMESTAMPTZ, first_step BIGINT, last_step BIGINT,
-    resumed_from BIGINT, end_reason VARCHAR, first_step_start TIMESTAMPTZ, last_progress TIMESTAMPTZ
+    resumed_from BIGINT, end_reason VARCHAR, first_step_start TIMESTAMPTZ, last_progress TIMESTAMPTZ,
+    witnesses VARCHAR, last_durable_checkpoint TIMESTAMPTZ
 );
 
 CREATE TABLE signature_hits (

@@ -149,6 +149,10 @@ class Config:
     timezone_set: bool
     megatron_timers: bool = False
     dcgm_pcie_link: bool = False
+    attempt_dir: str = "attempt-{k}"  # folder of attempt k under logs/; "" = one folder, files appended
+    retry_as_step: bool = False  # restarts are new steps (.0, .1, ...) of one Slurm job, not requeues
+    hf_save_end: bool = True  # HF: print `Model weights saved in ...` at the end of a save
+    kernel_in_logs: bool = False  # also dump each node's dmesg (since boot) beside its process logs
 
     @property
     def ranks(self) -> int:
@@ -202,6 +206,10 @@ def make_config(job: dict[str, Any], seed: int) -> Config:
         timezone_set="timezone" in job,
         megatron_timers=bool(job.get("megatron_timers", False)),
         dcgm_pcie_link=bool(job.get("dcgm_pcie_link", False)),
+        attempt_dir=str(job.get("attempt_dir", "attempt-{k}")),
+        retry_as_step=bool(job.get("retry_as_step", False)),
+        hf_save_end=bool(job.get("hf_save_end", True)),
+        kernel_in_logs=bool(job.get("kernel_in_logs", False)),
     )
 
 
@@ -1472,6 +1480,7 @@ def render_rank_end(ctx: Ctx, r: int, p: Pending) -> None:
 def slurm_step_end(ctx: Ctx, node_end: dict[str, int], table_hosts: set[str]) -> None:
     case, a = ctx.case, ctx.a
     jid = case.cfg.job_id
+    sid = step_id(case, a)
     if ctx.plan.sched is not None:
         t, reason = ctx.plan.sched
         stamp = case.clock.slurm(t)
@@ -1482,15 +1491,20 @@ def slurm_step_end(ctx: Ctx, node_end: dict[str, int], table_hosts: set[str]) ->
         for h in hosts:
             if h in table_hosts:
                 continue
-            case.slurm_events.append((t + 1, f"slurmstepd: error: *** STEP {jid}.0 ON {h} CANCELLED AT {stamp}{due} ***"))
+            case.slurm_events.append((t + 1, f"slurmstepd: error: *** STEP {jid}.{sid} ON {h} CANCELLED AT {stamp}{due} ***"))
         case.slurm_events.append((t + 2, "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."))
     if ctx.plan.oom_kill:
-        case.slurm_events.append((ctx.tf + 5000, f"slurmstepd: error: Detected 1 oom_kill event in StepId={jid}.0. "
+        case.slurm_events.append((ctx.tf + 5000, f"slurmstepd: error: Detected 1 oom_kill event in StepId={jid}.{sid}. "
                                   "Some of the step tasks have been OOM Killed."))
     for h in sorted(node_end, key=lambda x: node_end[x]):
         n = a.hosts.index(h)
         text = "Exited with exit code 1" if h in table_hosts else "Terminated"
         case.slurm_events.append((node_end[h], f"srun: error: {h}: task {n}: {text}"))
+
+
+def step_id(case: Case, a: Attempt) -> int:
+    """The Slurm step that runs attempt `a`: `.0` of each requeued run, or `.k` of one job."""
+    return a.index if case.cfg.retry_as_step else 0
 
 
 def apply_fault(case: Case, a: Attempt) -> None:
@@ -1587,7 +1601,7 @@ def build_timeline(case: Case) -> None:
                 return
             restarts += 1
         action = TAXONOMY.get(a.fault.category, TAXONOMY["unknown"])[2]
-        if action == "exclude_node_and_restart" and a.culprit_host in hosts:
+        if action == "exclude_node_and_restart" and a.culprit_host in hosts and not cfg.retry_as_step:
             spare = case.ids.host(cfg.nodes + case.spares)
             case.spares += 1
             hosts = [spare if h == a.culprit_host else h for h in hosts]
@@ -1799,7 +1813,7 @@ def hf_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -
              f"'learning_rate': {_lr(cfg, s.index):.4e}, 'epoch': {s.index / cfg.train_steps:.2f}}}")
     for sv in a.saves:
         log(sv.start, "trainer.py:3410", f"Saving model checkpoint to /out/checkpoint-{sv.step}")
-        if sv.durable:
+        if sv.durable and cfg.hf_save_end:
             log(sv.end, "modeling_utils.py:2627", f"Model weights saved in /out/checkpoint-{sv.step}/model.safetensors")
     if a.end_reason == "completed":
         log(a.end, "trainer.py:2420", "\n\nTraining completed. Do not forget to share your model on "
@@ -1939,9 +1953,25 @@ def _launcher(case: Case, rank: int, text: str) -> str:
     return "\n".join(pre + ln for ln in text.split("\n"))
 
 
+def attempt_folder(case: Case, job: Path, a: Attempt, host: str) -> Path:
+    """`logs/<attempt folder>/<host>/`, or `logs/<host>/` when every attempt appends to the same files."""
+    fmt = case.cfg.attempt_dir
+    d = job / "logs" / fmt.format(k=a.index) / host if fmt else job / "logs" / host
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _write_or_append(path: Path, text: str, written: set[Path]) -> None:
+    """Write `text` as the file's first run, or append it (a requeued run reopens the same file)."""
+    with path.open("a" if path in written else "w", encoding="utf-8") as fh:
+        fh.write(text)
+    written.add(path)
+
+
 def write_rank_logs(case: Case, job: Path) -> int:
     gpn = case.cfg.gpus_per_node
     count = 0
+    written: set[Path] = set()
     for a in case.attempts:
         init_t = a.start + (a.first_step_start - a.start) // 4
         cut = a.fault_t if a.fault is not None and a.fault.type == "node_fail" else None
@@ -1953,14 +1983,14 @@ def write_rank_logs(case: Case, job: Path) -> int:
             if cut is not None and a.culprit_host == host:
                 events = [e for e in events if e[0] < cut]
             text = "\n".join(e[1] for e in events if e[1] or e[1] == "")
-            d = job / "logs" / f"attempt-{a.index}" / host
-            d.mkdir(parents=True, exist_ok=True)
-            (d / f"rank-{rank}.log").write_text(_launcher(case, rank, text) + "\n", encoding="utf-8")
-            count += 1
+            path = attempt_folder(case, job, a, host) / f"rank-{rank}.log"
+            count += path not in written
+            _write_or_append(path, _launcher(case, rank, text) + "\n", written)
     return count
 
 
 def write_agent_logs(case: Case, job: Path) -> None:
+    written: set[Path] = set()
     for a in case.attempts:
         for host in a.hosts:
             apid = case.ids.agent_pid(a.index, host)
@@ -1971,11 +2001,11 @@ def write_agent_logs(case: Case, job: Path) -> None:
                       "performance in your application as needed. ", pre + "*" * 41]
             events = [(a.start, "\n".join(banner))] + sorted(case.agent_events.get((a.index, host), []),
                                                              key=lambda e: e[0])
-            d = job / "logs" / f"attempt-{a.index}" / host
-            d.mkdir(parents=True, exist_ok=True)
-            (d / "torchrun.log").write_text("\n".join(e[1] for e in events) + "\n", encoding="utf-8")
+            d = attempt_folder(case, job, a, host)
+            _write_or_append(d / "torchrun.log", "\n".join(e[1] for e in events) + "\n", written)
             for (ai, h, rank), payload in sorted(case.error_files.items()):
                 if ai == a.index and h == host:
+                    # appended attempts share the folder: a later run's error file replaces the earlier one
                     ed = d / "torchelastic" / str(rank % case.cfg.gpus_per_node)
                     ed.mkdir(parents=True, exist_ok=True)
                     (ed / "error.json").write_text(json.dumps(payload, sort_keys=True), encoding="utf-8")
@@ -2034,6 +2064,23 @@ def write_kernel_logs(case: Case, job: Path) -> None:
         if case.cfg.kernel_style == "uptime":
             boot = case.clock.local(case.ids.boot(host))
             (d / "uptime_since.txt").write_text(f"{boot:%Y-%m-%d %H:%M:%S}\n", encoding="utf-8")
+        if not case.cfg.kernel_in_logs:
+            continue
+        # an epilog's `journalctl -b` at the end of each run, beside that run's process logs: the
+        # node's journal since boot (days before the job: boot lines, an earlier job's slurmstepd
+        # cancel), up to the run's end
+        prev = -86400 * US
+        jid = case.cfg.job_id - 913
+        node = [(t, f"{host} kernel: {msg}") for t, msg in events]
+        node.append((prev, f"{host} slurmstepd[{4100 + len(host)}]: error: *** JOB {jid} ON {host} CANCELLED AT "
+                           f"{case.clock.slurm(prev)} DUE TO TIME LIMIT ***"))
+        node.sort(key=lambda e: e[0])
+        for a in case.attempts:
+            if host not in a.hosts:
+                continue
+            upto = [f"{case.clock.local(t):%Y-%m-%dT%H:%M:%S%z} {msg}" for t, msg in node if t <= a.end]
+            path = attempt_folder(case, job, a, host) / f"journal-{a.index}.log"
+            path.write_text("\n".join(upto) + "\n", encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- writers: DCGM
@@ -2198,7 +2245,22 @@ def write_slurm(case: Case, job: Path) -> None:
     d.mkdir(parents=True, exist_ok=True)
     jid, c = case.cfg.job_id, case.clock
     rows = [SACCT_HEADER]
-    for a in case.attempts:
+    if case.cfg.retry_as_step:
+        # one allocation; the batch script retries srun: steps .0, .1, ... of one job row
+        first, last = case.attempts[0], case.attempts[-1]
+        js, je, bs, be, _, _, fnode = run_states(case, last, False)
+        start, end = c.slurm(first.start), c.slurm(last.end + US - 1)
+        el = _elapsed((last.end + US - 1) // US - first.start // US)
+        nl = hostlist(case.hosts)
+        rows.append(f"{jid}|{case.cfg.name}|{js}|{je}|{je}|{start}|{end}|{el}|{nl}|{fnode}|None|0")
+        rows.append(f"{jid}.batch|batch|{bs}|{be}||{start}|{end}|{el}|{first.hosts[0]}|||")
+        rows.append(f"{jid}.extern|extern|COMPLETED|0:0||{start}|{end}|{el}|{nl}|||")
+        for a in case.attempts:
+            _, _, _, _, ss, se, _ = run_states(case, a, False)
+            s0, s1 = c.slurm(a.start), c.slurm(a.end + US - 1)
+            sel = _elapsed((a.end + US - 1) // US - a.start // US)
+            rows.append(f"{jid}.{step_id(case, a)}|torchrun|{ss}|{se}||{s0}|{s1}|{sel}|{hostlist(a.hosts)}|||")
+    for a in case.attempts if not case.cfg.retry_as_step else []:
         requeued = a.index < len(case.attempts) - 1
         js, je, bs, be, ss, se, fnode = run_states(case, a, requeued)
         start, end = c.slurm(a.start), c.slurm(a.end + US - 1)

@@ -16,6 +16,11 @@ from parsers.records import UTC_DT
 PROCESS_SOURCES = ("nccl", "pytorch", "elastic", "steps", "slurm")
 POST_SLACK = timedelta(minutes=5)
 PRE_SLACK = timedelta(minutes=35)
+SCHED_OVERLAP = timedelta(seconds=5)  # sacct rounds End up to the second
+LAUNCH_CLUSTER = timedelta(minutes=2)  # launcher banners of one attempt (one per node) come within this
+MERGE_WINDOW = timedelta(minutes=5)  # witnesses of one boundary (no step logged between them)
+SILENCE = timedelta(seconds=60)  # a gap this long before a boundary corroborates it
+LONG_SILENCE = timedelta(hours=2)  # longer than any collective timeout: alone, a new attempt (if it logs steps)
 
 RANK_MAP_SCHEMA = {"rank": pl.Int64, "host": pl.Utf8, "local_rank": pl.Int64, "gpu": pl.Int64,
                    "pci_bus_id": pl.Utf8, "source": pl.Utf8}
@@ -23,6 +28,7 @@ RANK_MAP_SCHEMA = {"rank": pl.Int64, "host": pl.Utf8, "local_rank": pl.Int64, "g
 ATTEMPT_SCHEMA = {
     "index": pl.Int32, "start": UTC_DT, "end": UTC_DT, "first_step": pl.Int64, "last_step": pl.Int64,
     "resumed_from": pl.Int64, "end_reason": pl.Utf8, "first_step_start": UTC_DT, "last_progress": UTC_DT,
+    "witnesses": pl.Utf8,
 }
 
 
@@ -79,60 +85,106 @@ def _step_time(steps: pl.DataFrame) -> float | None:
 
 def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
                     file_attempt: dict[int, int],
-                    file_spans: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+                    file_spans: pl.DataFrame | None = None,
+                    node_files: set[int] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Return (events with an `attempt` column, attempts frame). `file_spans` (file_id,
     first_ts, last_ts) of process logs widen an attempt to the first and last stamped line of
-    its files (a launcher banner is the attempt's first line but no event)."""
+    its files (a launcher banner is the attempt's first line but no event). `node_files` are
+    files of node-level records (kernel logs, journals, telemetry): whatever they hold, even a
+    scheduler line of an earlier job, never makes or stretches an attempt. Spans are clipped to
+    the scheduler's job window where there is one."""
+    node_files = set(node_files or ())
+    for c in ("_next_ts", "_prev_ts"):
+        if c not in events.columns:
+            events = events.with_columns(pl.lit(None, dtype=UTC_DT).alias(c))
     ev = events.with_columns(
         pl.col("file_id").replace_strict(file_attempt, default=None, return_dtype=pl.Int32).alias("attempt"))
-    steps = tables.get("train_steps", pl.DataFrame(schema={"file_id": pl.Int32, "ts": UTC_DT, "step": pl.Int64}))
-    boundaries: list = []
-    if not file_attempt:
-        # No attempt folders: a new attempt starts where the step counter goes back, or where
-        # torchelastic restarts the worker group.
-        s = steps.filter(pl.col("ts").is_not_null()).sort("ts")
-        if s.height > 1:
-            back = s.filter(pl.col("step") < pl.col("step").shift(1))
-            boundaries += back["ts"].to_list()
-        restarts = ev.filter((pl.col("kind") == "restart") & pl.col("ts").is_not_null())["ts"].to_list()
-        boundaries += restarts
-        boundaries = sorted(set(boundaries))
-        # attempt = number of boundaries at or before the event's time
-        cuts = pl.Series("b", boundaries, dtype=UTC_DT)
-        is_proc = pl.col("source").is_in(PROCESS_SOURCES) & pl.col("ts").is_not_null()
+    is_proc = pl.col("source").is_in(PROCESS_SOURCES) & ~pl.col("file_id").is_in(list(node_files))
+    sched = tables.get("sched_records")
+    window = sched_window(sched)
+    proc_attempts = set(ev.filter(is_proc & pl.col("attempt").is_not_null())["attempt"].unique().to_list())
+    witnesses: dict[int, str] = {}
+    folder_mode = len(proc_attempts) >= 2
+    if folder_mode:
+        # attempt folders (attempt-1/, s0/s1, try-2, retry_3): only process logs say which
+        # attempt they belong to; node-level files in such a folder are placed by time
+        ev = ev.with_columns(pl.when(is_proc).then(pl.col("attempt")).otherwise(None).alias("attempt"))
+    else:
+        proc = ev.filter(is_proc & pl.col("ts").is_not_null() & (pl.col("ts_quality") != "derived"))
+        cuts = boundaries(proc, tables.get("train_steps"), sched)
+        if window is not None:
+            cuts = [(t, w) for t, w in cuts if window[0] <= t and (window[1] is None or t <= window[1])]
+        cut_times = pl.Series("b", [t for t, _ in cuts], dtype=UTC_DT)
+        # a derived line that opens an attempt (a checkpoint load before the first step) belongs
+        # with the stamped line after it, not with the end of the previous attempt
+        # a derived line that closes one (a traceback, an abort) with the stamped line before it
+        derived = pl.col("ts_quality") == "derived"
+        opens = pl.col("kind").is_in(START_KINDS) & derived & pl.col("_next_ts").is_not_null()
+        closes = ~pl.col("kind").is_in(START_KINDS) & derived & pl.col("_prev_ts").is_not_null()
+        key = ev.select(pl.when(opens).then(pl.col("_next_ts")).when(closes).then(pl.col("_prev_ts"))
+                        .otherwise(pl.col("ts")).alias("k"))["k"]
+        # lines with no time at all keep the (single) attempt folder they were found in
         ev = ev.with_columns(
-            pl.when(is_proc).then(cuts.search_sorted(ev["ts"], side="right"))
+            pl.when(is_proc & pl.col("ts").is_not_null()).then(cut_times.search_sorted(key, side="right"))
+            .when(is_proc & pl.col("ts").is_null() & pl.col("attempt").is_not_null()).then(pl.lit(0))
             .otherwise(None).cast(pl.Int32).alias("attempt"))
-    spans = (ev.filter(pl.col("attempt").is_not_null() & pl.col("ts").is_not_null()
-                       & pl.col("source").is_in(PROCESS_SOURCES))
-             .group_by("attempt").agg(pl.col("ts").min().alias("start"), pl.col("ts").max().alias("end"))
+        witnesses = {k + 1: w for k, (_, w) in enumerate(cuts)}
+    # spans from stamped lines; derived times only for an attempt that has nothing else
+    exact = pl.col("ts_quality") != "derived"
+    spans = (ev.filter(pl.col("attempt").is_not_null() & pl.col("ts").is_not_null() & is_proc)
+             .group_by("attempt").agg(
+                 pl.col("ts").filter(exact).min().fill_null(pl.col("ts").min()).alias("start"),
+                 pl.col("ts").filter(exact).max().fill_null(pl.col("ts").max()).alias("end"))
              .sort("attempt"))
-    if file_spans is not None and not file_spans.is_empty() and file_attempt and not spans.is_empty():
-        fs = file_spans.with_columns(
+    if not folder_mode and witnesses and not spans.is_empty():
+        # an attempt starts at its launch (a scheduler step's start precedes its first line)
+        launch = pl.DataFrame({"attempt": list(witnesses), "_l": [t for t, _ in cuts]},
+                              schema={"attempt": pl.Int32, "_l": UTC_DT})
+        spans = spans.join(launch, on="attempt", how="left").with_columns(
+            pl.min_horizontal("start", "_l").alias("start")).drop("_l")
+    if file_spans is not None and not file_spans.is_empty() and folder_mode and not spans.is_empty():
+        fs = file_spans.filter(~pl.col("file_id").is_in(list(node_files))).with_columns(
             pl.col("file_id").replace_strict(file_attempt, default=None, return_dtype=pl.Int32).alias("attempt")
         ).filter(pl.col("attempt").is_not_null()).group_by("attempt").agg(
             pl.col("first_ts").min().alias("f0"), pl.col("last_ts").max().alias("f1"))
         spans = spans.join(fs, on="attempt", how="left").with_columns(
             pl.min_horizontal("start", "f0").alias("start"), pl.max_horizontal("end", "f1").alias("end")
         ).drop("f0", "f1")
+    if folder_mode and not spans.is_empty():
+        witnesses = {int(a): "folder" for a in spans["attempt"].to_list()}
     if spans.is_empty():
-        # Only node-level evidence (dmesg, DCGM, scheduler): one attempt spanning it all.
-        t = ev.filter(pl.col("ts").is_not_null())
-        if t.is_empty():
+        # Only node-level evidence (dmesg, DCGM, scheduler): one attempt over the scheduler's job
+        # window, else over the records that are not boot-time noise.
+        t = ev.filter(pl.col("ts").is_not_null() & (pl.col("kind") != "boot"))
+        if window is not None:
+            t = t.filter(pl.col("ts") >= window[0])
+            if window[1] is not None:
+                t = t.filter(pl.col("ts") <= window[1])
+        if t.is_empty() and window is None:
             # No time stamps at all (a pasted excerpt): everything is one attempt of unknown span.
             if ev.is_empty():
-                return ev.with_columns(pl.lit(None, dtype=pl.Int32).alias("attempt")), pl.DataFrame(schema=ATTEMPT_SCHEMA)
+                return (ev.drop("_next_ts", "_prev_ts").with_columns(pl.lit(None, dtype=pl.Int32).alias("attempt")),
+                        pl.DataFrame(schema=ATTEMPT_SCHEMA))
             one = pl.DataFrame([{"index": 0, "start": None, "end": None, "first_step": None, "last_step": None,
                                  "resumed_from": None, "end_reason": None, "first_step_start": None,
-                                 "last_progress": None}], schema=ATTEMPT_SCHEMA)
-            return ev.with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt")), one
-        spans = pl.DataFrame({"attempt": [0], "start": [t["ts"].min()], "end": [t["ts"].max()]},
+                                 "last_progress": None, "witnesses": None}], schema=ATTEMPT_SCHEMA)
+            return ev.drop("_next_ts", "_prev_ts").with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt")), one
+        t0 = window[0] if window is not None else t["ts"].min()
+        t1 = window[1] if window is not None and window[1] is not None else t["ts"].max()
+        spans = pl.DataFrame({"attempt": [0], "start": [t0], "end": [t1]},
                              schema={"attempt": pl.Int32, "start": UTC_DT, "end": UTC_DT})
         ev = ev.with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt"))
-    spans = _sched_starts(spans, tables.get("sched_records"))
+    spans = _sched_starts(spans, sched)
+    if window is not None:
+        lo, hi = window
+        spans = spans.with_columns(pl.max_horizontal("start", pl.lit(lo, dtype=UTC_DT)).alias("start"))
+        if hi is not None:
+            spans = spans.with_columns(pl.min_horizontal("end", pl.lit(hi, dtype=UTC_DT)).alias("end"))
+        spans = spans.with_columns(pl.max_horizontal("start", "end").alias("end"))
     # renumber 0..n-1 in time order
     spans = spans.sort("start").with_row_index("index").with_columns(pl.col("index").cast(pl.Int32))
     remap = dict(zip(spans["attempt"].to_list(), spans["index"].to_list(), strict=True))
+    wit = {remap[a]: w for a, w in witnesses.items() if a in remap}
     ev = ev.with_columns(pl.col("attempt").replace_strict(remap, default=None, return_dtype=pl.Int32))
     # Events without an attempt (node-level logs): the attempt whose span holds them; else the
     # attempt that ended at most POST_SLACK before; else the next one to start within PRE_SLACK
@@ -159,7 +211,130 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
         placed = [place(t) if m else a for t, m, a in zip(ev["ts"].to_list(), missing.to_list(),
                                                           ev["attempt"].to_list(), strict=True)]
         ev = ev.with_columns(pl.Series("attempt", placed, dtype=pl.Int32))
-    return ev, _attempt_rows(spans, ev, tables)
+    # a derived time stays inside its attempt
+    lo = dict(zip(spans["index"].to_list(), spans["start"].to_list(), strict=True))
+    hi = dict(zip(spans["index"].to_list(), spans["end"].to_list(), strict=True))
+    ev = ev.with_columns(pl.col("attempt").replace_strict(lo, default=None, return_dtype=UTC_DT).alias("_s"),
+                         pl.col("attempt").replace_strict(hi, default=None, return_dtype=UTC_DT).alias("_e"))
+    ev = ev.with_columns(
+        pl.when(pl.col("ts_quality") == "derived").then(pl.col("ts").clip(pl.col("_s"), pl.col("_e")))
+        .otherwise(pl.col("ts")).alias("ts")).drop("_s", "_e", "_next_ts", "_prev_ts")
+    rows = _attempt_rows(spans, ev, tables)
+    return ev, rows.with_columns(pl.Series("witnesses", [wit.get(i) for i in rows["index"].to_list()],
+                                           dtype=pl.Utf8))
+
+
+def sched_window(sched: pl.DataFrame | None) -> tuple | None:
+    """(first start, last end or None) of the scheduler's job rows (its steps when there are no
+    job rows): no attempt of this job runs outside it."""
+    if sched is None or sched.is_empty():
+        return None
+    job = sched.filter((pl.col("step_id").is_null() | (pl.col("step_id") == "")) & pl.col("start").is_not_null())
+    if job.is_empty():
+        job = sched.filter(pl.col("step_id").str.contains(r"^\d+$").fill_null(False) & pl.col("start").is_not_null())
+    if job.is_empty():
+        return None
+    end = job["end"]
+    return job["start"].min(), (None if end.null_count() else end.max())
+
+
+def sched_launches(sched: pl.DataFrame | None) -> list:
+    """Start times of the scheduler runs that follow an earlier one: requeued runs of the job
+    (one job row each) and job steps that start after every earlier step ended (a batch script
+    that retries srun). Steps that overlap an earlier one (helpers beside the trainer) are not
+    launches."""
+    if sched is None or sched.is_empty():
+        return []
+    rows = sched.filter(pl.col("step_id").str.contains(r"^\d+$").fill_null(False) & pl.col("start").is_not_null())
+    if rows.height < 2:
+        rows = sched.filter((pl.col("step_id").is_null() | (pl.col("step_id") == "")) & pl.col("start").is_not_null())
+    out = []
+    last_end = None
+    for r in rows.sort("start").iter_rows(named=True):
+        if last_end is not None and r["start"] >= last_end - SCHED_OVERLAP:
+            if not out or r["start"] - out[-1] > SCHED_OVERLAP:
+                out.append(r["start"])
+        e = r["end"] if r["end"] is not None else r["start"]
+        last_end = e if last_end is None else max(last_end, e)
+    return out
+
+
+def boundaries(proc: pl.DataFrame, steps: pl.DataFrame | None, sched: pl.DataFrame | None) -> list[tuple]:
+    """Launch times of the attempts after the first, each with the witnesses that place it
+    (comma-separated: sacct, launcher, elastic_restart, step_reset, silence). Boundaries sit at
+    the launch of the new attempt: a scheduler run's start, the launcher banner, else the first
+    process line after the previous attempt's last error (or after the longest silence)."""
+    proc = proc.sort("ts", "file_id", "line_no")
+    if proc.is_empty():
+        return []
+    t_first = proc["ts"].min()
+    cands: list[tuple] = [(t, "sacct") for t in sched_launches(sched)]
+    launches = proc.filter(pl.col("kind") == "launch")["ts"]
+    if launches.len():
+        lt = launches.sort().to_list()
+        groups = [lt[0]]
+        for a, b in zip(lt, lt[1:], strict=False):
+            if b - a > LAUNCH_CLUSTER:
+                groups.append(b)
+        cands += [(t, "launcher") for t in groups]
+    cands += [(t, "elastic_restart") for t in proc.filter(pl.col("kind") == "restart")["ts"].to_list()]
+    times = proc["ts"]
+    sev = proc["severity"].to_list()
+    tl = times.to_list()
+    if steps is not None and not steps.is_empty():
+        s = steps.filter(pl.col("ts").is_not_null()).sort("ts")
+        if s.height > 1:
+            prev = s["ts"].shift(1)
+            back = s.with_columns(prev.alias("_prev")).filter(pl.col("step") < pl.col("step").shift(1))
+            for r in back.iter_rows(named=True):
+                cands.append((_launch_after(tl, sev, r["_prev"], r["ts"]), "step_reset"))
+    if len(tl) > 1:
+        gaps = proc.select(pl.col("ts"), pl.col("ts").diff().alias("gap"))
+        long = gaps.filter(pl.col("gap") > LONG_SILENCE)
+        step_ts = proc.filter(pl.col("kind") == "step")["ts"]
+        for t in long["ts"].to_list():
+            if step_ts.len() and (step_ts >= t).any():
+                cands.append((t, "silence"))
+    cands = sorted((t, w) for t, w in cands if t is not None and t > t_first)
+    out: list[list] = []
+    for t, w in cands:
+        if out and t - out[-1][0] <= MERGE_WINDOW and not _progress_between(proc, out[-1][0], t):
+            if w not in out[-1][1]:
+                out[-1][1].append(w)
+            continue
+        out.append([t, [w]])
+    # a silence before a boundary corroborates it
+    res = []
+    for t, ws in out:
+        before = times.filter(times < t)
+        if "silence" not in ws and before.len() and t - before.max() >= SILENCE:
+            ws.append("silence")
+        res.append((t, ",".join(sorted(set(ws)))))
+    return res
+
+
+def _launch_after(tl: list, sev: list, lo, hi):  # noqa: ANN001, ANN202
+    """The first process line of a new attempt whose step counter went back between the step
+    lines at `lo` and `hi`: the first line after the previous attempt's last error line in that
+    interval; with no error line, the first after the longest silence."""
+    idx = [i for i, t in enumerate(tl) if lo < t <= hi]
+    if not idx:
+        return hi
+    errs = [i for i in idx if sev[i] in ("error", "critical")]
+    if errs and errs[-1] != idx[-1]:
+        return tl[errs[-1] + 1]
+    best, at = None, idx[0]
+    for a, b in zip([idx[0] - 1, *idx], idx, strict=False):
+        if a < 0:
+            continue
+        g = tl[b] - tl[a]
+        if best is None or g > best:
+            best, at = g, b
+    return tl[at]
+
+
+def _progress_between(proc: pl.DataFrame, a, b) -> bool:  # noqa: ANN001
+    return proc.filter((pl.col("kind") == "step") & (pl.col("ts") > a) & (pl.col("ts") < b)).height > 0
 
 
 def _sched_starts(spans: pl.DataFrame, sched: pl.DataFrame | None) -> pl.DataFrame:
@@ -229,5 +404,69 @@ def _attempt_rows(spans: pl.DataFrame, ev: pl.DataFrame, tables: dict[str, pl.Da
                     fss = st.min() if st.len() else None
         rows.append({"index": i, "start": r["start"], "end": r["end"], "first_step": first_step,
                      "last_step": last_step, "resumed_from": resumed, "end_reason": None,
-                     "first_step_start": fss, "last_progress": lp})
+                     "first_step_start": fss, "last_progress": lp, "witnesses": None})
     return pl.DataFrame(rows, schema=ATTEMPT_SCHEMA)
+
+
+START_KINDS = ("checkpoint_load", "train_start", "nccl_init", "nccl_version", "launch")  # open an attempt
+# Typed tables that take the derived times. None by default: HF loss dicts interpolated between
+# sparse stamps (save lines, a watchdog line 10 minutes after the fault) made false slow episodes
+# and a wrong last step; steps without stamps keep the framework's start-of-training rule.
+DERIVED_TABLES: tuple[str, ...] = ()
+
+
+def derive_times(events: pl.DataFrame, tables: dict[str, pl.DataFrame], files: pl.DataFrame | None = None,
+                 table_names: tuple[str, ...] = DERIVED_TABLES) -> tuple[pl.DataFrame, dict[str, pl.DataFrame]]:
+    """Times for unstamped lines (checkpoint loads, HF Trainer loss dicts, tracebacks): between
+    the stamped events around them in the same file, in proportion to their line distance
+    (`ts_quality = derived`); after the last stamped event, up to the file's last stamped line.
+    Lines of an uptime-stamped log with no boot time (`relative`) stay without a time. The typed
+    tables named in `table_names` get the same times for the same lines. `_next_ts` (the next stamp in the file) says
+    which attempt a line that opens one belongs to."""
+    if events.is_empty():
+        return events.with_columns(pl.lit(None, dtype=UTC_DT).alias("_next_ts")), tables
+    # a time the parsers carried forward from the line above (`derived`, not a kernel uptime
+    # conversion) is replaced by the bracketed estimate
+    carried = (pl.col("ts_quality") == "derived") & (pl.col("source") != "kernel")
+    e = events.with_row_index("_i").with_columns(
+        pl.when(carried).then(None).otherwise(pl.col("ts")).alias("ts"),
+        pl.when(carried).then(pl.lit("missing")).otherwise(pl.col("ts_quality")).alias("ts_quality"),
+    ).sort("file_id", "line_no", "_i")
+    us = pl.col("ts").dt.epoch("us")
+    stamped = pl.col("ts").is_not_null()
+    e = e.with_columns(
+        pl.when(stamped).then(us).otherwise(None).forward_fill().over("file_id").alias("_pt"),
+        pl.when(stamped).then(pl.col("line_no")).otherwise(None).forward_fill().over("file_id").alias("_pl"),
+        pl.when(stamped).then(us).otherwise(None).backward_fill().over("file_id").alias("_nt"),
+        pl.when(stamped).then(pl.col("line_no")).otherwise(None).backward_fill().over("file_id").alias("_nl"),
+    )
+    if files is not None and not files.is_empty():
+        f = files.select("file_id", pl.col("last_ts").dt.epoch("us").alias("_ft"),
+                         (pl.col("lines") + 1).alias("_fl"))
+        e = e.join(f, on="file_id", how="left").with_columns(
+            pl.when(pl.col("_nt").is_null() & (pl.col("_ft") > pl.col("_pt"))).then(pl.col("_ft"))
+            .otherwise(pl.col("_nt")).alias("_nt"),
+            pl.when(pl.col("_nt").is_null() & (pl.col("_ft") > pl.col("_pt"))).then(pl.col("_fl"))
+            .otherwise(pl.col("_nl")).alias("_nl")).drop("_ft", "_fl")
+    frac = ((pl.col("line_no") - pl.col("_pl")) / (pl.col("_nl") - pl.col("_pl"))).fill_nan(0.0)
+    guess = pl.when(pl.col("_nt").is_not_null() & (pl.col("_nl") > pl.col("_pl"))).then(
+        pl.col("_pt") + (frac.clip(0.0, 1.0) * (pl.col("_nt") - pl.col("_pt"))).cast(pl.Int64)
+    ).otherwise(pl.coalesce("_pt", "_nt"))
+    todo = pl.col("ts").is_null() & (pl.col("ts_quality").fill_null("missing") != "relative")
+    e = e.with_columns(
+        pl.when(todo).then(pl.from_epoch(guess, time_unit="us").dt.replace_time_zone("UTC"))
+        .otherwise(pl.col("ts")).cast(UTC_DT).alias("ts"),
+        pl.when(todo & guess.is_not_null()).then(pl.lit("derived")).otherwise(pl.col("ts_quality")).alias("ts_quality"),
+        pl.from_epoch(pl.col("_nt"), time_unit="us").dt.replace_time_zone("UTC").cast(UTC_DT).alias("_next_ts"),
+        pl.from_epoch(pl.col("_pt"), time_unit="us").dt.replace_time_zone("UTC").cast(UTC_DT).alias("_prev_ts"),
+    ).sort("_i").drop("_i", "_pt", "_pl", "_nt", "_nl")
+    derived = e.filter(pl.col("ts_quality") == "derived").select("file_id", "line_no", pl.col("ts").alias("_d")) \
+        .unique(["file_id", "line_no"], keep="first")
+    out = dict(tables)
+    for name in table_names:
+        t = tables.get(name)
+        if t is None or isinstance(t, pl.LazyFrame) or t.is_empty() or derived.is_empty():
+            continue
+        out[name] = t.join(derived, on=["file_id", "line_no"], how="left").with_columns(
+            pl.coalesce("ts", "_d").alias("ts")).drop("_d")
+    return e, out

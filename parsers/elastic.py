@@ -5,6 +5,8 @@ Reference: `../shared/reference/pytorch_dist.md` §6. Agent lines are read in al
 (`ERROR:torch.distributed...:`, `[2024-05-08 08:47:31,877] ... [ERROR]`, glog `E0325 20:57:27.620000 ...]`).
 
 Events: worker_failed, teardown_signal (code = signal name), restart (code = attempts left),
+launch (a launcher start: torchrun's OMP_NUM_THREADS banner, `Starting elastic_operator with launch
+configs`, a `SLURM_RESTART_COUNT=N` banner; code = N when printed),
 elastic_failure (one per complete table entry; code = exitcode), launcher_exit (DeepSpeed; code =
 return code). Table: exits (one row per table entry / launcher exit).
 
@@ -46,7 +48,11 @@ SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7:
            9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM",
            15: "SIGTERM"}
 
-ANCHORS = (r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
+LAUNCH_RE = (r"Setting OMP_NUM_THREADS environment variable for each process|Starting elastic_operator with launch configs"
+             r"|SLURM_RESTART_COUNT\s*[=:]\s*\d+")
+AGENT_RE = (r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler|"
+            + LAUNCH_RE)
+ANCHORS = (LAUNCH_RE + r"|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
            r"|sigkill_handler|ChildFailedError|^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:"
            r"|Root Cause \(first observed failure\)|^\s*Failures:\s*$|<NO_OTHER_FAILURES>| FAILED\s*$|^[=-]{10,}\s*$")
 FAILED_RE = r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)"
@@ -240,8 +246,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     exits_parts: list[pl.DataFrame] = []
     claimed: list[int] = []
 
-    agent = _line_ts(cand.filter(b.str.contains(
-        r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler")), ctx)
+    agent = _line_ts(cand.filter(b.str.contains(AGENT_RE)), ctx)
     wf = agent.filter(b.str.contains(FAILED_RE)).with_columns(
         b.str.extract(FAILED_RE, 1).alias("code"),
         b.str.extract(FAILED_RE, 2).cast(pl.Int64, strict=False).alias("local_rank"),
@@ -264,6 +269,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         b.str.extract(r"(\d+)/\d+ attempts left", 1).alias("code"),
         pl.lit("restart").alias("kind"), pl.lit("warning").alias("severity"))
     parts.append(rs)
+    parts.append(agent.filter(b.str.contains(LAUNCH_RE)).with_columns(
+        b.str.extract(r"SLURM_RESTART_COUNT\s*[=:]\s*(\d+)", 1).alias("code"),
+        pl.lit("launch").alias("kind"), pl.lit("info").alias("severity")))
     ds_re = r"exits with return code = (-?\d+)"
     ds = agent.filter(b.str.contains(ds_re)).with_columns(
         b.str.extract(ds_re, 1).alias("code"),
@@ -277,8 +285,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             .alias("signal")))
 
     # ChildFailedError tables
-    table_anchor = cand.filter(~b.str.contains(
-        r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler"))
+    table_anchor = cand.filter(~b.str.contains(AGENT_RE))
     ignored: list[int] = []
     if not table_anchor.is_empty():
         entries, t_claimed, t_ignored = _tables(lines, table_anchor["line_no"].to_list(), ctx)

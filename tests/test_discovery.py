@@ -29,6 +29,10 @@ from forensics.discovery import (
     ("logs/rank12.log", None, 12, None),
     ("slurm/sacct.txt", None, None, None),
     ("bundle.tar.gz!job/nodes/cn234/dmesg.txt", "cn234", None, None),
+    ("logs/s1/node-003/rank-25.log", "node-003", 25, 1),
+    ("logs/try-2/rank-3.log", None, 3, 2),
+    ("logs/retry_3/gpu-a17/torchrun.log", "gpu-a17", None, 3),
+    ("logs/node-003/s2.log", "node-003", None, None),
 ])
 def test_path_hints(path: str, host: str | None, rank: int | None, attempt: int | None) -> None:
     assert path_hints(path) == (host, rank, attempt)

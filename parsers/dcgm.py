@@ -515,6 +515,16 @@ def _json(lines: pl.DataFrame, ctx: ParseContext, text: str) -> Extraction:
 
 HEALTH_MARK = "Health Monitor Report"
 DIAG_HDR_RE = r"^\|\s*Diagnostic\s*\|\s*Result\s*\|"
+# a `dcgmi diag` table pasted without its header: its section banners (DCGM's test categories) or a
+# row naming one of DCGM's tests with its result (dcgmi/diag docs: deployment, integration, hardware,
+# stress and extended tests of DCGM 2.x-4.x)
+DIAG_SECTION_RE = r"^[+|]-+\s+(?:Deployment|Integration|Hardware|Stress|Extended|Metadata)\s+-+[+|]"
+DIAG_TESTS = (r"Blacklist|Denylist|NVML Library|CUDA Main Library|CUDA Toolkit Libraries|Permissions and OS Blocks"
+              r"|Permissions and OS-related Blocks|Persistence Mode|Environment Variables|Page Retirement/Row Remap"
+              r"|Graphics Processes|Inforom|GPU Memory|Memtest|Memory Bandwidth|PCIe|SM Stress|Targeted Stress"
+              r"|Targeted Power|Pulse Test|EUD|NVBandwidth|Context Create|Software|Diagnostic")
+DIAG_ROW_RE = r"^\|\s*(?:" + DIAG_TESTS + r")\s*\|\s*(?:Pass|Fail|Warn|Skip)"
+DIAG_ANY_RE = "|".join(f"(?:{p})" for p in (DIAG_HDR_RE, DIAG_SECTION_RE, DIAG_ROW_RE))
 CELLS_RE = r"^\|\s*(?P<left>.*?)\s*\|\s*(?P<right>.*?)\s*\|\s*$"
 NEW_HEALTH_RE = r"^(?P<sys>[A-Za-z][\w ./-]*?):\s*(?P<st>Healthy|Warning|Failure)(?:\s*-\s*(?P<msg>.*))?$"
 STATUS_WORDS = ["Healthy", "Warning", "Failure"]
@@ -579,14 +589,17 @@ def sniff(head: str) -> float:
     if not s:
         return 0.0
     # every shape below needs one of these words (a cheap exit for the thousands of other logs)
-    if not any(w in head for w in ("DCGM_", "dcgm_", "#Entity", HEALTH_MARK, "Diagnostic")):
+    if not any(w in head for w in ("DCGM_", "dcgm_", "#Entity", HEALTH_MARK, "Diagnostic", "| Pass", "| Fail",
+                                   "| Warn", "| Skip", "-  Integration", "-  Deployment", "-  Hardware", "-  Stress")):
         return 0.0
     if s.startswith("{") and '"resultType"' in head and re.search(r"DCGM_|dcgm_", head):
         return 0.95
     if re.search(r"(?m)^#Entity\s+\S", head):
         return 0.95
-    if HEALTH_MARK in head or re.search(r"(?m)" + DIAG_HDR_RE, head):
+    if HEALTH_MARK in head or re.search(r"(?m)" + DIAG_HDR_RE, head) or re.search(r"(?m)" + DIAG_SECTION_RE, head):
         return 0.95
+    if len(re.findall(r"(?m)" + DIAG_ROW_RE, head)) >= 1:
+        return 0.9
     first = next((ln for ln in s.splitlines() if ln.strip() and not ln.startswith("#")), "")
     cols = [c.strip().strip('"').lower() for c in first.split(",")]
     if "value" in cols and ("metric" in cols or "__name__" in cols) and re.search(r"DCGM_|dcgm_", head):
@@ -612,7 +625,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return _dmon(lines, ctx)
     if lines["text"].str.contains(HEALTH_MARK, literal=True).any():
         return _dcgmi(lines, ctx, health=True)
-    if lines["text"].str.contains(DIAG_HDR_RE).any():
+    if lines["text"].str.contains(DIAG_ANY_RE).any():
         return _dcgmi(lines, ctx, health=False)
     hdr = _csv_header(lines)
     if hdr is not None:

@@ -244,6 +244,24 @@ def test_dcgmi_diag_failed_and_warned_tests() -> None:
     check_contract(ex, 28)
 
 
+def test_dcgmi_diag_rows_without_the_table_header() -> None:
+    """A diag table pasted from its middle (no `| Diagnostic | Result |` header): recognized by its
+    section banner or by rows that name DCGM tests with a result; the same events as in a whole table."""
+    tail = "\n".join((FIX / "dcgmi_diag.txt").read_text().splitlines()[13:]) + "\n"
+    assert "Diagnostic" not in tail.split("\n")[0]
+    assert dcgm.sniff(tail) >= 0.9
+    whole = fixture("dcgmi_diag.txt")
+    cut = run(tail)
+    shift = 13
+    assert [(r["line_no"] + shift, r["code"], r["gpu"]) for r in cut.events.iter_rows(named=True)] == \
+        [(r["line_no"], r["code"], r["gpu"]) for r in whole.events.iter_rows(named=True)]
+    rows_only = "| GPU Memory                | Fail - GPU: 3                                  |\n"
+    assert dcgm.sniff(rows_only) >= 0.9
+    assert run(rows_only).events["code"].to_list() == ["Fail"]
+    for other in ("| Name | Value |\n| loss | 0.3 |\n", "| step | Pass rate |\n"):
+        assert dcgm.sniff(other) == 0.0
+
+
 _TS = (FIX / "long_timeseries.csv").read_text()
 _HDR, *_ROWS = _TS.splitlines()
 PARSE_BYTES_CASES = {  # name -> (file text, whether parse_bytes reads it itself)

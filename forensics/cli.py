@@ -38,6 +38,20 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version, i
     """forensics: what happened to a training job, to which host/rank/GPU, and what to do."""
 
 
+def _check_dir_out(path: Path | None, what: str = "--out") -> None:
+    from forensics.outpaths import dir_problem
+
+    if path is not None and (msg := dir_problem(path, what)):
+        _fail(msg)
+
+
+def _check_file_out(path: str | Path | None, what: str = "--json") -> None:
+    from forensics.outpaths import file_problem
+
+    if path is not None and (msg := file_problem(path, what)):
+        _fail(msg)
+
+
 def _check_job_path(job_dir: Path) -> None:
     if not job_dir.exists():
         _fail(f"no such file or directory: {job_dir}")
@@ -58,12 +72,15 @@ def analyze(
     from forensics.analysis import OutputDirError
     from forensics.analysis import analyze as run
     from forensics.discovery import JobDirError
+    from forensics.outpaths import inside
 
     _check_job_path(job_dir)
-    if json_path and json_path != "-":
-        target = Path(json_path).resolve()
-        if job_dir.is_dir() and (target == job_dir.resolve() or job_dir.resolve() in target.parents):
-            _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
+    if json_path and json_path != "-" and job_dir.is_dir() and inside(json_path, job_dir):
+        _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
+    if out_dir is not None and job_dir.is_dir() and inside(out_dir, job_dir):
+        _fail(f"refusing to write inside the job directory (it is evidence): {out_dir}")
+    _check_dir_out(out_dir if out_dir is not None else Path("forensics-out"))
+    _check_file_out(json_path)
     show_progress = not quiet and err.is_terminal and json_path != "-"
     try:
         if show_progress:
@@ -76,12 +93,18 @@ def analyze(
     except (JobDirError, OutputDirError) as exc:
         _fail(str(exc))
         return
+    except OSError as exc:  # the disk filled or a folder vanished mid-way: one line, not a traceback
+        _fail(f"cannot write the outputs: {exc}")
+        return
     rep = result.report
     if json_path == "-":
         sys.stdout.write(json.dumps(rep, indent=2) + "\n")
         return
     if json_path:
-        Path(json_path).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
+        try:
+            Path(json_path).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            _fail(f"cannot write --json {json_path}: {exc.strerror or exc}")
     if not quiet:
         _summary(rep, result.out_dir)
 
@@ -165,6 +188,7 @@ def simulate(
 
     if not scenario.is_file():
         _fail(f"no such scenario file: {scenario}")
+    _check_dir_out(out_dir)
     try:
         spec = load_scenario(scenario)
     except Exception as exc:  # noqa: BLE001 - a bad scenario is user input: one line, no traceback
@@ -207,8 +231,7 @@ def fleet_ingest(
         _fail(f"unknown engine {engine!r}; one of: {', '.join(ENGINES)}")
     if address is not None and engine != "ray":
         _fail("--address is for --engine ray")
-    if store.exists() and not store.is_dir():
-        _fail(f"store path exists and is not a directory: {store}")
+    _check_dir_out(store, "--store")
 
     def progress(item: dict) -> None:
         if item["ok"]:
@@ -244,10 +267,14 @@ def weekly(
     """The weekly fleet reliability report: goodput, failure mix, repeat-offender nodes, trends."""
     from forensics.weekly import WeeklyError, write_weekly
 
+    _check_dir_out(out_dir)
     try:
         rep = write_weekly(store, out_dir, week)
     except WeeklyError as exc:
         _fail(str(exc))
+        return
+    except OSError as exc:
+        _fail(f"cannot write the weekly report to {out_dir}: {exc.strerror or exc}")
         return
     s = rep["summary"]
     goodput = "–" if s["goodput"] is None else f"{s['goodput']:.1%}"
@@ -267,6 +294,7 @@ def eval_cmd(
 
     if not cases_dir.is_dir():
         _fail(f"no such directory: {cases_dir}")
+    _check_dir_out(out_dir)
     res = evaluate(cases_dir, out_dir)
     if as_json:
         sys.stdout.write(json.dumps(res.as_dict(), indent=2, default=str) + "\n")
@@ -320,6 +348,8 @@ def train(
     if n > len(clf.TRAIN_SEEDS):
         _fail(f"--seeds is at most {len(clf.TRAIN_SEEDS)}")
     target = out_path or Path(clf.__file__).parent / "data" / "classifier.json"
+    _check_file_out(target, "--out")
+    _check_dir_out(workdir, "--workdir")
     show = not as_json and err.is_terminal
     with tempfile.TemporaryDirectory(prefix="forensics-train-") as tmp:
         work = workdir or Path(tmp)

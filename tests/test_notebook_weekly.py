@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.notebooks
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "02_weekly_reliability.ipynb"
 PRIVATE = re.compile(r"(?m)(\bimport\s+forensics\.\w*\._|from\s+forensics[\w.]*\s+import\s+_|\b(fleet|weekly)\._\w+)")

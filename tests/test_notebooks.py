@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+pytestmark = pytest.mark.notebooks
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ["01_investigate_a_job.ipynb", "03_attribution_model.ipynb"]
 PRIVATE = re.compile(r"(?m)(\bimport\s+forensics\.\w*\._|from\s+forensics[\w.]*\s+import\s+_|\b(fa|a|b)\._\w+)")

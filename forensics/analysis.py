@@ -161,11 +161,24 @@ def analyze(path: Path | str, out: Path | str | None = None,
         raise JobDirError(f"no such file or directory: {root}")
     if not (root.is_dir() or (root.is_file() and is_archive(root))):
         raise JobDirError(f"not a directory or archive: {root}")
-    cfg = load_job_config(root)
-    name = _job_name(root, cfg.name)
-    out_dir = Path(out) if out is not None else default_out(root, name)
-    _check_out(root, out_dir)
-    disc = discover(root, limits)
+    if root.is_dir():  # an archive's job.toml is read from its discovery (one unpacking, not two)
+        cfg = load_job_config(root)
+        name = _job_name(root, cfg.name)
+        out_dir = Path(out) if out is not None else default_out(root, name)
+        _check_out(root, out_dir)
+        disc = discover(root, limits)
+    else:
+        if out is not None:
+            _check_out(root, Path(out))
+        disc = discover(root, limits)
+        try:
+            cfg = load_job_config(root, disc)
+            name = _job_name(root, cfg.name)
+            out_dir = Path(out) if out is not None else default_out(root, name)
+            _check_out(root, out_dir)
+        except BaseException:
+            disc.close()
+            raise
     spill = tempfile.TemporaryDirectory(prefix="forensics-spill-")  # never inside the job dir
     try:
         return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name))

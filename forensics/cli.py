@@ -157,7 +157,7 @@ def sources(
         _fail(str(exc))
         return
     try:
-        ing = ingest(disc, load_job_config(job_dir))
+        ing = ingest(disc, load_job_config(job_dir, disc))
     finally:
         disc.close()
     rows = [{"path": f.rel_path, "parser": f.parser, "lines": f.lines, "parsed": f.parsed, "ignored": f.ignored,

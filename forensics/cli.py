@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -15,8 +16,18 @@ from rich.table import Table
 
 from forensics import __version__
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# Plain (click) help: no rich markup to swallow "[ray]", no "<bool>" beside flags; -h as --help.
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,
                   help="Offline forensic analysis of the post-mortem logs of GPU training jobs.")
+JSON_HELP = "Also write the result as JSON to PATH; '-': JSON on stdout instead of the text output."
+
+
+class Engine(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
 err = Console(stderr=True, emoji=False, highlight=False)
 out = Console(emoji=False, highlight=False)
 
@@ -52,6 +63,18 @@ def _check_file_out(path: str | Path | None, what: str = "--json") -> None:
         _fail(msg)
 
 
+def _emit_json(path: str, data: dict) -> None:
+    """--json PATH|-, the same in every command: '-' prints `data` on stdout, else writes it to PATH."""
+    text = json.dumps(data, indent=2, default=str) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write --json {path}: {exc.strerror or exc}")
+
+
 def _check_job_path(job_dir: Path) -> None:
     if not job_dir.exists():
         _fail(f"no such file or directory: {job_dir}")
@@ -63,9 +86,9 @@ def _check_job_path(job_dir: Path) -> None:
 
 @app.command()
 def analyze(
-    job_dir: Annotated[Path, typer.Argument(help="Job directory (or .tar/.tar.gz of one).")],
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory (default ./forensics-out/<job>).")] = None,
-    json_path: Annotated[str | None, typer.Option("--json", help="Also write report.json here; '-' for stdout.")] = None,
+    job_dir: Annotated[Path, typer.Argument(metavar="JOB_DIR", help="Job directory (or .tar/.tar.gz of one).", show_default=False)],
+    out_dir: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Output directory (default ./forensics-out/<job>).")] = None,
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
 ) -> None:
     """Analyze a job directory: verdict, culprit, action, evidence, downtime."""
@@ -97,15 +120,9 @@ def analyze(
         _fail(f"cannot write the outputs: {exc}")
         return
     rep = result.report
-    if json_path == "-":
-        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
-        return
     if json_path:
-        try:
-            Path(json_path).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            _fail(f"cannot write --json {json_path}: {exc.strerror or exc}")
-    if not quiet:
+        _emit_json(json_path, rep)
+    if not quiet and json_path != "-":
         _summary(rep, result.out_dir)
 
 
@@ -142,15 +159,19 @@ def _summary(rep: dict, out_dir: Path) -> None:
 
 @app.command()
 def sources(
-    job_dir: Annotated[Path, typer.Argument(help="Job directory (or .tar/.tar.gz of one).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    job_dir: Annotated[Path, typer.Argument(metavar="JOB_DIR", help="Job directory (or .tar/.tar.gz of one).", show_default=False)],
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Dry run: every file, what it was recognized as, and its line accounting."""
     from forensics.config import load_job_config
     from forensics.discovery import JobDirError, discover
     from forensics.ingest import ingest
+    from forensics.outpaths import inside
 
     _check_job_path(job_dir)
+    if json_path and json_path != "-" and job_dir.is_dir() and inside(json_path, job_dir):
+        _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
+    _check_file_out(json_path)
     try:
         disc = discover(job_dir)
     except JobDirError as exc:
@@ -162,9 +183,10 @@ def sources(
         disc.close()
     rows = [{"path": f.rel_path, "parser": f.parser, "lines": f.lines, "parsed": f.parsed, "ignored": f.ignored,
              "unparsed": f.unparsed, "events": f.events.height, "warnings": f.warnings} for f in ing.files]
-    if as_json:
-        sys.stdout.write(json.dumps({"sources": rows, "warnings": ing.warnings}, indent=2) + "\n")
-        return
+    if json_path:
+        _emit_json(json_path, {"sources": rows, "warnings": ing.warnings})
+        if json_path == "-":
+            return
     t = Table(title=f"{len(rows)} files")
     for col in ("path", "parser", "lines", "parsed", "ignored", "unparsed", "events"):
         t.add_column(col, justify="right" if col not in ("path", "parser") else "left")
@@ -178,9 +200,9 @@ def sources(
 
 @app.command()
 def simulate(
-    scenario: Annotated[Path, typer.Argument(help="Scenario TOML (see docs/simulator.md).")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the case (job/ and expected.toml).")] = Path("sim-out"),
-    seed: Annotated[int, typer.Option("--seed", help="Random seed; same seed, same bytes.")] = 0,
+    scenario: Annotated[Path, typer.Argument(metavar="SCENARIO", help="Scenario TOML (see docs/simulator.md).")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where to write the case (job/ and expected.toml).")] = Path("sim-out"),
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed; same seed, same bytes.")] = 0,
 ) -> None:
     """Write a realistic job directory for a scenario, with its truth in expected.toml."""
     from forensics.simulate import load_scenario
@@ -202,19 +224,19 @@ def simulate(
     out.print(f"Simulated {escape(str(scenario))} (seed {seed}) -> {escape(str(case))}", soft_wrap=True)
 
 
-fleet_app = typer.Typer(add_completion=False, no_args_is_help=True,
+fleet_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,
                         help="Many jobs: analyze job dirs into a Parquet store for the weekly report.")
 app.add_typer(fleet_app, name="fleet")
 
 
 @fleet_app.command("ingest")
 def fleet_ingest(
-    roots: Annotated[list[Path], typer.Argument(help="Folders holding job dirs (or job dirs / .tar.gz bundles).")],
-    store: Annotated[Path, typer.Option("--store", help="The fleet store (Parquet, partitioned by ISO week).")],
-    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Parallel analyses (default: CPUs, at most 8; ray: all CPUs of the Ray).")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="Execution engine: local (process pool) or ray "
-                                        "(Ray tasks; needs pip install 'forensics[ray]').")] = "local",
-    address: Annotated[str | None, typer.Option("--address", help="With --engine ray: the Ray cluster "
+    roots: Annotated[list[Path], typer.Argument(metavar="ROOT", help="Folders holding job dirs (or job dirs / .tar.gz bundles).")],
+    store: Annotated[Path, typer.Option("--store", metavar="DIR", help="The fleet store (Parquet, partitioned by ISO week).")],
+    workers: Annotated[int | None, typer.Option("--workers", min=1, metavar="N", help="Parallel analyses (default: CPUs, at most 8; ray: all CPUs of the Ray).")] = None,
+    engine: Annotated[Engine, typer.Option("--engine", metavar="local|ray", help="Execution engine: local (process pool) or ray "
+                                           "(Ray tasks; needs pip install 'forensics[ray]').")] = Engine.local,
+    address: Annotated[str | None, typer.Option("--address", metavar="ADDR", help="With --engine ray: the Ray cluster "
                                                  "(auto, ray://head:10001); default: start a local Ray.")] = None,
     job_html: Annotated[bool, typer.Option("--job-html/--no-job-html",
                                            help="Also write each job's report.html and plots.")] = True,
@@ -227,9 +249,9 @@ def fleet_ingest(
     for r in roots:
         if not r.exists():
             _fail(f"no such file or directory: {r}")
-    if engine not in ENGINES:
-        _fail(f"unknown engine {engine!r}; one of: {', '.join(ENGINES)}")
-    if address is not None and engine != "ray":
+    if engine.value not in ENGINES:  # pragma: no cover - the choices are the engines
+        _fail(f"unknown engine {engine.value!r}; one of: {', '.join(ENGINES)}")
+    if address is not None and engine is not Engine.ray:
         _fail("--address is for --engine ray")
     _check_dir_out(store, "--store")
 
@@ -242,7 +264,7 @@ def fleet_ingest(
                       soft_wrap=True)
 
     try:
-        res = run(roots, store, workers=workers, engine=engine, progress=progress, job_html=job_html,
+        res = run(roots, store, workers=workers, engine=engine.value, progress=progress, job_html=job_html,
                   address=address)
     except (EngineError, NotImplementedError) as exc:
         _fail(str(exc))
@@ -260,9 +282,9 @@ def fleet_ingest(
 
 @app.command()
 def weekly(
-    store: Annotated[Path, typer.Option("--store", help="The fleet store written by `forensics fleet ingest`.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write weekly.html, weekly.md, weekly.json.")],
-    week: Annotated[str | None, typer.Option("--week", help="ISO week, e.g. 2026-W48 (default: the latest).")] = None,
+    store: Annotated[Path, typer.Option("--store", metavar="DIR", help="The fleet store written by `forensics fleet ingest`.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where to write weekly.html, weekly.md, weekly.json.")],
+    week: Annotated[str | None, typer.Option("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the latest).")] = None,
 ) -> None:
     """The weekly fleet reliability report: goodput, failure mix, repeat-offender nodes, trends."""
     from forensics.weekly import WeeklyError, write_weekly
@@ -285,9 +307,9 @@ def weekly(
 
 @app.command(name="eval")
 def eval_cmd(
-    cases_dir: Annotated[Path, typer.Argument(help="Directory of cases: each holds expected.toml and the job (in job/ or beside it).")],
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Where the per-case analyses go.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    cases_dir: Annotated[Path, typer.Argument(metavar="CASES_DIR", help="Directory of cases: each holds expected.toml and the job (in job/ or beside it).")],
+    out_dir: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Where the per-case analyses go.")] = None,
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Score the analyzer on labelled cases: accuracy per field, confusion, calibration, failures."""
     from forensics.evaluate import FIELDS, evaluate
@@ -295,10 +317,12 @@ def eval_cmd(
     if not cases_dir.is_dir():
         _fail(f"no such directory: {cases_dir}")
     _check_dir_out(out_dir)
+    _check_file_out(json_path)
     res = evaluate(cases_dir, out_dir)
-    if as_json:
-        sys.stdout.write(json.dumps(res.as_dict(), indent=2, default=str) + "\n")
-        return
+    if json_path:
+        _emit_json(json_path, res.as_dict())
+        if json_path == "-":
+            return
     if not res.cases:
         _fail(f"no case (a directory with expected.toml) under {cases_dir}", 1)
     t = Table(title=f"{len(res.cases)} cases")
@@ -329,12 +353,12 @@ def eval_cmd(
 
 @app.command()
 def train(
-    scenarios: Annotated[Path, typer.Option("--scenarios", help="Folder of scenario TOMLs to simulate.")] = Path("fixtures/scenarios"),
-    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Training seeds per scenario (default 3; from 1000 up).")] = None,
-    out_path: Annotated[Path | None, typer.Option("--out", help="Artifact path (default forensics/data/classifier.json).")] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel simulations (default: CPUs, at most 4).")] = None,
-    workdir: Annotated[Path | None, typer.Option("--workdir", help="Scratch folder for the simulated cases (default: a temp dir).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the training report as JSON.")] = False,
+    scenarios: Annotated[Path, typer.Option("--scenarios", metavar="DIR", help="Folder of scenario TOMLs to simulate.")] = Path("fixtures/scenarios"),
+    seeds: Annotated[int | None, typer.Option("--seeds", min=1, metavar="N", help="Training seeds per scenario (default 3; from 1000 up).")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", metavar="PATH", help="Artifact path (default forensics/data/classifier.json).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, metavar="N", help="Parallel simulations (default: CPUs, at most 4).")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", metavar="DIR", help="Scratch folder for the simulated cases (default: a temp dir).")] = None,
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Train the attribution classifier on simulated scenarios and write its JSON artifact."""
     import tempfile
@@ -350,7 +374,8 @@ def train(
     target = out_path or Path(clf.__file__).parent / "data" / "classifier.json"
     _check_file_out(target, "--out")
     _check_dir_out(workdir, "--workdir")
-    show = not as_json and err.is_terminal
+    _check_file_out(json_path)
+    show = json_path != "-" and err.is_terminal
     with tempfile.TemporaryDirectory(prefix="forensics-train-") as tmp:
         work = workdir or Path(tmp)
         try:
@@ -367,9 +392,10 @@ def train(
             return
     model.to_json(target)
     rep = {**rep, "artifact": str(target), "bytes": target.stat().st_size}
-    if as_json:
-        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
-        return
+    if json_path:
+        _emit_json(json_path, rep)
+        if json_path == "-":
+            return
     out.print(f"{rep['samples']} labelled interruptions from {len(rep['scenarios'])} scenarios x {n} seeds; "
               f"{len(model.classes)} categories")
     if rep["cv_accuracy"] is not None:

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from forensics import __version__
+from forensics.terminal import console_for, interactive
 
 # Plain (click) help: no rich markup to swallow "[ray]", no "<bool>" beside flags; -h as --help.
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -28,8 +28,8 @@ class Engine(StrEnum):
     ray = "ray"
 
 
-err = Console(stderr=True, emoji=False, highlight=False)
-out = Console(emoji=False, highlight=False)
+err = console_for(sys.stderr)
+out = console_for(sys.stdout)
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -45,8 +45,14 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                               help="Print the version and exit.")] = False) -> None:
+                                               help="Print the version and exit.")] = False,
+         color: Annotated[bool | None, typer.Option(
+             "--color/--no-color", show_default=False,
+             help="Colour and rich output even when piped / never (default: on a terminal only, "
+                  "off with NO_COLOR set).")] = None) -> None:
     """forensics: what happened to a training job, to which host/rank/GPU, and what to do."""
+    global out, err
+    out, err = console_for(sys.stdout, color), console_for(sys.stderr, color)
 
 
 def _check_dir_out(path: Path | None, what: str = "--out") -> None:
@@ -104,7 +110,7 @@ def analyze(
         _fail(f"refusing to write inside the job directory (it is evidence): {out_dir}")
     _check_dir_out(out_dir if out_dir is not None else Path("forensics-out"))
     _check_file_out(json_path)
-    show_progress = not quiet and err.is_terminal and json_path != "-"
+    show_progress = not quiet and interactive(sys.stderr) and json_path != "-"
     try:
         if show_progress:
             with Progress(TextColumn("reading logs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -375,7 +381,7 @@ def train(
     _check_file_out(target, "--out")
     _check_dir_out(workdir, "--workdir")
     _check_file_out(json_path)
-    show = json_path != "-" and err.is_terminal
+    show = json_path != "-" and interactive(sys.stderr)
     with tempfile.TemporaryDirectory(prefix="forensics-train-") as tmp:
         work = workdir or Path(tmp)
         try:

@@ -183,9 +183,9 @@ def write_markdown(rep: dict, path: Path) -> None:
         elif ck.get("note"):
             lines.append(f"- Checkpoint interval: {ck['note']}")
         if to.get("hangs"):
-            lines.append(f"- Collective timeout {to['configured_timeout_s']} s: {to['hangs']} hang(s) waited "
-                         f"{to['waited_s']} s for the watchdog; a {to['shorter_timeout_s']:.0f} s timeout would have "
-                         f"saved {to['gpu_hours_saved']} GPU-hours")
+            lines.append(f"- Collective timeout {to['configured_timeout_s']:.0f} s: after {to['hangs']} interruption(s) "
+                         f"the surviving ranks waited {to['waited_s']:.0f} s for the watchdog; a "
+                         f"{to['shorter_timeout_s']:.0f} s timeout would have saved {to['gpu_hours_saved']} GPU-hours")
         lines.append("")
     if rep["stragglers"]:
         lines += ["## Stragglers", ""] + _md_table(

@@ -152,10 +152,11 @@ def _check_out(root: Path, out: Path) -> None:
 
 def analyze(path: Path | str, out: Path | str | None = None,
             progress: Callable[[int, int], None] | None = None, limits: Limits | None = None,
-            html: bool = True) -> Analysis:
+            html: bool = True, stage: Callable[[str], None] | None = None) -> Analysis:
     """Analyze the job directory (or .tar/.tar.gz) at `path`, write report.json, report.md,
     forensics.duckdb and (unless `html=False`) report.html with plots/ under `out` (default
-    ./forensics-out/<job-name>/), return the Analysis."""
+    ./forensics-out/<job-name>/), return the Analysis. `progress(done, total)` follows the reading
+    of the files; `stage(name)` is told when each later step starts (for a status line)."""
     root = Path(path)
     if not root.exists():
         raise JobDirError(f"no such file or directory: {root}")
@@ -181,13 +182,19 @@ def analyze(path: Path | str, out: Path | str | None = None,
             raise
     spill = tempfile.TemporaryDirectory(prefix="forensics-spill-")  # never inside the job dir
     try:
-        return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name))
+        return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name),
+                                   stage or _quiet)
     finally:
         spill.cleanup()
 
 
+def _quiet(_: str) -> None:
+    return None
+
+
 def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits: Limits | None,  # noqa: ANN001
-                        progress: Callable[[int, int], None] | None, html: bool, spill_dir: Path) -> Analysis:
+                        progress: Callable[[int, int], None] | None, html: bool, spill_dir: Path,
+                        stage: Callable[[str], None] = _quiet) -> Analysis:
     try:
         ing = ingest(disc, cfg, limits, progress=progress, spill_dir=spill_dir)
         ordered = sorted(disc.files, key=lambda s: s.rel_path)
@@ -196,8 +203,8 @@ def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits:
                      if sf.host_hint is not None}
     finally:
         disc.close()
-    result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host)
-    _write_outputs(out_dir, result, html)
+    result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host, stage)
+    _write_outputs(out_dir, result, html, stage)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
 
@@ -293,7 +300,8 @@ def _completed_attempts(events: pl.DataFrame, attempts: pl.DataFrame, tables: di
 
 
 def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Path, name: str,
-                      file_host: dict[int, str] | None = None) -> dict:
+                      file_host: dict[int, str] | None = None, stage: Callable[[str], None] = _quiet) -> dict:
+    stage("aligning clocks and attempts")
     files, events, tables, unparsed = _frames(ing)
     files = files.with_columns(pl.col("file_id").replace_strict(file_host or {}, default=None,
                                                                 return_dtype=pl.Utf8).alias("host"))
@@ -308,10 +316,12 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     proc_files = files.filter(pl.col("file_id").is_in(list(file_attempt)) & pl.col("first_ts").is_not_null()
                               & ~pl.col("parser").is_in(["kernel", "dcgm", "sacct"]).fill_null(False))
     events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"))
+    stage("matching signatures and attributing")
     catalog = load_catalog()
     hits = match(catalog, events)
     completed = _completed_attempts(events, attempts, tables, hits)
     inters = attribute(events, hits, attempts, rmap, tables, completed)
+    stage("stragglers, slow episodes and downtime")
     # steps with their attempt, for slow episodes
     steps = tables["train_steps"].join(events.filter(pl.col("kind") == "step").select("file_id", "line_no", "attempt"),
                                        on=["file_id", "line_no"], how="left")
@@ -479,19 +489,20 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _write_outputs(out_dir: Path, result: dict, html: bool = True) -> None:
+def _write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callable[[str], None] = _quiet) -> None:
     """Write into a temporary sibling directory, then swap it in: an interrupted run never
     leaves a half report that looks complete."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     rep = result["report"]
+    stage("writing the store and the report")
     # the store is written by one worker thread (DuckDB works outside the GIL) while this one
     # renders the report and its plots; its errors surface here when it is joined
     with ThreadPoolExecutor(max_workers=1) as pool:
         stored = pool.submit(_write_store, tmp / "forensics.duckdb", result)
         try:
-            _write_report_files(tmp, result, rep, html)
+            _write_report_files(tmp, result, rep, html, stage)
             stored.result()
         except BaseException:
             stored.cancel()
@@ -528,7 +539,8 @@ def _write_store(path: Path, result: dict) -> None:
         st.close()
 
 
-def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool) -> None:
+def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool,
+                        stage: Callable[[str], None] = _quiet) -> None:
     """report.json, report.md and (html) the plots and report.html."""
     (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     write_markdown(rep, tmp / "report.md")
@@ -539,7 +551,9 @@ def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool) -> None:
         frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
                   "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
         plot_errors: dict[str, str] = {}
+        stage("drawing the plots")
         pngs = plots.render_all(rep, frames, plot_errors)
+        stage("writing report.html")
         (tmp / "plots").mkdir()
         for name, png in pngs.items():
             (tmp / "plots" / f"{name}.png").write_bytes(png)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -18,7 +19,33 @@ from forensics.terminal import console_for, interactive
 
 # Plain (click) help: no rich markup to swallow "[ray]", no "<bool>" beside flags; -h as --help.
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,
+
+
+class Interrupted(BaseException):
+    """Ctrl-C (SIGINT) or SIGTERM: unwinds through every cleanup (temp dirs, the half-written
+    output folder), then the CLI says what was kept in one line and exits 130."""
+
+
+# what a Ctrl-C leaves behind, said in one line; commands that keep partial results say so
+_on_interrupt = "interrupted, nothing written"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
+class _App(typer.Typer):
+    def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _interrupt)
+        try:
+            return super().__call__(*args, **kwargs)
+        except Interrupted:
+            sys.stderr.write(f"\nforensics: {_on_interrupt}\n")
+            sys.exit(130)
+
+
+app = _App(no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,
                   help="Offline forensic analysis of the post-mortem logs of GPU training jobs.")
 JSON_HELP = "Also write the result as JSON to PATH; '-': JSON on stdout instead of the text output."
 
@@ -69,6 +96,13 @@ def _check_file_out(path: str | Path | None, what: str = "--json") -> None:
         _fail(msg)
 
 
+def _status(text: str):  # noqa: ANN202 - a context manager
+    """A spinner with `text` on a terminal; nothing when piped."""
+    import contextlib
+
+    return err.status(text) if interactive(sys.stderr) else contextlib.nullcontext()
+
+
 def _emit_json(path: str, data: dict) -> None:
     """--json PATH|-, the same in every command: '-' prints `data` on stdout, else writes it to PATH."""
     text = json.dumps(data, indent=2, default=str) + "\n"
@@ -113,10 +147,15 @@ def analyze(
     show_progress = not quiet and interactive(sys.stderr) and json_path != "-"
     try:
         if show_progress:
-            with Progress(TextColumn("reading logs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, transient=True) as prog:
-                task = prog.add_task("ingest", total=None)
-                result = run(job_dir, out_dir, progress=lambda d, t: prog.update(task, completed=d, total=t))
+                task = prog.add_task("reading logs", total=None)
+
+                def stage(name: str) -> None:  # later steps have no count: the bar pulses
+                    prog.update(task, description=name, total=None, completed=0)
+
+                result = run(job_dir, out_dir, progress=lambda d, t: prog.update(task, completed=d, total=t),
+                             stage=stage)
         else:
             result = run(job_dir, out_dir)
     except (JobDirError, OutputDirError) as exc:
@@ -222,8 +261,11 @@ def simulate(
     except Exception as exc:  # noqa: BLE001 - a bad scenario is user input: one line, no traceback
         _fail(f"invalid scenario {scenario}: {exc}")
         return
+    global _on_interrupt
+    _on_interrupt = f"interrupted; the case under {out_dir} is incomplete (run simulate again)"
     try:
-        case = run(spec, out_dir, seed)
+        with _status(f"simulating {escape(scenario.name)} (seed {seed})"):
+            case = run(spec, out_dir, seed)
     except OSError as exc:
         _fail(f"cannot write the case to {out_dir}: {exc.strerror or exc}")
         return
@@ -261,7 +303,16 @@ def fleet_ingest(
         _fail("--address is for --engine ray")
     _check_dir_out(store, "--store")
 
+    global _on_interrupt
+    _on_interrupt = (f"interrupted; the jobs reported ingested are in {store}, the others were not ingested "
+                     "(run the same command again to finish)")
+    bar = Progress(TextColumn("analyzing jobs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=err, transient=True) if interactive(sys.stderr) and not quiet else None
+    task = bar.add_task("fleet", total=None) if bar else None
+
     def progress(item: dict) -> None:
+        if bar is not None:
+            bar.update(task, completed=item["done"], total=item["total"])
         if item["ok"]:
             if not quiet:
                 err.print(f"ingested {escape(item['dir'])}", highlight=False, soft_wrap=True)
@@ -270,15 +321,20 @@ def fleet_ingest(
                       soft_wrap=True)
 
     try:
+        if bar is not None:
+            bar.start()
         res = run(roots, store, workers=workers, engine=engine.value, progress=progress, job_html=job_html,
                   address=address)
     except (EngineError, NotImplementedError) as exc:
         _fail(str(exc))
         return
+    finally:
+        if bar is not None:
+            bar.stop()
     weeks = sorted({x["week"] for x in res.ingested})
     if not quiet:
         out.print(f"{len(res.ingested)} job(s) ingested into {escape(str(store))}"
-                  + (f" (weeks {', '.join(weeks)})" if weeks else "") + f"; {len(res.failed)} failed",
+                  + (f" (weeks {', '.join(weeks)})" if weeks else "") + f"; {len(res.failed)} not ingested",
                   soft_wrap=True)
     if not res.ingested and not res.failed:
         _fail(f"no job directories found under {', '.join(str(r) for r in roots)}", code=1)
@@ -297,7 +353,8 @@ def weekly(
 
     _check_dir_out(out_dir)
     try:
-        rep = write_weekly(store, out_dir, week)
+        with _status(f"building the weekly report from {escape(str(store))}"):
+            rep = write_weekly(store, out_dir, week)
     except WeeklyError as exc:
         _fail(str(exc))
         return
@@ -324,7 +381,8 @@ def eval_cmd(
         _fail(f"no such directory: {cases_dir}")
     _check_dir_out(out_dir)
     _check_file_out(json_path)
-    res = evaluate(cases_dir, out_dir)
+    with _status(f"analyzing the labelled cases under {escape(str(cases_dir))}"):
+        res = evaluate(cases_dir, out_dir)
     if json_path:
         _emit_json(json_path, res.as_dict())
         if json_path == "-":

@@ -313,9 +313,9 @@ def build_weekly(store: Path | str, week: str | None = None) -> dict:
         summ = _summary(con, trend_weeks)
         this = summ[week]
         by_size = _by_size(con, week)
+        if this["jobs"] == 0:  # an empty report would read as a quiet week
+            raise WeeklyError(f"no jobs in week {week}; weeks in the store: {', '.join(weeks) or 'none'}")
         notes = []
-        if this["jobs"] == 0:
-            notes.append(f"no jobs in {week}; weeks in the store: {', '.join(weeks) or 'none'}")
         if this["jobs"] > this["jobs_with_gpus"]:
             notes.append(f"{this['jobs'] - this['jobs_with_gpus']} job(s) without a known GPU count are "
                          "left out of GPU-hours and goodput")

@@ -307,7 +307,9 @@ def _stragglers(rep: dict, pngs: Mapping[str, bytes]) -> str:
         out.append("</table>")
     else:
         out.append('<p class="note">No straggler GPU was found.</p>')
-    out.append(_img(pngs.get("straggler_heatmap"), "SM clock per GPU over time",
+    named = ", ".join(f"{h} GPU {g}" for h, g in plots.flagged_gpus(rep))
+    out.append(_img(pngs.get("straggler_heatmap"), "SM clock per GPU over time"
+                    + (f"; rows named in red: {named}" if named else ""),
                     "The straggler heatmap could not be drawn."))
     out.append("</section>")
     return "".join(out)
@@ -429,7 +431,8 @@ def render(report: dict, pngs: Mapping[str, bytes] | None = None, plot_errors: M
     title = f"forensics: {j.get('name') or 'job'}"
     span = f"{stamp(j.get('start')) or '?'} to {stamp(j.get('end')) or '?'} UTC (all times on this page are UTC)"
     head = (f'<header class="job"><h1>{e(title)}</h1><span>{e(span)}</span>'
-            f"<span>{len(j.get('hosts') or [])} hosts, {e(j.get('ranks') if j.get('ranks') is not None else '?')} ranks</span>"
+            f"<span>{len(j.get('hosts') or [])} hosts, {e(j.get('ranks') if j.get('ranks') is not None else '?')} ranks, "
+            f"{e(j.get('gpus') if j.get('gpus') is not None else '?')} GPUs</span>"
             f"<span>{e(j.get('dir'))}</span></header>")
     parts = [_verdict(report), _interruptions(report), _timeline(report, pngs), _steps(report, pngs),
              _stragglers(report, pngs), _advice(report), _coverage(report), _warnings(report, plot_errors or {})]

@@ -189,5 +189,11 @@ def test_layout_evidence_once_labels_and_times(hostile: Analysis, tmp_path: Path
         assert want in advice, want
     assert not re.search(r"<dt>[a-z]+_[a-z_]+</dt>", advice) and "_s<" not in advice
     assert "all times on this page are UTC" in dom
+    # the heatmap names the rows it flags: the dead GPU (a culprit, not a straggler) among them
+    culprits = {f"{x['culprit']['host']} GPU {x['culprit']['gpu']}" for x in rep["interruptions"]
+                if x["culprit"].get("host") and x["culprit"].get("gpu") is not None}
+    alt = re.search(r'<img alt="(SM clock per GPU over time[^"]*)"', dom).group(1)
+    assert culprits and all(c in alt for c in culprits), (alt, culprits)
+    assert f"{rep['job']['gpus']} GPUs</span>" in dom  # the header's GPU count, as in the plot's title
     outside_logs = re.sub(r'<pre class="line">.*?</pre>', "", dom, flags=re.S)
     assert not re.search(r"\d\d:\d\d:\d\d\.\d{3}", outside_logs)

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_SCENARIO := fixtures/scenarios/gpu_fell_off_bus.toml
 DEMO_CASE := forensics-out/demo-case
 
-.PHONY: install demo test test-fast lint bench fuzz clean
+.PHONY: install demo test test-fast notebooks lint bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: install
 # The quick loop: no browser, no notebooks, no evaluation corpus (markers in pyproject.toml).
 test-fast: install
 	$(BIN)/python -m pytest -n auto --dist loadfile -m "not browser and not notebooks and not corpus"
+
+# Execute the notebooks and save them with their outputs (and the hash of the code that made them).
+notebooks: install
+	$(BIN)/python notebooks/run.py
 
 lint: install
 	$(BIN)/ruff check parsers forensics tests bench

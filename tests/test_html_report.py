@@ -112,8 +112,8 @@ def test_every_interruption_and_source_is_listed(crashed: Analysis) -> None:
         assert x["summary"] in body
     for s in crashed.report["sources"]:
         assert s["path"] in body
-    for b in ("productive", "startup", "checkpoint", "lost_work", "termination", "restart", "slowdown"):
-        assert b in body
+    for b in ("Productive", "Startup", "Checkpoint", "Lost work", "Termination", "Restart", "Slowdown"):
+        assert b in body  # the buckets, by their people's names
     assert "Per host" in body
 
 

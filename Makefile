@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_SCENARIO := fixtures/scenarios/gpu_fell_off_bus.toml
 DEMO_CASE := forensics-out/demo-case
 
-.PHONY: install demo test lint bench fuzz clean
+.PHONY: install demo test test-fast notebooks lint bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,11 +21,19 @@ demo: install
 	$(BIN)/forensics analyze $(DEMO_CASE)/job --out forensics-out/demo
 	@echo "Open in a browser: $(abspath forensics-out/demo/report.html)"
 
+# `make test` never installs system packages: without chromium the browser test is skipped (one
+# line says why); .ci/run installs chromium first so CI runs it.
 test: install
-	@# the browser check needs Debian's chromium; without apt (or root) its tests skip
-	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
-		|| echo "chromium not installed: the browser tests will be skipped"
-	$(BIN)/python -m pytest -n auto --dist loadfile
+	@command -v chromium >/dev/null 2>&1 || echo "no chromium found: tests/test_browser.py will be skipped (.ci/run installs it)"
+	$(BIN)/python -m pytest -n auto --dist loadfile -rs
+
+# The quick loop: no browser, no notebooks, no evaluation corpus (markers in pyproject.toml).
+test-fast: install
+	$(BIN)/python -m pytest -n auto --dist loadfile -m "not browser and not notebooks and not corpus"
+
+# Execute the notebooks and save them with their outputs (and the hash of the code that made them).
+notebooks: install
+	$(BIN)/python notebooks/run.py
 
 lint: install
 	$(BIN)/ruff check parsers forensics tests bench

@@ -161,33 +161,53 @@ def _check_out(root: Path, out: Path) -> None:
 
 def analyze(path: Path | str, out: Path | str | None = None,
             progress: Callable[[int, int], None] | None = None, limits: Limits | None = None,
-            html: bool = True, on_report: Callable[[dict, Path], None] | None = None) -> Analysis:
+            html: bool = True, on_report: Callable[[dict, Path], None] | None = None,
+            stage: Callable[[str], None] | None = None) -> Analysis:
     """Analyze the job directory (or .tar/.tar.gz) at `path`, write report.json, report.md,
     forensics.duckdb and (unless `html=False`) report.html with plots/ under `out` (default
-    ./forensics-out/<job-name>/), return the Analysis. `on_report(report, out_dir)` is called
-    with the finished report before any output is written (the CLI prints the verdict there):
-    until then neither matplotlib nor DuckDB has been imported."""
+    ./forensics-out/<job-name>/), return the Analysis. `progress(done, total)` follows the reading
+    of the files; `stage(name)` is told when each later step starts (for a status line).
+    `on_report(report, out_dir)` is called with the finished report before any output is written
+    (the CLI prints the verdict there): until then neither matplotlib nor DuckDB has been imported."""
     root = Path(path)
     if not root.exists():
         raise JobDirError(f"no such file or directory: {root}")
     if not (root.is_dir() or (root.is_file() and is_archive(root))):
         raise JobDirError(f"not a directory or archive: {root}")
-    cfg = load_job_config(root)
-    name = _job_name(root, cfg.name)
-    out_dir = Path(out) if out is not None else default_out(root, name)
-    _check_out(root, out_dir)
-    disc = discover(root, limits)
+    if root.is_dir():  # an archive's job.toml is read from its discovery (one unpacking, not two)
+        cfg = load_job_config(root)
+        name = _job_name(root, cfg.name)
+        out_dir = Path(out) if out is not None else default_out(root, name)
+        _check_out(root, out_dir)
+        disc = discover(root, limits)
+    else:
+        if out is not None:
+            _check_out(root, Path(out))
+        disc = discover(root, limits)
+        try:
+            cfg = load_job_config(root, disc)
+            name = _job_name(root, cfg.name)
+            out_dir = Path(out) if out is not None else default_out(root, name)
+            _check_out(root, out_dir)
+        except BaseException:
+            disc.close()
+            raise
     spill = tempfile.TemporaryDirectory(prefix="forensics-spill-")  # never inside the job dir
     try:
         return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name),
-                                   on_report)
+                                   on_report, stage or _quiet)
     finally:
         spill.cleanup()
 
 
+def _quiet(_: str) -> None:
+    return None
+
+
 def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits: Limits | None,  # noqa: ANN001
                         progress: Callable[[int, int], None] | None, html: bool, spill_dir: Path,
-                        on_report: Callable[[dict, Path], None] | None = None) -> Analysis:
+                        on_report: Callable[[dict, Path], None] | None = None,
+                        stage: Callable[[str], None] = _quiet) -> Analysis:
     try:
         ing = ingest(disc, cfg, limits, progress=progress, spill_dir=spill_dir)
         ordered = sorted(disc.files, key=lambda s: s.rel_path)
@@ -197,10 +217,10 @@ def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits:
         file_rank = {i: sf.rank_hint for i, sf in enumerate(ordered) if sf.rank_hint is not None}
     finally:
         disc.close()
-    result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host, file_rank, cfg.timezone)
+    result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host, file_rank, cfg.timezone, stage)
     if on_report is not None:
         on_report(result["report"], out_dir)
-    _write_outputs(out_dir, result, html)
+    _write_outputs(out_dir, result, html, stage)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
 
@@ -311,7 +331,8 @@ def _completed_attempts(events: pl.DataFrame, attempts: pl.DataFrame, tables: di
 
 def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Path, name: str,
                       file_host: dict[int, str] | None = None, file_rank: dict[int, int] | None = None,
-                      tz: ZoneInfo | None = None) -> dict:
+                      tz: ZoneInfo | None = None, stage: Callable[[str], None] = _quiet) -> dict:
+    stage("aligning clocks and attempts")
     files, events, tables, unparsed = _frames(ing)
     events = _with_error_lines(events, unparsed, files, file_host or {}, file_rank or {}, ing.ref_year, tz)
     files = files.with_columns(pl.col("file_id").replace_strict(file_host or {}, default=None,
@@ -334,11 +355,13 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     if attempts.height > dt.MANY_ATTEMPTS:
         ing.warnings.append(f"{attempts.height} attempts were reconstructed, more than {dt.MANY_ATTEMPTS}: the plots draw "
                             "them together; so many restarts are rare, check that each one is real (attempts table)")
+    stage("matching signatures and attributing")
     catalog = load_catalog()
     hits = match(catalog, events)
     hits = pl.concat([hits, classify_lines(events, hits)]).sort("event_id", "signature")
     completed = _completed_attempts(events, attempts, tables, hits)
     inters = attribute(events, hits, attempts, rmap, tables, completed)
+    stage("stragglers, slow episodes and downtime")
     # steps with their attempt, for slow episodes
     steps = tables["train_steps"].join(events.filter(pl.col("kind") == "step").select("file_id", "line_no", "attempt"),
                                        on=["file_id", "line_no"], how="left")
@@ -535,19 +558,20 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _write_outputs(out_dir: Path, result: dict, html: bool = True) -> None:
+def _write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callable[[str], None] = _quiet) -> None:
     """Write into a temporary sibling directory, then swap it in: an interrupted run never
     leaves a half report that looks complete."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     rep = result["report"]
+    stage("writing the store and the report")
     # the store is written by one worker thread (DuckDB works outside the GIL) while this one
     # renders the report and its plots; its errors surface here when it is joined
     with ThreadPoolExecutor(max_workers=1) as pool:
         stored = pool.submit(_write_store, tmp / "forensics.duckdb", result)
         try:
-            _write_report_files(tmp, result, rep, html)
+            _write_report_files(tmp, result, rep, html, stage)
             stored.result()
         except BaseException:
             stored.cancel()
@@ -586,7 +610,8 @@ def _write_store(path: Path, result: dict) -> None:
         st.close()
 
 
-def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool) -> None:
+def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool,
+                        stage: Callable[[str], None] = _quiet) -> None:
     """report.json, report.md and (html) the plots and report.html."""
     (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     write_markdown(rep, tmp / "report.md")
@@ -597,7 +622,9 @@ def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool) -> None:
         frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
                   "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
         plot_errors: dict[str, str] = {}
+        stage("drawing the plots")
         pngs = plots.render_all(rep, frames, plot_errors)
+        stage("writing report.html")
         (tmp / "plots").mkdir()
         for name, png in pngs.items():
             (tmp / "plots" / f"{name}.png").write_bytes(png)

@@ -3,22 +3,60 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from forensics import __version__
+from forensics.terminal import console_for, interactive
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# Plain (click) help: no rich markup to swallow "[ray]", no "<bool>" beside flags; -h as --help.
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class Interrupted(BaseException):
+    """Ctrl-C (SIGINT) or SIGTERM: unwinds through every cleanup (temp dirs, the half-written
+    output folder), then the CLI says what was kept in one line and exits 130."""
+
+
+# what a Ctrl-C leaves behind, said in one line; commands that keep partial results say so
+_on_interrupt = "interrupted, nothing written"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
+class _App(typer.Typer):
+    def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _interrupt)
+        try:
+            return super().__call__(*args, **kwargs)
+        except Interrupted:
+            sys.stderr.write(f"\nforensics: {_on_interrupt}\n")
+            sys.exit(130)
+
+
+app = _App(no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,
                   help="Offline forensic analysis of the post-mortem logs of GPU training jobs.")
-err = Console(stderr=True, emoji=False, highlight=False)
-out = Console(emoji=False, highlight=False)
+JSON_HELP = "Also write the result as JSON to PATH; '-': JSON on stdout instead of the text output."
+
+
+class Engine(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+err = console_for(sys.stderr)
+out = console_for(sys.stdout)
 
 
 def _fail(msg: str, code: int = 2) -> None:
@@ -34,8 +72,47 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                               help="Print the version and exit.")] = False) -> None:
+                                               help="Print the version and exit.")] = False,
+         color: Annotated[bool | None, typer.Option(
+             "--color/--no-color", show_default=False,
+             help="Colour and rich output even when piped / never (default: on a terminal only, "
+                  "off with NO_COLOR set).")] = None) -> None:
     """forensics: what happened to a training job, to which host/rank/GPU, and what to do."""
+    global out, err
+    out, err = console_for(sys.stdout, color), console_for(sys.stderr, color)
+
+
+def _check_dir_out(path: Path | None, what: str = "--out") -> None:
+    from forensics.outpaths import dir_problem
+
+    if path is not None and (msg := dir_problem(path, what)):
+        _fail(msg)
+
+
+def _check_file_out(path: str | Path | None, what: str = "--json") -> None:
+    from forensics.outpaths import file_problem
+
+    if path is not None and (msg := file_problem(path, what)):
+        _fail(msg)
+
+
+def _status(text: str):  # noqa: ANN202 - a context manager
+    """A spinner with `text` on a terminal; nothing when piped."""
+    import contextlib
+
+    return err.status(text) if interactive(sys.stderr) else contextlib.nullcontext()
+
+
+def _emit_json(path: str, data: dict) -> None:
+    """--json PATH|-, the same in every command: '-' prints `data` on stdout, else writes it to PATH."""
+    text = json.dumps(data, indent=2, default=str) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write --json {path}: {exc.strerror or exc}")
 
 
 def _check_job_path(job_dir: Path) -> None:
@@ -49,9 +126,9 @@ def _check_job_path(job_dir: Path) -> None:
 
 @app.command()
 def analyze(
-    job_dir: Annotated[Path, typer.Argument(help="Job directory (or .tar/.tar.gz of one).")],
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Output directory (default ./forensics-out/<job>).")] = None,
-    json_path: Annotated[str | None, typer.Option("--json", help="Also write report.json here; '-' for stdout.")] = None,
+    job_dir: Annotated[Path, typer.Argument(metavar="JOB_DIR", help="Job directory (or .tar/.tar.gz of one).", show_default=False)],
+    out_dir: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Output directory (default ./forensics-out/<job>).")] = None,
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
     no_html: Annotated[bool, typer.Option("--no-html", help="Skip the plots and report.html (the verdict "
                                           "sooner; report.json, report.md and the store are still written).")] = False,
@@ -60,13 +137,16 @@ def analyze(
     from forensics.analysis import OutputDirError
     from forensics.analysis import analyze as run
     from forensics.discovery import JobDirError
+    from forensics.outpaths import inside
 
     _check_job_path(job_dir)
-    if json_path and json_path != "-":
-        target = Path(json_path).resolve()
-        if job_dir.is_dir() and (target == job_dir.resolve() or job_dir.resolve() in target.parents):
-            _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
-    show_progress = not quiet and err.is_terminal and json_path != "-"
+    if json_path and json_path != "-" and job_dir.is_dir() and inside(json_path, job_dir):
+        _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
+    if out_dir is not None and job_dir.is_dir() and inside(out_dir, job_dir):
+        _fail(f"refusing to write inside the job directory (it is evidence): {out_dir}")
+    _check_dir_out(out_dir if out_dir is not None else Path("forensics-out"))
+    _check_file_out(json_path)
+    show_progress = not quiet and interactive(sys.stderr) and json_path != "-"
     prog = None
 
     def verdict_first(rep: dict, where: Path) -> None:  # printed before the outputs are written
@@ -77,22 +157,26 @@ def analyze(
 
     try:
         if show_progress:
-            with Progress(TextColumn("reading logs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err, transient=True) as prog:
-                task = prog.add_task("ingest", total=None)
+                task = prog.add_task("reading logs", total=None)
+
+                def stage(name: str) -> None:  # later steps have no count: the bar pulses
+                    prog.update(task, description=name, total=None, completed=0)
+
                 result = run(job_dir, out_dir, progress=lambda d, t: prog.update(task, completed=d, total=t),
-                             html=not no_html, on_report=verdict_first)
+                             html=not no_html, on_report=verdict_first, stage=stage)
         else:
             result = run(job_dir, out_dir, html=not no_html, on_report=verdict_first)
     except (JobDirError, OutputDirError) as exc:
         _fail(str(exc))
         return
-    rep = result.report
-    if json_path == "-":
-        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+    except OSError as exc:  # the disk filled or a folder vanished mid-way: one line, not a traceback
+        _fail(f"cannot write the outputs: {exc}")
         return
+    rep = result.report
     if json_path:
-        Path(json_path).write_text(json.dumps(rep, indent=2) + "\n", encoding="utf-8")
+        _emit_json(json_path, rep)
 
 
 def _describe(x: dict, label: str) -> None:
@@ -136,29 +220,34 @@ def _summary(rep: dict, out_dir: Path, html: bool = True) -> None:
 
 @app.command()
 def sources(
-    job_dir: Annotated[Path, typer.Argument(help="Job directory (or .tar/.tar.gz of one).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    job_dir: Annotated[Path, typer.Argument(metavar="JOB_DIR", help="Job directory (or .tar/.tar.gz of one).", show_default=False)],
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Dry run: every file, what it was recognized as, and its line accounting."""
     from forensics.config import load_job_config
     from forensics.discovery import JobDirError, discover
     from forensics.ingest import ingest
+    from forensics.outpaths import inside
 
     _check_job_path(job_dir)
+    if json_path and json_path != "-" and job_dir.is_dir() and inside(json_path, job_dir):
+        _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
+    _check_file_out(json_path)
     try:
         disc = discover(job_dir)
     except JobDirError as exc:
         _fail(str(exc))
         return
     try:
-        ing = ingest(disc, load_job_config(job_dir))
+        ing = ingest(disc, load_job_config(job_dir, disc))
     finally:
         disc.close()
     rows = [{"path": f.rel_path, "parser": f.parser, "lines": f.lines, "parsed": f.parsed, "ignored": f.ignored,
              "unparsed": f.unparsed, "events": f.events.height, "warnings": f.warnings} for f in ing.files]
-    if as_json:
-        sys.stdout.write(json.dumps({"sources": rows, "warnings": ing.warnings}, indent=2) + "\n")
-        return
+    if json_path:
+        _emit_json(json_path, {"sources": rows, "warnings": ing.warnings})
+        if json_path == "-":
+            return
     t = Table(title=f"{len(rows)} files")
     for col in ("path", "parser", "lines", "parsed", "ignored", "unparsed", "events"):
         t.add_column(col, justify="right" if col not in ("path", "parser") else "left")
@@ -172,9 +261,9 @@ def sources(
 
 @app.command()
 def simulate(
-    scenario: Annotated[Path, typer.Argument(help="Scenario TOML (see docs/simulator.md).")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write the case (job/ and expected.toml).")] = Path("sim-out"),
-    seed: Annotated[int, typer.Option("--seed", help="Random seed; same seed, same bytes.")] = 0,
+    scenario: Annotated[Path, typer.Argument(metavar="SCENARIO", help="Scenario TOML (see docs/simulator.md).")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where to write the case (job/ and expected.toml).")] = Path("sim-out"),
+    seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed; same seed, same bytes.")] = 0,
 ) -> None:
     """Write a realistic job directory for a scenario, with its truth in expected.toml."""
     from forensics.simulate import load_scenario
@@ -182,32 +271,36 @@ def simulate(
 
     if not scenario.is_file():
         _fail(f"no such scenario file: {scenario}")
+    _check_dir_out(out_dir)
     try:
         spec = load_scenario(scenario)
     except Exception as exc:  # noqa: BLE001 - a bad scenario is user input: one line, no traceback
         _fail(f"invalid scenario {scenario}: {exc}")
         return
+    global _on_interrupt
+    _on_interrupt = f"interrupted; the case under {out_dir} is incomplete (run simulate again)"
     try:
-        case = run(spec, out_dir, seed)
+        with _status(f"simulating {escape(scenario.name)} (seed {seed})"):
+            case = run(spec, out_dir, seed)
     except OSError as exc:
         _fail(f"cannot write the case to {out_dir}: {exc.strerror or exc}")
         return
     out.print(f"Simulated {escape(str(scenario))} (seed {seed}) -> {escape(str(case))}", soft_wrap=True)
 
 
-fleet_app = typer.Typer(add_completion=False, no_args_is_help=True,
+fleet_app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,
                         help="Many jobs: analyze job dirs into a Parquet store for the weekly report.")
 app.add_typer(fleet_app, name="fleet")
 
 
 @fleet_app.command("ingest")
 def fleet_ingest(
-    roots: Annotated[list[Path], typer.Argument(help="Folders holding job dirs (or job dirs / .tar.gz bundles).")],
-    store: Annotated[Path, typer.Option("--store", help="The fleet store (Parquet, partitioned by ISO week).")],
-    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Parallel analyses (default: CPUs, at most 8; ray: all CPUs of the Ray).")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="Execution engine: local (process pool) or ray "
-                                        "(Ray tasks; needs pip install 'forensics[ray]').")] = "local",
-    address: Annotated[str | None, typer.Option("--address", help="With --engine ray: the Ray cluster "
+    roots: Annotated[list[Path], typer.Argument(metavar="ROOT", help="Folders holding job dirs (or job dirs / .tar.gz bundles).")],
+    store: Annotated[Path, typer.Option("--store", metavar="DIR", help="The fleet store (Parquet, partitioned by ISO week).")],
+    workers: Annotated[int | None, typer.Option("--workers", min=1, metavar="N", help="Parallel analyses (default: CPUs, at most 8; ray: all CPUs of the Ray).")] = None,
+    engine: Annotated[Engine, typer.Option("--engine", metavar="local|ray", help="Execution engine: local (process pool) or ray "
+                                           "(Ray tasks; needs pip install 'forensics[ray]').")] = Engine.local,
+    address: Annotated[str | None, typer.Option("--address", metavar="ADDR", help="With --engine ray: the Ray cluster "
                                                  "(auto, ray://head:10001); default: start a local Ray.")] = None,
     job_html: Annotated[bool, typer.Option("--job-html/--no-job-html",
                                            help="Also write each job's report.html and plots.")] = True,
@@ -220,14 +313,22 @@ def fleet_ingest(
     for r in roots:
         if not r.exists():
             _fail(f"no such file or directory: {r}")
-    if engine not in ENGINES:
-        _fail(f"unknown engine {engine!r}; one of: {', '.join(ENGINES)}")
-    if address is not None and engine != "ray":
+    if engine.value not in ENGINES:  # pragma: no cover - the choices are the engines
+        _fail(f"unknown engine {engine.value!r}; one of: {', '.join(ENGINES)}")
+    if address is not None and engine is not Engine.ray:
         _fail("--address is for --engine ray")
-    if store.exists() and not store.is_dir():
-        _fail(f"store path exists and is not a directory: {store}")
+    _check_dir_out(store, "--store")
+
+    global _on_interrupt
+    _on_interrupt = (f"interrupted; the jobs reported ingested are in {store}, the others were not ingested "
+                     "(run the same command again to finish)")
+    bar = Progress(TextColumn("analyzing jobs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=err, transient=True) if interactive(sys.stderr) and not quiet else None
+    task = bar.add_task("fleet", total=None) if bar else None
 
     def progress(item: dict) -> None:
+        if bar is not None:
+            bar.update(task, completed=item["done"], total=item["total"])
         if item["ok"]:
             if not quiet:
                 err.print(f"ingested {escape(item['dir'])}", highlight=False, soft_wrap=True)
@@ -236,15 +337,20 @@ def fleet_ingest(
                       soft_wrap=True)
 
     try:
-        res = run(roots, store, workers=workers, engine=engine, progress=progress, job_html=job_html,
+        if bar is not None:
+            bar.start()
+        res = run(roots, store, workers=workers, engine=engine.value, progress=progress, job_html=job_html,
                   address=address)
     except (EngineError, NotImplementedError) as exc:
         _fail(str(exc))
         return
+    finally:
+        if bar is not None:
+            bar.stop()
     weeks = sorted({x["week"] for x in res.ingested})
     if not quiet:
         out.print(f"{len(res.ingested)} job(s) ingested into {escape(str(store))}"
-                  + (f" (weeks {', '.join(weeks)})" if weeks else "") + f"; {len(res.failed)} failed",
+                  + (f" (weeks {', '.join(weeks)})" if weeks else "") + f"; {len(res.failed)} not ingested",
                   soft_wrap=True)
     if not res.ingested and not res.failed:
         _fail(f"no job directories found under {', '.join(str(r) for r in roots)}", code=1)
@@ -254,17 +360,22 @@ def fleet_ingest(
 
 @app.command()
 def weekly(
-    store: Annotated[Path, typer.Option("--store", help="The fleet store written by `forensics fleet ingest`.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Where to write weekly.html, weekly.md, weekly.json.")],
-    week: Annotated[str | None, typer.Option("--week", help="ISO week, e.g. 2026-W48 (default: the latest).")] = None,
+    store: Annotated[Path, typer.Option("--store", metavar="DIR", help="The fleet store written by `forensics fleet ingest`.")],
+    out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where to write weekly.html, weekly.md, weekly.json.")],
+    week: Annotated[str | None, typer.Option("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the latest).")] = None,
 ) -> None:
     """The weekly fleet reliability report: goodput, failure mix, repeat-offender nodes, trends."""
     from forensics.weekly import WeeklyError, write_weekly
 
+    _check_dir_out(out_dir)
     try:
-        rep = write_weekly(store, out_dir, week)
+        with _status(f"building the weekly report from {escape(str(store))}"):
+            rep = write_weekly(store, out_dir, week)
     except WeeklyError as exc:
         _fail(str(exc))
+        return
+    except OSError as exc:
+        _fail(f"cannot write the weekly report to {out_dir}: {exc.strerror or exc}")
         return
     s = rep["summary"]
     goodput = "–" if s["goodput"] is None else f"{s['goodput']:.1%}"
@@ -273,14 +384,16 @@ def weekly(
     out.print(f"Report: {escape(str(out_dir / 'weekly.html'))}", soft_wrap=True)
 
 
-def _eval_real_samples(cases_dir: Path, out_dir: Path | None, as_json: bool) -> None:
+def _eval_real_samples(cases_dir: Path, out_dir: Path | None, json_path: str | None) -> None:
     from forensics.evaluate import evaluate_real_samples, real_sample_summary, real_sample_table
 
-    results = evaluate_real_samples(cases_dir, out_dir)
+    with _status(f"analyzing the real samples under {escape(str(cases_dir))}"):
+        results = evaluate_real_samples(cases_dir, out_dir)
     summary = real_sample_summary(results)
-    if as_json:
-        sys.stdout.write(json.dumps({"summary": summary, "cases": [vars(r) for r in results]}, indent=2) + "\n")
-        return
+    if json_path:
+        _emit_json(json_path, {"summary": summary, "cases": [vars(r) for r in results]})
+        if json_path == "-":
+            return
     sys.stdout.write(real_sample_table(results))
     h, n = summary["category_high_medium"]
     q, nq = summary["healthy_quiet"]
@@ -291,22 +404,26 @@ def _eval_real_samples(cases_dir: Path, out_dir: Path | None, as_json: bool) -> 
 
 @app.command(name="eval")
 def eval_cmd(
-    cases_dir: Annotated[Path, typer.Argument(help="Directory of cases: each holds expected.toml and the job (in job/ or beside it).")],
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Where the per-case analyses go.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for machines.")] = False,
+    cases_dir: Annotated[Path, typer.Argument(metavar="CASES_DIR", help="Directory of cases: each holds expected.toml and the job (in job/ or beside it), or real samples (case.toml beside the excerpt files).")],
+    out_dir: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Where the per-case analyses go.")] = None,
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Score the analyzer on labelled cases: accuracy per field, confusion, calibration, failures."""
     from forensics.evaluate import FIELDS, evaluate, is_real_samples
 
     if not cases_dir.is_dir():
         _fail(f"no such directory: {cases_dir}")
+    _check_dir_out(out_dir)
+    _check_file_out(json_path)
     if is_real_samples(cases_dir):
-        _eval_real_samples(cases_dir, out_dir, as_json)
+        _eval_real_samples(cases_dir, out_dir, json_path)
         return
-    res = evaluate(cases_dir, out_dir)
-    if as_json:
-        sys.stdout.write(json.dumps(res.as_dict(), indent=2, default=str) + "\n")
-        return
+    with _status(f"analyzing the labelled cases under {escape(str(cases_dir))}"):
+        res = evaluate(cases_dir, out_dir)
+    if json_path:
+        _emit_json(json_path, res.as_dict())
+        if json_path == "-":
+            return
     if not res.cases:
         _fail(f"no case (a directory with expected.toml) under {cases_dir}", 1)
     t = Table(title=f"{len(res.cases)} cases")
@@ -337,12 +454,12 @@ def eval_cmd(
 
 @app.command()
 def train(
-    scenarios: Annotated[Path, typer.Option("--scenarios", help="Folder of scenario TOMLs to simulate.")] = Path("fixtures/scenarios"),
-    seeds: Annotated[int | None, typer.Option("--seeds", min=1, help="Training seeds per scenario (default 3; from 1000 up).")] = None,
-    out_path: Annotated[Path | None, typer.Option("--out", help="Artifact path (default forensics/data/classifier.json).")] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="Parallel simulations (default: CPUs, at most 4).")] = None,
-    workdir: Annotated[Path | None, typer.Option("--workdir", help="Scratch folder for the simulated cases (default: a temp dir).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the training report as JSON.")] = False,
+    scenarios: Annotated[Path, typer.Option("--scenarios", metavar="DIR", help="Folder of scenario TOMLs to simulate.")] = Path("fixtures/scenarios"),
+    seeds: Annotated[int | None, typer.Option("--seeds", min=1, metavar="N", help="Training seeds per scenario (default 3; from 1000 up).")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", metavar="PATH", help="Artifact path (default forensics/data/classifier.json).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, metavar="N", help="Parallel simulations (default: CPUs, at most 4).")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", metavar="DIR", help="Scratch folder for the simulated cases (default: a temp dir).")] = None,
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Train the attribution classifier on simulated scenarios and write its JSON artifact."""
     import tempfile
@@ -356,7 +473,10 @@ def train(
     if n > len(clf.TRAIN_SEEDS):
         _fail(f"--seeds is at most {len(clf.TRAIN_SEEDS)}")
     target = out_path or Path(clf.__file__).parent / "data" / "classifier.json"
-    show = not as_json and err.is_terminal
+    _check_file_out(target, "--out")
+    _check_dir_out(workdir, "--workdir")
+    _check_file_out(json_path)
+    show = json_path != "-" and interactive(sys.stderr)
     with tempfile.TemporaryDirectory(prefix="forensics-train-") as tmp:
         work = workdir or Path(tmp)
         try:
@@ -373,9 +493,10 @@ def train(
             return
     model.to_json(target)
     rep = {**rep, "artifact": str(target), "bytes": target.stat().st_size}
-    if as_json:
-        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
-        return
+    if json_path:
+        _emit_json(json_path, rep)
+        if json_path == "-":
+            return
     out.print(f"{rep['samples']} labelled interruptions from {len(rep['scenarios'])} scenarios x {n} seeds; "
               f"{len(model.classes)} categories")
     if rep["cv_accuracy"] is not None:

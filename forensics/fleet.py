@@ -22,6 +22,7 @@ import json
 import logging
 import multiprocessing
 import os
+import shutil
 import statistics
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -334,7 +335,13 @@ def analyze_one(job_dir: str, store: str, options: dict | None = None) -> dict:
     try:
         name = job_name(path)
         key = job_key(path, name)
-        an = analyze(path, Path(store) / "jobs" / key, html=(options or {}).get("html", True))
+        out = Path(store) / "jobs" / key
+        an = analyze(path, out, html=(options or {}).get("html", True))
+        if not any(src.get("parser") for src in an.report["sources"]):  # random bytes, a wrong folder
+            shutil.rmtree(out, ignore_errors=True)
+            n = len(an.report["sources"])
+            return {"ok": False, "dir": job_dir, "error": f"not ingested: nothing recognizable ({n} file(s), "
+                    "none recognized as a log this tool reads)"}
         return {"ok": True, "dir": job_dir, "key": key, "name": name, "rows": rows_for(an, key)}
     except Exception as exc:  # noqa: BLE001 - one bad job must not stop the fleet
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
@@ -529,7 +536,7 @@ def ingest(roots: Iterable[Path | str], store: Path | str, workers: int | None =
     results = ENGINES[engine](dirs, str(store), workers, options)  # an engine that cannot run fails here
     res = IngestResult(store)
     with open(store / "ingest.jsonl", "a", encoding="utf-8") as log:
-        for out in results:
+        for done, out in enumerate(results, 1):
             if out["ok"]:
                 week = write_job(store, out["key"], out["rows"])
                 item = {"key": out["key"], "name": out["name"], "dir": out["dir"], "week": week}
@@ -541,7 +548,7 @@ def ingest(roots: Iterable[Path | str], store: Path | str, workers: int | None =
                 log.write(json.dumps({"ok": False, **item}) + "\n")
             log.flush()
             if progress:
-                progress(out)
+                progress({**out, "done": done, "total": len(dirs)})
     res.ingested.sort(key=lambda x: x["dir"])
     res.failed.sort(key=lambda x: x["dir"])
     return res

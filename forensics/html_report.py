@@ -18,12 +18,14 @@ from pathlib import Path
 import polars as pl
 
 from forensics import plots
+from forensics.humanize import duration, label, stamp
 from forensics.report import culprit_text
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 BUCKETS = ("productive", "startup", "checkpoint", "lost_work", "termination", "restart", "slowdown")
 MAX_SOURCES_OPEN = 40
 MAX_EVIDENCE = 25
+CARD_EVIDENCE = 5  # the verdict card shows the top lines; "show all" opens the rest in place
 
 STYLE = """
 *{box-sizing:border-box}
@@ -67,6 +69,8 @@ details>summary{cursor:pointer;color:#37474f;margin:4px 0}
 article.int{border-top:1px solid #e3e7eb;padding-top:8px;margin-top:8px}
 article.int:first-of-type{border-top:0;margin-top:0;padding-top:0}
 ul.warn li{margin:0 0 3px}
+.ts{white-space:nowrap;font-variant-numeric:tabular-nums}
+details.more>summary{color:#1565c0}
 """
 
 
@@ -86,12 +90,14 @@ def _fmt(v: object) -> str:
 
 
 def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    s = int(round(seconds))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}h {m:02d}m {sec:02d}s" if h else (f"{m}m {sec:02d}s" if m else f"{seconds:.1f}s")
+    return duration(seconds)
+
+
+def _when(v: object) -> str:
+    """A time to the second, in the UTC the page header announces; never wrapped."""
+    if v is None:
+        return '<span class="note">unknown</span>'
+    return f'<span class="ts">{e(stamp(str(v)))}</span>'
 
 
 def _img(png: bytes | None, alt: str, missing: str) -> str:
@@ -100,20 +106,48 @@ def _img(png: bytes | None, alt: str, missing: str) -> str:
     return f'<img alt="{e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
 
 
-def _evidence(items: list[dict], limit: int = MAX_EVIDENCE) -> str:
-    if not items:
-        return ""
-    out = ['<ol class="evidence">']
-    for ev in items[:limit]:
+def _evidence_items(items: list[dict], start: int = 1) -> str:
+    out = [f'<ol class="evidence" start="{start}">']
+    for ev in items:
         role = ev.get("role") or ""
         meta = f'<span class="role {e(role)}">{e(role)}</span>' if role else ""
         sig = f' <span class="note">{e(ev.get("signature"))}</span>' if ev.get("signature") else ""
-        when = f' <span class="note">{e(ev.get("time"))}</span>' if ev.get("time") else ""
+        when = f' <span class="note">{_when(ev.get("time"))}</span>' if ev.get("time") else ""
         out.append(f'<li><span class="loc">{e(ev.get("path"))}:{e(ev.get("line"))}</span>{meta}{sig}{when}'
                    f'<pre class="line">{e((ev.get("text") or "").rstrip())}</pre></li>')
     out.append("</ol>")
+    return "".join(out)
+
+
+def _evidence(items: list[dict], limit: int = MAX_EVIDENCE) -> str:
+    """The first `limit` lines; the rest are in report.json (not on the page)."""
+    if not items:
+        return ""
+    out = [_evidence_items(items[:limit])]
     if len(items) > limit:
         out.append(f'<p class="note">{len(items) - limit} more evidence line(s) in report.json</p>')
+    return "".join(out)
+
+
+def _card_ids(rep: dict) -> set:
+    """The interruptions whose evidence the verdict card shows (then not repeated below)."""
+    v = rep.get("verdict") or {}
+    if v.get("kind") == "completed":
+        return {x.get("id") for x in rep.get("interruptions") or []}
+    return {v.get("id")} if v.get("id") is not None else set()
+
+
+def _card_evidence(items: list[dict], key: object = None) -> str:
+    """Evidence in the verdict card, each line once on the page: the top lines, then "show all"
+    opening the rest (up to MAX_EVIDENCE) in place; beyond that, report.json."""
+    shown = items[:MAX_EVIDENCE]
+    out = [_evidence_items(shown[:CARD_EVIDENCE])]
+    if len(shown) > CARD_EVIDENCE:
+        anchor = "all-evidence" + (f"-{key}" if key is not None else "")
+        out.append(f'<details class="more" id="{e(anchor)}"><summary>show all {len(shown)} evidence lines'
+                   f'</summary>{_evidence_items(shown[CARD_EVIDENCE:], CARD_EVIDENCE + 1)}</details>')
+    if len(items) > MAX_EVIDENCE:
+        out.append(f'<p class="note">{len(items) - MAX_EVIDENCE} more evidence line(s) in report.json</p>')
     return "".join(out)
 
 
@@ -126,7 +160,7 @@ def _facts(x: dict) -> str:
         ("Confidence", f"{_fmt(x.get('confidence'))} <span class=\"note\">({e(x.get('method'))})</span>"),
     ]
     if x.get("time"):
-        rows.insert(0, ("When", e(x["time"]) + (f" (attempt {e(x.get('attempt'))})" if x.get("attempt") is not None
+        rows.insert(0, ("When", _when(x["time"]) + (f" (attempt {e(x.get('attempt'))})" if x.get("attempt") is not None
                                                  else "")))
     if x.get("recurring"):
         rows.append(("Recurring", "yes"))
@@ -171,11 +205,12 @@ def _verdict(rep: dict) -> str:
         slow = [x for x in rep.get("interruptions", []) if x.get("kind") == "slowdown"]
         for x in crash + slow:
             out.append(f'<h3>Interrupted: <a href="#int-{e(x.get("id"))}">{e(x.get("id"))}</a> {_headline(x)}</h3>'
-                       f'<p>{e(x.get("summary"))}</p>{_facts(x)}{_evidence(x.get("evidence") or [], 5)}')
+                       f'<p>{e(x.get("summary"))}</p>{_facts(x)}'
+                       + _card_evidence(x.get("evidence") or [], x.get("id")))
     else:
         out.append(_facts(v))
         if v.get("evidence"):
-            out.append("<h3>Evidence</h3>" + _evidence(v["evidence"]))
+            out.append("<h3>Evidence</h3>" + _card_evidence(v["evidence"], v.get("id")))
         elif kind != "unknown":
             out.append('<p class="note">No evidence lines.</p>')
     d = rep.get("downtime") or {}
@@ -200,14 +235,21 @@ def _interruptions(rep: dict) -> str:
                "<th>action</th><th>auto</th><th class=num>confidence</th></tr>")
     for x in xs:
         out.append(f'<tr><td><a href="#int-{e(x.get("id"))}">{e(x.get("id"))}</a></td><td>{_fmt(x.get("attempt"))}</td>'
-                   f"<td>{_fmt(x.get('time'))}</td><td>{e(x.get('kind'))}</td><td>{_fmt(x.get('category'))}</td>"
+                   f"<td>{_when(x.get('time'))}</td><td>{e(x.get('kind'))}</td><td>{_fmt(x.get('category'))}</td>"
                    f"<td>{e(culprit_text(x.get('culprit')))}</td><td><code>{e(x.get('action'))}</code></td>"
                    f"<td>{'yes' if x.get('auto_recoverable') else 'no'}</td>"
                    f"<td class=num>{_fmt(x.get('confidence'))}</td></tr>")
     out.append("</table>")
+    in_card = _card_ids(rep)
     for x in xs:
+        ev = x.get("evidence") or []
+        if x.get("id") in in_card and ev:  # shown once: in the card
+            body = (f'<p class="note">Evidence ({len(ev)} lines): in the <a href="#verdict">verdict card</a> '
+                    "above.</p>")
+        else:
+            body = _evidence(ev)
         out.append(f'<article class="int" id="int-{e(x.get("id"))}"><h3>{e(x.get("id"))}: {_headline(x)}</h3>'
-                   f"<p>{e(x.get('summary'))}</p>{_facts(x)}{_evidence(x.get('evidence') or [])}</article>")
+                   f"<p>{e(x.get('summary'))}</p>{_facts(x)}{body}</article>")
     out.append("</section>")
     return "".join(out)
 
@@ -226,7 +268,7 @@ def _timeline(rep: dict, pngs: Mapping[str, bytes]) -> str:
             if a.get("start") and a.get("end"):
                 dur = (datetime.fromisoformat(a["end"].replace("Z", "+00:00"))
                        - datetime.fromisoformat(a["start"].replace("Z", "+00:00"))).total_seconds()
-            out.append(f"<tr><td>{e(a.get('index'))}</td><td>{_fmt(a.get('start'))}</td><td>{_fmt(a.get('end'))}</td>"
+            out.append(f"<tr><td>{e(a.get('index'))}</td><td>{_when(a.get('start'))}</td><td>{_when(a.get('end'))}</td>"
                        f"<td class=num>{e(_dur(dur))}</td><td class=num>{_fmt(a.get('first_step'))}</td>"
                        f"<td class=num>{_fmt(a.get('last_step'))}</td><td class=num>{_fmt(a.get('resumed_from'))}</td>"
                        f"<td>{_fmt(a.get('end_reason'))}</td></tr>")
@@ -241,7 +283,7 @@ def _timeline(rep: dict, pngs: Mapping[str, bytes]) -> str:
         for b in BUCKETS:
             v = d.get(f"{b}_s")
             share = f"{v / wall:.1%}" if v is not None and wall else ""
-            out.append(f'<tr><td><span class="swatch" style="background:{plots.BUCKET_COLORS[b]}"></span>{e(b)}</td>'
+            out.append(f'<tr><td><span class="swatch" style="background:{plots.BUCKET_COLORS[b]}"></span>{e(label(b))}</td>'
                        f"<td class=num>{_fmt(v)}</td><td class=num>{e(_dur(v))}</td><td class=num>{e(share)}</td></tr>")
         out.append(f"<tr><th>wall</th><th class=num>{_fmt(d.get('wall_s'))}</th><th class=num>{e(_dur(wall))}</th>"
                    "<th class=num>100%</th></tr></table>")
@@ -261,7 +303,7 @@ def _steps(rep: dict, pngs: Mapping[str, bytes]) -> str:
     if eps:
         out.append("<h3>Slow episodes</h3><ul>")
         for x in eps:
-            out.append(f"<li>{_fmt(x.get('time'))}: {e(x.get('summary'))}</li>")
+            out.append(f"<li>{_when(x.get('time'))}: {e(x.get('summary'))}</li>")
         out.append("</ul>")
     else:
         out.append('<p class="note">No slow episode.</p>')
@@ -278,15 +320,23 @@ def _stragglers(rep: dict, pngs: Mapping[str, bytes]) -> str:
         for s in ss:
             slow = f"{s['slowdown']:.1%}" if isinstance(s.get("slowdown"), (int, float)) else None
             out.append(f"<tr><td>{_fmt(s.get('host'))}</td><td class=num>{_fmt(s.get('rank'))}</td>"
-                       f"<td class=num>{_fmt(s.get('gpu'))}</td><td>{_fmt(s.get('start'))}</td><td>{_fmt(s.get('end'))}</td>"
+                       f"<td class=num>{_fmt(s.get('gpu'))}</td><td>{_when(s.get('start'))}</td><td>{_when(s.get('end'))}</td>"
                        f"<td class=num>{_fmt(slow)}</td><td>{_fmt(s.get('cause'))}</td><td>{_fmt(s.get('evidence'))}</td></tr>")
         out.append("</table>")
     else:
         out.append('<p class="note">No straggler GPU was found.</p>')
-    out.append(_img(pngs.get("straggler_heatmap"), "SM clock per GPU over time",
+    named = ", ".join(f"{h} GPU {g}" for h, g in plots.flagged_gpus(rep))
+    out.append(_img(pngs.get("straggler_heatmap"), "SM clock per GPU over time"
+                    + (f"; rows named in red: {named}" if named else ""),
                     "The straggler heatmap could not be drawn."))
     out.append("</section>")
     return "".join(out)
+
+
+def _value(k: str, v: object, depth: int) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and str(k).endswith("_s"):
+        return e(duration(v))
+    return _any(v, depth)
 
 
 def _any(v: object, depth: int = 0) -> str:
@@ -298,7 +348,7 @@ def _any(v: object, depth: int = 0) -> str:
         if not v:
             return '<span class="note">none</span>'
         return '<dl class="facts">' + "".join(
-            f"<dt>{e(str(k).replace('_', ' '))}</dt><dd>{_any(x, depth + 1)}</dd>" for k, x in v.items()) + "</dl>"
+            f"<dt>{e(label(str(k)))}</dt><dd>{_value(str(k), x, depth + 1)}</dd>" for k, x in v.items()) + "</dl>"
     if isinstance(v, list):
         if not v:
             return '<span class="note">none</span>'
@@ -306,8 +356,9 @@ def _any(v: object, depth: int = 0) -> str:
             cols: list[str] = []
             for x in v:
                 cols += [k for k in x if k not in cols]
-            head = "".join(f"<th>{e(c)}</th>" for c in cols)
-            rows = "".join("<tr>" + "".join(f"<td>{_any(x.get(c), depth + 1)}</td>" for c in cols) + "</tr>" for x in v)
+            head = "".join(f"<th>{e(label(c))}</th>" for c in cols)
+            rows = "".join("<tr>" + "".join(f"<td>{_value(c, x.get(c), depth + 1)}</td>" for c in cols) + "</tr>"
+                           for x in v)
             return f"<table><tr>{head}</tr>{rows}</table>"
         return "<ul>" + "".join(f"<li>{_any(x, depth + 1)}</li>" for x in v) + "</ul>"
     return _fmt(v)
@@ -316,7 +367,7 @@ def _any(v: object, depth: int = 0) -> str:
 def _advice(rep: dict) -> str:
     if "advice" not in rep or rep["advice"] is None:
         return ""
-    return f'<section id="advice"><h2>Checkpoint advice</h2>{_any(rep["advice"])}</section>'
+    return f'<section id="advice"><h2>Advice</h2>{_any(rep["advice"])}</section>'
 
 
 def _host_of(path: str, order: dict[str, int]) -> str | None:
@@ -396,9 +447,10 @@ def render(report: dict, pngs: Mapping[str, bytes] | None = None, plot_errors: M
     pngs = pngs or {}
     j = report.get("job") or {}
     title = f"forensics: {j.get('name') or 'job'}"
-    span = f"{j.get('start') or '?'} to {j.get('end') or '?'}"
+    span = f"{stamp(j.get('start')) or '?'} to {stamp(j.get('end')) or '?'} UTC (all times on this page are UTC)"
     head = (f'<header class="job"><h1>{e(title)}</h1><span>{e(span)}</span>'
-            f"<span>{len(j.get('hosts') or [])} hosts, {e(j.get('ranks') if j.get('ranks') is not None else '?')} ranks</span>"
+            f"<span>{len(j.get('hosts') or [])} hosts, {e(j.get('ranks') if j.get('ranks') is not None else '?')} ranks, "
+            f"{e(j.get('gpus') if j.get('gpus') is not None else '?')} GPUs</span>"
             f"<span>{e(j.get('dir'))}</span></header>")
     parts = [_verdict(report), _interruptions(report), _timeline(report, pngs), _steps(report, pngs),
              _stragglers(report, pngs), _advice(report), _coverage(report), _warnings(report, plot_errors or {})]

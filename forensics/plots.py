@@ -15,6 +15,7 @@ same analysis gives the same PNG bytes (`png_bytes` strips the software and date
 from __future__ import annotations
 
 import io
+import re
 from bisect import bisect_left, bisect_right
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
@@ -35,7 +36,7 @@ from matplotlib.patches import Patch, Rectangle  # noqa: E402
 from forensics import downtime as dt  # noqa: E402
 from forensics.stragglers import slow_episodes  # noqa: E402
 
-__all__ = ["BUCKET_COLORS", "timeline", "step_time", "straggler_heatmap", "downtime_breakdown", "segments",
+__all__ = ["BUCKET_COLORS", "figure", "flagged_gpus", "host_order", "style", "timeline", "step_time", "straggler_heatmap", "downtime_breakdown", "segments",
            "png_bytes", "save_png", "render_all", "PLOT_NAMES"]
 
 DPI = 100
@@ -53,6 +54,8 @@ IDLE_SHARE = 0.2  # SM clock under this share of the busy median: the GPU is idl
 IDLE_CMAP = ListedColormap(["#cfd8dc"])
 MAX_HEATMAP_COLS = 240
 MARKS = 3  # interruptions named on a timeline of more than downtime.MANY_ATTEMPTS attempts
+MAX_ALL_LABELS = 48  # up to this many GPUs every heatmap row is named; above, the flagged and worst rows
+WORST_LABELLED = 8  # rows named at scale besides the flagged ones: the lowest relative SM clock
 
 
 def _style(fig: Figure) -> None:
@@ -65,6 +68,17 @@ def _style(fig: Figure) -> None:
 def _fig(height: float) -> Figure:
     fig = Figure(figsize=(WIDTH, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
+    return fig
+
+
+def figure(height: float) -> Figure:
+    """A blank figure of the report's width, dpi and layout (for plots of other reports)."""
+    return _fig(height)
+
+
+def style(fig: Figure) -> Figure:
+    """The report's look on a finished figure: small tick labels, no top or right spines."""
+    _style(fig)
     return fig
 
 
@@ -407,6 +421,41 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
     return fig
 
 
+def host_order(host: str) -> tuple:
+    """Natural order of host names: node-2 before node-10."""
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", host or "") if t)
+
+
+def flagged_gpus(report: dict) -> list[tuple[str, int]]:
+    """The GPUs the report names, (host, gpu): stragglers and the culprits of interruptions (a
+    dead GPU is a culprit, not a straggler). The heatmap labels these rows at any size."""
+    out: list[tuple[str, int]] = []
+    for s in report.get("stragglers") or []:
+        out.append((s.get("host") or "?", s.get("gpu") if s.get("gpu") is not None else -1))
+    for x in report.get("interruptions") or []:
+        c = x.get("culprit") or {}
+        if c.get("host") and c.get("gpu") is not None:
+            out.append((c["host"], int(c["gpu"])))
+    return list(dict.fromkeys(out))
+
+
+def _worst_rows(busy: np.ndarray, k: int) -> list[int]:
+    """The k rows furthest below their time bin's median clock (a missing sample where most GPUs
+    report counts as the worst), worst first; rows never below are left out."""
+    if busy.size == 0 or k <= 0:
+        return []
+    present = np.isfinite(busy)
+    live = present.sum(axis=0) >= max(1, busy.shape[0] // 2)  # bins where most GPUs report
+    if not live.any():
+        return []
+    with np.errstate(all="ignore"):
+        med = np.nanmedian(busy[:, live], axis=0)
+        short = np.where(present[:, live], np.clip(1.0 - busy[:, live] / med, 0.0, 1.0), 1.0)
+    score = np.nan_to_num(short.mean(axis=1))
+    order = [int(i) for i in np.argsort(-score, kind="stable") if score[i] > 0.02]
+    return order[:k]
+
+
 def straggler_heatmap(dcgm_samples: pl.DataFrame | None, report: dict) -> Figure:
     if dcgm_samples is None:
         return _note(_fig(1.6), "No DCGM SM-clock telemetry in the job directory: no straggler heatmap.")
@@ -425,7 +474,9 @@ def straggler_heatmap(dcgm_samples: pl.DataFrame | None, report: dict) -> Figure
     binned = (clk.with_columns(((pl.col("ts") - t0).dt.total_microseconds() / 1e6 / width).floor()
                                .clip(0, ncol - 1).cast(pl.Int64).alias("_bin"))
               .group_by("host", "gpu", "_bin").agg(pl.col("value").mean())).collect(engine="streaming")
-    gpu_rows = binned.select("host", "gpu").unique().sort("host", "gpu").with_row_index("_row")
+    keys = sorted(binned.select("host", "gpu").unique().rows(), key=lambda k: (host_order(k[0]), k[1]))
+    gpu_rows = pl.DataFrame(keys, schema={"host": binned.schema["host"], "gpu": binned.schema["gpu"]},
+                            orient="row").with_row_index("_row")
     gpus = gpu_rows.select("host", "gpu").rows()
     row = {g: k for k, g in enumerate(gpus)}
     cells = binned.join(gpu_rows, on=["host", "gpu"])
@@ -458,14 +509,15 @@ def straggler_heatmap(dcgm_samples: pl.DataFrame | None, report: dict) -> Figure
     cb.ax.tick_params(labelsize=7)
     strag = {(s.get("host") or "?", s.get("gpu") if s.get("gpu") is not None else -1): s
              for s in report.get("stragglers") or []}
+    flagged = {k for k in flagged_gpus(report) if k in row}
     labels = [f"{h} GPU {g}" if g >= 0 else h for h, g in gpus]
-    if n <= 48:
+    if n <= MAX_ALL_LABELS:
         ax.set_yticks(range(n), labels, fontsize=6 if n > 24 else 7)
-    else:
-        ticks = sorted(row[k] for k in strag if k in row)
-        ax.set_yticks(ticks, [labels[t] for t in ticks], fontsize=7)
+    else:  # thousands of rows: name the flagged GPUs and the worst others, sorted by host
+        ticks = sorted({row[k] for k in flagged} | set(_worst_rows(busy, WORST_LABELLED)))
+        ax.set_yticks(ticks, [labels[t] for t in ticks], fontsize=6)
     for tick, (h, g) in zip(ax.get_yticklabels(), [gpus[int(round(t))] for t in ax.get_yticks()], strict=False):
-        if (h, g) in strag:
+        if (h, g) in flagged:
             tick.set_color("#d32f2f")
             tick.set_fontweight("bold")
     for key, s in strag.items():
@@ -477,7 +529,13 @@ def straggler_heatmap(dcgm_samples: pl.DataFrame | None, report: dict) -> Figure
         ax.add_patch(Rectangle((a, y - 0.5), max(b - a, 1e-6), 1.0, fill=False, edgecolor="#ff1744", lw=1.8))
     _time_axis(ax, lo, hi)
     ax.set_xlabel(ax.get_xlabel() + "; grey: idle (clock near 0); white: no samples", fontsize=8)
-    title = f"SM clock per GPU ({n} GPUs)"
+    n_gpus = sum(1 for _, g in gpus if g >= 0)
+    job_gpus = (report.get("job") or {}).get("gpus")
+    title = (f"SM clock per GPU ({n_gpus} GPUs)" if job_gpus in (None, n_gpus)
+             else f"SM clock per GPU ({n_gpus} of the job's {job_gpus} GPUs report it)")
+    others = [f"{h} GPU {g}" for h, g in flagged_gpus(report) if (h, g) in flagged and (h, g) not in strag]
+    if others:
+        title += "; named in red: " + ", ".join(others[:4]) + ("…" if len(others) > 4 else "")
     if strag:
         title += "; straggler" + ("s" if len(strag) > 1 else "") + " outlined in red: " + ", ".join(
             f"{h} GPU {g}" for h, g in strag)

@@ -9,6 +9,7 @@ import polars as pl
 
 from forensics.attribution import Interruption
 from forensics.downtime import Downtime
+from forensics.humanize import duration, stamp
 from forensics.stragglers import Straggler
 from forensics.taxonomy import info
 
@@ -228,41 +229,44 @@ def write_markdown(rep: dict, path: Path) -> None:
             lines.append(f"- `{e['path']}:{e['line']}` [{e['role']}, {e['signature']}] {md_escape(e['text'] or '')}")
         lines.append("")
     lines += ["## Job", "", f"- Directory: {md_escape(j['dir'])}", f"- Hosts: {len(j['hosts'])}; ranks: {j['ranks']}",
-              f"- Start: {j['start']}; end: {j['end']}", ""]
+              f"- Start: {stamp(j['start'])}; end: {stamp(j['end'])} (all times UTC)", ""]
     if rep["interruptions"]:
         lines += ["## Interruptions", ""] + _md_table(
             ["id", "attempt", "time", "kind", "category", "culprit", "action", "confidence"],
-            [[x["id"], x["attempt"], x["time"], x["kind"], x["category"], md_escape(culprit_text(x["culprit"])),
+            [[x["id"], x["attempt"], stamp(x["time"]), x["kind"], x["category"], md_escape(culprit_text(x["culprit"])),
               x["action"], x["confidence"]] for x in rep["interruptions"]]) + [""]
     if rep["attempts"]:
         lines += ["## Attempts", ""] + _md_table(
             ["index", "start", "end", "first step", "last step", "end reason"],
-            [[a["index"], a["start"], a["end"], a["first_step"], a["last_step"], a["end_reason"]]
+            [[a["index"], stamp(a["start"]), stamp(a["end"]), a["first_step"], a["last_step"], a["end_reason"]]
              for a in rep["attempts"]]) + [""]
     d = rep["downtime"]
     buckets = ("wall_s", "productive_s", "startup_s", "checkpoint_s", "lost_work_s", "termination_s", "restart_s",
                "slowdown_s")
-    lines += ["## Downtime", ""] + _md_table(["bucket", "seconds"], [[k[:-2], d[k]] for k in buckets])
+    lines += ["## Downtime", ""] + _md_table(["bucket", "duration", "seconds"],
+                                             [[k[:-2], duration(d[k]), d[k]] for k in buckets])
     lines += ["", f"Goodput: {d['goodput']}; GPU-hours lost: {d['gpu_hours_lost']}", ""]
     adv = rep.get("advice") or {}
     ck, to = adv.get("checkpoint") or {}, adv.get("collective_timeout") or {}
     if ck or to:
         lines += ["## Advice", ""]
         if ck.get("optimal_interval_s"):
-            lines.append(f"- Checkpoint interval: now {ck['current_interval_s']} s, Young/Daly optimum "
-                         f"{ck['optimal_interval_s']} s (save cost {ck['save_cost_s']:.1f} s, MTBI {ck['mtbi_s']} s); "
-                         f"estimated GPU-hours saved on this job: {ck['gpu_hours_saved']}")
+            lines.append(f"- Checkpoint interval: now {duration(ck['current_interval_s'])}, Young/Daly optimum "
+                         f"{duration(ck['optimal_interval_s'])} (save cost {duration(ck['save_cost_s'])}, mean time "
+                         f"between interruptions {duration(ck['mtbi_s'])}); estimated GPU-hours saved on this job: "
+                         f"{ck['gpu_hours_saved']}")
         elif ck.get("note"):
             lines.append(f"- Checkpoint interval: {ck['note']}")
         if to.get("hangs"):
-            lines.append(f"- Collective timeout {to['configured_timeout_s']} s: {to['hangs']} hang(s) waited "
-                         f"{to['waited_s']} s for the watchdog; a {to['shorter_timeout_s']:.0f} s timeout would have "
-                         f"saved {to['gpu_hours_saved']} GPU-hours")
+            lines.append(f"- Collective timeout {duration(to['configured_timeout_s'])}: after {to['hangs']} "
+                         f"interruption(s) the surviving ranks waited {duration(to['waited_s'])} for the watchdog; "
+                         f"a {duration(to['shorter_timeout_s'])} timeout would have saved {to['gpu_hours_saved']} "
+                         "GPU-hours")
         lines.append("")
     if rep["stragglers"]:
         lines += ["## Stragglers", ""] + _md_table(
             ["host", "rank", "GPU", "start", "end", "slowdown", "cause"],
-            [[md_escape(str(s["host"])), s["rank"], s["gpu"], s["start"], s["end"], s["slowdown"], s["cause"]]
+            [[md_escape(str(s["host"])), s["rank"], s["gpu"], stamp(s["start"]), stamp(s["end"]), s["slowdown"], s["cause"]]
              for s in rep["stragglers"]]) + [""]
     lines += ["## Coverage", ""] + _md_table(
         ["file", "parser", "lines", "parsed", "ignored", "unparsed", "events"],

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 import math
+import os
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -261,15 +261,31 @@ def _signatures(con, weeks: list[str]) -> list[dict]:
 
 
 def _new_signatures(con, week: str) -> list[dict]:
+    """Root-cause signatures first seen this week. Cascade and context signatures (the teardown
+    every failure prints: sacct FAILED, SIGABRT, NCCL abort, ...) are not news, whatever week."""
+    from forensics.signatures import load_catalog
+
+    not_news = {s.id for s in load_catalog().signatures if s.role != "root"}
     seen = {r["signature"] for r in _signatures(con, previous_weeks(week, LOOKBACK_WEEKS))}
     out = []
     for r in _signatures(con, [week]):
-        if r["signature"] in seen:
+        if r["signature"] in seen or r["signature"] in not_news:
             continue
         name = _rows(con, "SELECT name FROM jobs WHERE job_key = ?", [r["job_key"]])
         r["example_job"] = name[0]["name"] if name else None
         out.append(r)
     return out
+
+
+def _jobs(con, store: Path, week: str) -> list[dict]:
+    """The week's jobs with their verdict and the path of their own report (report.html, or
+    report.md when the fleet ran with --no-job-html), absolute."""
+    rows = _rows(con, "SELECT job_key, name, verdict_kind, verdict_category, verdict_culprit_host, goodput, "
+                      "gpu_hours, n_interruptions FROM jobs WHERE week = ? ORDER BY name, job_key", [week])
+    for r in rows:
+        d = store.resolve() / "jobs" / r["job_key"]
+        r["report"] = next((str(d / f) for f in ("report.html", "report.md") if (d / f).is_file()), None)
+    return rows
 
 
 def _checkpoint_advice(by_size: list[dict]) -> list[dict]:
@@ -313,9 +329,9 @@ def build_weekly(store: Path | str, week: str | None = None) -> dict:
         summ = _summary(con, trend_weeks)
         this = summ[week]
         by_size = _by_size(con, week)
+        if this["jobs"] == 0:  # an empty report would read as a quiet week
+            raise WeeklyError(f"no jobs in week {week}; weeks in the store: {', '.join(weeks) or 'none'}")
         notes = []
-        if this["jobs"] == 0:
-            notes.append(f"no jobs in {week}; weeks in the store: {', '.join(weeks) or 'none'}")
         if this["jobs"] > this["jobs_with_gpus"]:
             notes.append(f"{this['jobs'] - this['jobs_with_gpus']} job(s) without a known GPU count are "
                          "left out of GPU-hours and goodput")
@@ -324,6 +340,7 @@ def build_weekly(store: Path | str, week: str | None = None) -> dict:
         advice = _checkpoint_advice(by_size)
         if any(a["advised_interval_s"] is None for a in advice):
             notes.append("checkpoint advice is omitted for sizes without interruptions or without a save cost")
+        jobs = _jobs(con, store, week)
         cats = _rows(con, "SELECT week, category, count(*) AS n FROM interruptions WHERE week IN (SELECT unnest(?)) "
                           "AND stopping GROUP BY week, category ORDER BY week, category", [trend_weeks])
         return {
@@ -333,6 +350,7 @@ def build_weekly(store: Path | str, week: str | None = None) -> dict:
             "store": str(store.resolve()),
             "weeks_in_store": weeks,
             "summary": this,
+            "jobs": jobs,
             "downtime": _downtime(con, week),
             "by_size": by_size,
             "by_category": _by(con, week, "category, domain, kind"),
@@ -352,79 +370,74 @@ def build_weekly(store: Path | str, week: str | None = None) -> dict:
 # --------------------------------------------------------------------------- plots
 
 def trend_figures(rep: dict) -> dict:
-    """Week-over-week figures of a weekly report (matplotlib, Agg): name -> Figure."""
+    """Week-over-week figures of a weekly report, at the job report's size and in its style
+    (forensics.plots: width, dpi, fonts, spines): name -> matplotlib Figure."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from forensics import plots
 
     trend = rep["trend"]
     labels = [t["week"][5:] for t in trend]
     x = list(range(len(trend)))
     figs: dict = {}
-    with plt.rc_context({"font.size": 9, "figure.dpi": 100}):
-        fig, ax = plt.subplots(figsize=(6, 2.8))
-        ys = [t["goodput"] for t in trend]
-        ax.plot([i for i, y in zip(x, ys, strict=True) if y is not None], [y for y in ys if y is not None], marker="o")
-        ax.set_ylim(0, 1)
-        ax.set_xticks(x, labels)
-        ax.set_ylabel("goodput")
-        ax.set_title("Goodput (GPU-time weighted) by week")
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        figs["trend_goodput.png"] = fig
+    fig = plots.figure(3.2)
+    ax = fig.add_subplot()
+    ys = [t["goodput"] for t in trend]
+    ax.plot([i for i, y in zip(x, ys, strict=True) if y is not None], [y for y in ys if y is not None], marker="o",
+            color=plots.BUCKET_COLORS["productive"])
+    ax.set_ylim(0, 1)
+    ax.set_xticks(x, labels)
+    ax.set_ylabel("goodput", fontsize=9)
+    ax.set_title("Goodput (GPU-time weighted) by week", fontsize=10, loc="left")
+    ax.grid(alpha=0.3)
+    figs["trend_goodput.png"] = plots.style(fig)
 
-        fig, ax = plt.subplots(figsize=(6, 2.8))
-        lost = [t["gpu_hours_lost"] or 0.0 for t in trend]
-        prod = [max((t["gpu_hours"] or 0.0) - lo, 0.0) for t, lo in zip(trend, lost, strict=True)]
-        ax.bar(x, prod, label="productive", color="#4c72b0")
-        ax.bar(x, lost, bottom=prod, label="lost", color="#dd8452")
-        ax.set_xticks(x, labels)
-        ax.set_ylabel("GPU-hours")
-        ax.set_title("GPU-hours by week")
-        ax.legend(loc="upper left", fontsize=8)
-        fig.tight_layout()
-        figs["trend_gpu_hours.png"] = fig
+    fig = plots.figure(3.2)
+    ax = fig.add_subplot()
+    lost = [t["gpu_hours_lost"] or 0.0 for t in trend]
+    prod = [max((t["gpu_hours"] or 0.0) - lo, 0.0) for t, lo in zip(trend, lost, strict=True)]
+    ax.bar(x, prod, label="productive", color=plots.BUCKET_COLORS["productive"])
+    ax.bar(x, lost, bottom=prod, label="lost", color=plots.BUCKET_COLORS["termination"])
+    ax.set_xticks(x, labels)
+    ax.set_ylabel("GPU-hours", fontsize=9)
+    ax.set_title("GPU-hours by week", fontsize=10, loc="left")
+    ax.legend(loc="upper left", fontsize=8, frameon=False)
+    figs["trend_gpu_hours.png"] = plots.style(fig)
 
-        fig, ax = plt.subplots(figsize=(6, 2.8))
-        cats = sorted({c["category"] or "unknown" for c in rep["trend_categories"]})
-        bottom = [0.0] * len(trend)
-        idx = {t["week"]: i for i, t in enumerate(trend)}
-        cmap = plt.get_cmap("tab20")
-        for k, cat in enumerate(cats):
-            ys = [0.0] * len(trend)
-            for c in rep["trend_categories"]:
-                if (c["category"] or "unknown") == cat:
-                    ys[idx[c["week"]]] += c["n"]
-            ax.bar(x, ys, bottom=bottom, label=cat, color=cmap(k % 20))
-            bottom = [b + y for b, y in zip(bottom, ys, strict=True)]
-        rate = [t["interruptions_per_1000_gpu_hours"] for t in trend]
-        ax2 = ax.twinx()
-        ax2.plot([i for i, r in zip(x, rate, strict=True) if r is not None], [r for r in rate if r is not None],
-                 color="black", marker="o", label="per 1,000 GPU-hours")
-        ax2.set_ylabel("per 1,000 GPU-hours")
-        ax2.set_ylim(bottom=0)
-        ax.set_xticks(x, labels)
-        ax.set_ylabel("interruptions")
-        ax.set_title("Interruptions by category and rate")
-        if cats:
-            ax.legend(loc="upper left", fontsize=6, ncol=2)
-        fig.tight_layout()
-        figs["trend_interruptions.png"] = fig
+    fig = plots.figure(3.6)
+    ax = fig.add_subplot()
+    cats = sorted({c["category"] or "unknown" for c in rep["trend_categories"]})
+    bottom = [0.0] * len(trend)
+    idx = {t["week"]: i for i, t in enumerate(trend)}
+    cmap = matplotlib.colormaps["tab20"]
+    for k, cat in enumerate(cats):
+        ys = [0.0] * len(trend)
+        for c in rep["trend_categories"]:
+            if (c["category"] or "unknown") == cat:
+                ys[idx[c["week"]]] += c["n"]
+        ax.bar(x, ys, bottom=bottom, label=cat, color=cmap(k % 20))
+        bottom = [b + y for b, y in zip(bottom, ys, strict=True)]
+    rate = [t["interruptions_per_1000_gpu_hours"] for t in trend]
+    ax2 = ax.twinx()
+    ax2.plot([i for i, r in zip(x, rate, strict=True) if r is not None], [r for r in rate if r is not None],
+             color="black", marker="o", label="per 1,000 GPU-hours")
+    ax2.set_ylabel("per 1,000 GPU-hours", fontsize=9)
+    ax2.set_ylim(bottom=0)
+    ax.set_xticks(x, labels)
+    ax.set_ylabel("interruptions", fontsize=9)
+    ax.set_title("Interruptions by category and rate", fontsize=10, loc="left")
+    if cats:
+        ax.legend(loc="upper left", fontsize=7, ncol=2, frameon=False)
+    figs["trend_interruptions.png"] = plots.style(fig)
+    ax2.spines["right"].set_visible(True)  # the rate's own axis
     return figs
 
 
 def _plots(rep: dict) -> dict[str, bytes]:
     """The trend figures as PNG bytes (no timestamps or software tags: same report, same bytes)."""
-    import matplotlib.pyplot as plt
+    from forensics import plots
 
-    out: dict[str, bytes] = {}
-    for name, fig in trend_figures(rep).items():
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-        plt.close(fig)
-        out[name] = buf.getvalue()
-    return out
+    return {name: plots.png_bytes(fig) for name, fig in trend_figures(rep).items()}
 
 
 # --------------------------------------------------------------------------- markdown and HTML
@@ -503,13 +516,25 @@ def _sections(rep: dict) -> list[tuple[str, list[str], list[list[object]], str |
     return out
 
 
-def render_markdown(rep: dict, plots: dict[str, str]) -> str:
+def render_markdown(rep: dict, plots: dict[str, str], base: Path | None = None) -> str:
     lines = [f"# Weekly fleet reliability report: {rep['week']}", "",
              f"Week of {rep['week_start']} (ISO week, UTC). Store: {_md(rep['store'])}", ""]
     for note in rep["notes"]:
         lines.append(f"> {_md(note)}")
     if rep["notes"]:
         lines.append("")
+    lines += ["## Jobs", ""]
+    if rep.get("jobs"):
+        lines += ["| job | verdict | culprit host | goodput | GPU-hours | report |", "|---|---|---|---|---|---|"]
+        for j in rep["jobs"]:
+            href = _link(j.get("report"), base)
+            verdict = " · ".join(str(v) for v in (j.get("verdict_kind"), j.get("verdict_category")) if v)
+            lines.append(f"| {_md(j.get('name'))} | {_md(verdict)} | {_md(_fmt(j.get('verdict_culprit_host')))} | "
+                         f"{_pct(j.get('goodput'))} | {_fmt(j.get('gpu_hours'))} | "
+                         + (f"[{Path(j['report']).name}]({href})" if href else "not written") + " |")
+    else:
+        lines.append("None.")
+    lines.append("")
     for title, head, rows, note in _sections(rep):
         lines += [f"## {title}", ""]
         if rows:
@@ -543,7 +568,34 @@ pre{white-space:pre-wrap;word-break:break-all;background:#f7f7f7;padding:.3em;ma
 img{max-width:100%;height:auto;display:block;margin:.5em 0}"""
 
 
-def render_html(rep: dict, images: dict[str, bytes]) -> str:
+def _link(report: str | None, base: Path | None) -> str | None:
+    """The job report's path as a link from the folder the weekly report is written to."""
+    if not report:
+        return None
+    return Path(os.path.relpath(report, base)).as_posix() if base is not None else Path(report).as_uri()
+
+
+def _jobs_html(rep: dict, base: Path | None) -> list[str]:
+    e = html.escape
+    out = ['<h2 id="jobs">Jobs</h2>']
+    if not rep.get("jobs"):
+        return out + ["<p>None.</p>"]
+    out.append("<table><tr><th>job</th><th>verdict</th><th>culprit host</th><th>goodput</th><th>GPU-hours</th>"
+               "<th>interruptions</th><th>report</th></tr>")
+    for j in rep["jobs"]:
+        href = _link(j.get("report"), base)
+        link = f'<a href="{e(href)}">{e(Path(j["report"]).name)}</a>' if href else "not written"
+        verdict = " · ".join(str(v) for v in (j.get("verdict_kind"), j.get("verdict_category")) if v)
+        out.append(f"<tr><td>{e(str(j.get('name')))}</td><td>{e(verdict)}</td>"
+                   f"<td>{e(_fmt(j.get('verdict_culprit_host')))}</td><td>{e(_pct(j.get('goodput')))}</td>"
+                   f"<td>{e(_fmt(j.get('gpu_hours')))}</td><td>{e(_fmt(j.get('n_interruptions')))}</td>"
+                   f"<td>{link}</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def render_html(rep: dict, images: dict[str, bytes], base: Path | None = None) -> str:
+    """weekly.html; `base`: the folder it is written to (job report links are relative to it)."""
     e = html.escape
     s = rep["summary"]
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -561,6 +613,7 @@ def render_html(rep: dict, images: dict[str, bytes]) -> str:
                        ("lemon candidates", _fmt(len(rep["repeat_offenders"]["hosts"])))):
         parts.append(f'<div class="card">{e(label)}<b>{e(val)}</b></div>')
     parts.append("</div>")
+    parts += _jobs_html(rep, base)
     for title, head, rows, note in _sections(rep):
         parts.append(f"<h2>{e(title)}</h2>")
         if rows:
@@ -598,6 +651,7 @@ def write_weekly(store: Path | str, out: Path | str, week: str | None = None) ->
     for name, data in images.items():
         (out / "plots" / name).write_bytes(data)
     (out / "weekly.json").write_text(json.dumps(rep, indent=2, default=str) + "\n", encoding="utf-8")
-    (out / "weekly.md").write_text(render_markdown(rep, {n: f"plots/{n}" for n in images}), encoding="utf-8")
-    (out / "weekly.html").write_text(render_html(rep, images), encoding="utf-8")
+    base = out.resolve()
+    (out / "weekly.md").write_text(render_markdown(rep, {n: f"plots/{n}" for n in images}, base), encoding="utf-8")
+    (out / "weekly.html").write_text(render_html(rep, images, base), encoding="utf-8")
     return rep

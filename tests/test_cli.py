@@ -124,7 +124,7 @@ def test_dangling_symlink_is_a_warning(tmp_path: Path) -> None:
     job = tmp_path / "job"
     job.mkdir()
     os.symlink(job / "gone.log", job / "link.log")
-    r = run("sources", str(job), "--json")
+    r = run("sources", str(job), "--json", "-")
     assert r.returncode == 0
     assert any("link.log" in w and "dangling" in w for w in json.loads(r.stdout)["warnings"])
 

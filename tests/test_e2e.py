@@ -74,7 +74,7 @@ def test_line_accounting_and_sources_command(tmp_path: Path) -> None:
         assert s["lines"] == s["parsed"] + s["ignored"] + s["unparsed"], s["path"]
     by_parser = {s["parser"] for s in rep["sources"]}
     assert {"kernel", "dcgm", "sacct", "nccl", "elastic"} <= by_parser
-    r = subprocess.run([sys.executable, "-m", "forensics.cli", "sources", str(job), "--json"],
+    r = subprocess.run([sys.executable, "-m", "forensics.cli", "sources", str(job), "--json", "-"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     listed = {s["path"]: s for s in json.loads(r.stdout)["sources"]}

@@ -38,6 +38,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.corpus
 def test_corpus_covers_every_category_twice(corpus: Path) -> None:
     cats: Counter[str] = Counter()
     n = 0
@@ -50,6 +51,7 @@ def test_corpus_covers_every_category_twice(corpus: Path) -> None:
     assert not missing, missing
 
 
+@pytest.mark.corpus
 def test_eval_accuracy_bar(corpus: Path, tmp_path: Path) -> None:
     res = evaluate(corpus, tmp_path / "out")
     assert len(res.cases) >= 80

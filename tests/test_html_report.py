@@ -113,8 +113,8 @@ def test_every_interruption_and_source_is_listed(crashed: Analysis) -> None:
         assert x["summary"] in body
     for s in crashed.report["sources"]:
         assert s["path"] in body
-    for b in ("productive", "startup", "checkpoint", "lost_work", "termination", "restart", "slowdown"):
-        assert b in body
+    for b in ("Productive", "Startup", "Checkpoint", "Lost work", "Termination", "Restart", "Slowdown"):
+        assert b in body  # the buckets, by their people's names
     assert "Per host" in body
 
 
@@ -141,9 +141,13 @@ def test_advice_renders_whatever_dict_is_there(crashed: Analysis, tmp_path: Path
     page = Page(html_report.render(rep, {}))
     assert page.sections.index("advice") == page.sections.index("stragglers") + 1
     body = " ".join(page.text)
-    for want in ("young daly interval s", "1843", "gpu hours saved", "1024", "termination s", "with timeout s",
+    # people's labels, not keys; seconds as rounded durations
+    for want in ("Young daly interval", "30 min 43 s", "Current checkpoint interval", "16 min 40 s",
+                 "GPU-hours it would save", "1024", "1 h 00 min", "Termination", "With timeout", "Collective timeout",
                  "one", "two"):
         assert want in body, want
+    for key in ("young_daly_interval_s", "gpu_hours_saved", "interval_s", "young daly interval s", "1843.2"):
+        assert key not in body, key
 
 
 def test_no_advice_no_section(crashed: Analysis) -> None:
@@ -239,3 +243,46 @@ def test_completed_after_gpu_loss_names_the_node_to_drain(crashed: Analysis, tmp
     out = " ".join(res.output.split())
     assert out.index("Verdict: completed") < out.index(f"culprit: host {host}") < out.index(
         "action: exclude_node_and_restart") < out.index("Interruption a0")
+
+
+def test_verdict_evidence_is_shown_once_with_show_all(crashed: Analysis) -> None:
+    """The card holds the top evidence lines and "show all" opens the rest in place; the
+    interruption below points to the card instead of printing the lines again; nothing on the page
+    sends the reader to report.json for lines the page holds. (This job completed after a GPU
+    fell off the bus: the card shows that interruption.)"""
+    rep = crashed.report
+    featured = [x for x in rep["interruptions"] if x["evidence"]] if rep["verdict"]["kind"] == "completed" \
+        else [rep["verdict"]]
+    x = featured[0]
+    ev = x["evidence"]
+    assert len(ev) > html_report.CARD_EVIDENCE  # the case has more lines than the card shows
+    text = (crashed.out_dir / "report.html").read_text(encoding="utf-8")
+    locs = [t for t in Page(text).text if re.fullmatch(r"\S+:\d+", t)]
+    for e in ev[:html_report.MAX_EVIDENCE]:
+        assert locs.count(f"{e['path']}:{e['line']}") == 1, e
+    card = text.split('<section id="verdict"', 1)[1].split("</section>", 1)[0]
+    top, _, rest = card.partition(f'<details class="more" id="all-evidence-{x["id"]}">')
+    assert top.count('<span class="loc">') == html_report.CARD_EVIDENCE
+    n = min(len(ev), html_report.MAX_EVIDENCE)
+    assert f"show all {n} evidence lines" in rest and rest.count('<span class="loc">') == n - html_report.CARD_EVIDENCE
+    if len(ev) <= html_report.MAX_EVIDENCE:
+        assert "report.json" not in card
+    article = text.split(f'id="int-{x["id"]}"', 1)[1].split("</article>", 1)[0]
+    assert "verdict card</a> above" in article and '<span class="loc">' not in article
+
+
+def test_stamps_to_the_second_and_rounded_durations(crashed: Analysis) -> None:
+    text = (crashed.out_dir / "report.html").read_text(encoding="utf-8")
+    body = " ".join(Page(re.sub(r'<pre class="line">.*?</pre>', "", text, flags=re.S)).text)  # not log text
+    assert "all times on this page are UTC" in body
+    stamps = re.findall(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\S*", body)
+    assert stamps and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", s) for s in stamps), stamps[:5]
+    assert 'class="ts"' in text and ".ts{white-space:nowrap" in text
+    md = (crashed.out_dir / "report.md").read_text(encoding="utf-8")
+    assert not re.search(r"\d\.\d{4,} s\b", md), re.findall(r"[\d.]+\d{4,} s", md)
+    ck = crashed.report["advice"]["checkpoint"]
+    if ck.get("optimal_interval_s"):
+        from forensics.humanize import duration
+
+        assert f"now {duration(ck['current_interval_s'])}, Young/Daly optimum " in md
+    assert not re.search(r"\d\d:\d\d:\d\d\.\d", md)

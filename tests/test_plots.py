@@ -4,7 +4,7 @@ timeline's bucket segments add up to the downtime accounting."""
 from __future__ import annotations
 
 import io
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -262,3 +262,43 @@ def test_an_explosion_of_attempts_is_warned_and_still_plotted(tmp_path: Path) ->
     assert any(w.startswith(f"{n} attempts were reconstructed, more than {dt.MANY_ATTEMPTS}")
                for w in a.report["warnings"])
     assert {p.name for p in (tmp_path / "out" / "plots").iterdir()} >= {"timeline.png", "step_time.png"}
+
+
+def _fleet_of_clocks(hosts: int = 32, per_host: int = 8) -> pl.DataFrame:
+    """SM-clock samples of 256 GPUs as DCGM exports them (long: ts, host, gpu, field, value): all
+    at 1980 MHz except a GPU that died half-way (no samples after), a straggler at 1400 MHz and
+    an unreported slow one at 1700 MHz."""
+    t0 = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+    rows = []
+    for h in range(1, hosts + 1):
+        for g in range(per_host):
+            for k in range(60):
+                if (h, g) == (7, 3) and k >= 30:
+                    continue
+                v = 1400.0 if (h, g) == (20, 5) else 1700.0 if (h, g) == (30, 1) else 1980.0 - (k % 3)
+                rows.append((t0 + timedelta(seconds=10 * k), f"node-{h}", g, "DCGM_FI_DEV_SM_CLOCK", v))
+    return pl.DataFrame(rows, schema={"ts": pl.Datetime("us", "UTC"), "host": pl.Utf8, "gpu": pl.Int64,
+                                      "field": pl.Utf8, "value": pl.Float64}, orient="row")
+
+
+def test_heatmap_names_flagged_and_worst_rows_at_scale() -> None:
+    samples = _fleet_of_clocks()
+    report = {"job": {"gpus": 256},
+              "interruptions": [{"kind": "crash", "culprit": {"host": "node-7", "gpu": 3}}],
+              "stragglers": [{"host": "node-20", "gpu": 5, "start": None, "end": None}]}
+    fig = plots.straggler_heatmap(samples, report)
+    ax = fig.axes[0]
+    ticks = {t.get_text(): t for t in ax.get_yticklabels()}
+    for name in ("node-7 GPU 3", "node-20 GPU 5", "node-30 GPU 1"):
+        assert name in ticks, sorted(ticks)
+    assert ticks["node-7 GPU 3"].get_color() == "#d32f2f" and ticks["node-20 GPU 5"].get_color() == "#d32f2f"
+    assert ticks["node-30 GPU 1"].get_color() != "#d32f2f"  # named as one of the worst, not flagged
+    assert len(ticks) <= 2 + plots.WORST_LABELLED
+    rows = [int(round(y)) for y in ax.get_yticks()]
+    # rows sorted by host in natural order: node-7 < node-20 < node-30; 8 rows per host
+    assert rows == sorted(rows) and rows[:3] == [6 * 8 + 3, 19 * 8 + 5, 29 * 8 + 1][:3]
+    title = ax.get_title(loc="left")
+    assert "(256 GPUs)" in title and "node-7 GPU 3" in title
+    other = plots.straggler_heatmap(samples, {**report, "job": {"gpus": 512}})
+    assert "256 of the job's 512 GPUs" in other.axes[0].get_title(loc="left")
+    assert plots.flagged_gpus(report) == [("node-20", 5), ("node-7", 3)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import tomllib
 from collections import Counter
@@ -16,7 +17,7 @@ import pytest
 from forensics import fleet
 from forensics.simulate import load_scenario, simulate
 from forensics.taxonomy import AUTO_RECOVERABLE
-from forensics.weekly import build_weekly, write_weekly
+from forensics.weekly import build_weekly, trend_figures, write_weekly
 
 ROOT = Path(__file__).resolve().parents[1]
 SCEN = ROOT / "fixtures" / "scenarios"
@@ -280,3 +281,41 @@ def test_weekly_cli(world: dict) -> None:
     assert bad.exit_code == 2
     empty = CliRunner().invoke(app, ["weekly", "--store", str(world["tmp"] / "nothing"), "--out", str(out)])
     assert empty.exit_code == 2
+
+
+def test_weekly_links_each_jobs_own_report(world: dict) -> None:
+    rep, out = world["rep"], world["out"]
+    assert len(rep["jobs"]) == rep["summary"]["jobs"] == 20
+    doc = (out / "weekly.html").read_text()
+    md = (out / "weekly.md").read_text()
+    for j in rep["jobs"]:
+        assert j["report"] and Path(j["report"]).is_file()  # job_html=False: the job's report.md
+        href = Path(os.path.relpath(j["report"], out.resolve())).as_posix()
+        assert f'<a href="{href}">{Path(j["report"]).name}</a>' in doc, href
+        assert (out / href).resolve() == Path(j["report"]).resolve()
+        assert f"]({href})" in md
+
+
+def test_cascade_signatures_are_not_news(world: dict) -> None:
+    from forensics.signatures import load_catalog
+
+    roles = {s.id: s.role for s in load_catalog().signatures}
+    names = [n["signature"] for n in world["rep"]["new_signatures"]["signatures"]]
+    assert names and all(roles.get(n, "root") == "root" for n in names), names
+    for teardown in ("sacct-failed", "elastic-sigabrt", "nccl-abort"):
+        assert roles[teardown] != "root" and teardown not in names
+
+
+def test_trend_plots_have_the_job_reports_size_and_style(world: dict) -> None:
+    from PIL import Image
+
+    from forensics import plots
+
+    width = int(plots.WIDTH * plots.DPI)
+    for name in ("trend_goodput.png", "trend_gpu_hours.png", "trend_interruptions.png"):
+        im = Image.open(world["out"] / "plots" / name)
+        assert im.size[0] == width and im.size[1] >= 300, (name, im.size)
+    figs = trend_figures(world["rep"])
+    for fig in figs.values():
+        ax = fig.axes[0]
+        assert not ax.spines["top"].get_visible() and ax.get_title(loc="left")

@@ -101,7 +101,9 @@ def _route(rel: str) -> FileResult:
 
 
 def test_every_sample_file_is_in_the_table() -> None:
-    assert sorted(_files()) == sorted(EXPECTED)
+    # the exact tables are of the first collection (0NN); every file of both collections is held to
+    # the independent key-line patterns of tests/test_real_sample_key_lines.py
+    assert sorted(f for f in _files() if f[:1] == "0") == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("rel", sorted(EXPECTED))

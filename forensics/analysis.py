@@ -29,6 +29,7 @@ from forensics.error_lines import error_line_events
 from forensics.ingest import Ingested, ingest
 from forensics.line_classifier import classify_lines
 from forensics.report import build_report, write_markdown
+from forensics.restatements import demote_restatements
 from forensics.signatures import load_catalog, match
 from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
 from forensics.taxonomy import AUTO_RECOVERABLE, info
@@ -359,6 +360,7 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     catalog = load_catalog()
     hits = match(catalog, events)
     hits = pl.concat([hits, classify_lines(events, hits)]).sort("event_id", "signature")
+    hits = demote_restatements(events, hits)
     completed = _completed_attempts(events, attempts, tables, hits)
     inters = attribute(events, hits, attempts, rmap, tables, completed)
     stage("stragglers, slow episodes and downtime")

@@ -80,8 +80,10 @@ def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     code = pl.when(b.str.contains(CLOUD[0][0])).then(pl.lit(CLOUD[0][1]))
     for rx, c in CLOUD[1:]:
         code = code.when(b.str.contains(rx)).then(pl.lit(c))
-    # the line's own leading stamp (ISO or Go's `2006/01/02 15:04:05`), else the time the notice names
-    lead = b.str.extract(r"^\s*(\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)", 1)
+    # the line's own leading stamp (ISO or Go's `2006/01/02 15:04:05`; a wrapper's, which the prefix
+    # layer peeled off, counts as one), else the time the notice names
+    wrapper = pl.col("prefix_ts") if "prefix_ts" in lines.columns else pl.lit(None, dtype=pl.Utf8)
+    lead = pl.coalesce(wrapper, b.str.extract(r"^\s*(\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)", 1))
     stamp_raw = pl.coalesce(lead.str.replace_all("/", "-"), b.str.extract(
         r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)", 1))
     return lines.filter(b.str.contains(CLOUD_RE)).select(

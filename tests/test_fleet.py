@@ -4,6 +4,7 @@ replacement on re-ingest, failures reported and skipped."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -209,13 +210,19 @@ def test_ray_engine_gives_the_local_engines_store_and_weekly_report(two_jobs: di
             out = tmp_path / f"weekly-{name}-{week}"
             rep = write_weekly(st, out, week)
             assert rep.pop("store") == str(st.resolve())
-            texts = {f: re.sub(r"Store: [^\n<]*", "Store: <store>", (out / f).read_text(), count=1)
-                     for f in ("weekly.md", "weekly.html")}
+            # the job report links run from the weekly folder into the store: the store's place, too
+            rel = os.path.relpath(st.resolve(), out.resolve())
+            texts = {f: re.sub(r"Store: [^\n<]*", "Store: <store>", (out / f).read_text(), count=1).replace(
+                Path(rel).as_posix() + "/", "<store>/") for f in ("weekly.md", "weekly.html")}
             parent = st.resolve().parent.name  # the store's path was on that line only (Markdown escapes "_")
             assert not any(v in t for t in texts.values() for v in (parent, parent.replace("_", "\\_")))
             plots = {p.name: p.read_bytes() for p in sorted((out / "plots").glob("*.png"))}
             saved = json.loads((out / "weekly.json").read_text())
             assert saved.pop("store") == str(st.resolve())
+            for r in (rep, saved):  # each job's report path lies in its own store
+                for j in r.get("jobs", []):
+                    if j.get("report"):
+                        j["report"] = Path(os.path.relpath(j["report"], st.resolve())).as_posix()
             reports[name, week] = (rep, saved, texts, plots)
     for week in ("2026-W45", "2026-W46"):
         assert reports["ray", week] == reports["local", week], week

@@ -385,7 +385,7 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
          steprow("tqdm", step=inum(g("n")), total_steps=inum(g("tot")),
                  loss=fnum(g("inner").str.extract(rf"\bloss=({NUM})", 1)), step_time_s=_tqdm_time(g("inner")))),
         # --- generic checkpoint lines (Python logging, custom loops)
-        (r"^(?:[Ss]aving|[Ww]riting) (?:model )?checkpoint (?:to|at|in):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?\.{0,3}\s*$",
+        (r"^(?:[Ss]aving|[Ww]riting) (?:model )?checkpoint (?:to|at|in):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?\s*\.{0,3}\s*$",
          ckpt("save_start", "generic", path=g("path"))),
         (rf"^(?:[Ss]aved|[Ww]rote) (?:model )?checkpoint (?:to|at|in):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?"
          rf"(?: in (?P<d>{NUM}) ?s(?:ec(?:onds)?)?)?\.?\s*$",
@@ -393,7 +393,7 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
         (rf"^[Ss]aved (?:checkpoint (?:at|for) )?step (?P<step>\d+)(?: to ['\"]?(?P<path>[^'\"\s]+?)['\"]?)?"
          rf" in (?P<d>{NUM}) ?s(?:ec(?:onds)?)?\b",
          ckpt("save_end", "generic", step=inum(g("step")), path=g("path"), duration_s=fnum(g("d")))),
-        (r"^(?:[Ll]oading|[Rr]estoring) (?:model )?checkpoint (?:from|at):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?\.{0,3}\s*$",
+        (r"^(?:[Ll]oading|[Rr]estoring) (?:model )?checkpoint (?:from|at):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?\s*\.{0,3}\s*$",
          ckpt("load_start", "generic", path=g("path"))),
         (rf"^(?:[Ll]oaded|[Rr]estored) (?:model )?checkpoint (?:from|at):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?"
          rf"(?: in (?P<d>{NUM}) ?s(?:ec(?:onds)?)?)?\.?\s*$",
@@ -421,12 +421,17 @@ def sniff(head: str) -> float:
         r"\*{5} Running training \*{5}", r"RunningAvgSamplesPerSec=", r"steps: \d+ loss: .* iter time",
         r"\[titan\] .* step:\s*\d+\s+loss:", r"^Epoch \d+:.*\d+/\d+ \[", r"Training epoch \d+, iteration \d+/",
         r"^\{\"(?:step|iteration|global_step)\"\s*:", r"step=\d+, skipped=\d+",
+        r"Epoch\[\d+\] Batch \[\d+\]\s+Speed:", r"\bnum_updates[= ]\d+", r"DLL \d{4}-\S+ \S+ - \(\d+, \d+",
+        r"(?:^|\s)\d+/\d+ (?:\[[=>.]*\] )?- .*(?:- loss: |\d+m?s/step)", r"Train (?:loss|iter)\s+\d+ .*Grad Norm",
+        r"\bloss = \S+, step = \d+", r"\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*\bloss=",
     )
     weak = (
         r"saving checkpoint at iteration", r"successfully saved checkpoint", r"Saving model checkpoint",
         r"Checkpoint \S+ is (?:about to be saved|begin to save|ready now)!", r"across ranks \(ms\):",
         r"Finished saving the checkpoint", r"Checkpoint save for step \d+", r"\[titan\]",
         r"^\[[^\]]+\] datetime: \d{4}-", r"will not load any checkpoints",
+        r"Straggler Report at Step \d+", r"global step \d+: .*saving model to", r"OVERFLOW! Skipping step",
+        r"(?i:\b(?:step|iter(?:ation)?)\s*[:=]?\s*\d+\b.{0,200}?\bloss\s*[:=]?\s*\d)",
     )
     if not any(w in head for w in SNIFF_WORDS):
         return 0.0
@@ -440,7 +445,9 @@ def sniff(head: str) -> float:
 
 # every sniff pattern above needs one of these words (a cheap test before any regex)
 SNIFF_WORDS = ("iteration", "NeMo", "'loss'", "Running training", "RunningAvgSamplesPerSec", "steps: ", "titan",
-               "Epoch ", "Training epoch", "step", "checkpoint", "Checkpoint", "across ranks", "datetime: ")
+               "Epoch ", "Training epoch", "step", "checkpoint", "Checkpoint", "across ranks", "datetime: ",
+               "Epoch[", "num_updates", "DLL ", "/step", "Grad Norm", "Straggler", "loss = ", "saving model",
+               "OVERFLOW", "loss=", "Step", "Iteration")
 
 
 def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:

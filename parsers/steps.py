@@ -30,6 +30,19 @@ Decisions:
 - `throughput` is in the framework's own unit: Megatron TFLOP/s/GPU, DeepSpeed samples/s,
   torchtitan tokens/s per device (tps/wps), JSON `throughput`/`tps`/`tokens_per_sec`.
 - torchtitan `step_time_s` is derived from consecutive step-line stamps (seconds / steps).
+- Generic step reader (rules after the named frameworks, so a line a named rule reads keeps that
+  reading): MXNet Speedometer, Keras progress, fairseq, DLLogger, TF Estimator, tqdm bars with a
+  `loss=`, tacotron2 `Train loss N X Grad Norm G Ts/it`, FlagScale straggler report headers, and
+  any line with a step counter (`step 120/5000`, `Iteration 7:`, `global_step=3`) followed within
+  200 characters by a numeric loss or a per-step time (`0.84 s/step`, `290ms/step`, `1.05s/it`,
+  `0.12 sec/batch`, `step_time=`). `framework` = mxnet | keras | fairseq | dllogger | tf | tqdm |
+  flagscale | generic. Checkpoint lines `Saving/Saved/Loading/Loaded checkpoint to/from P`, `saved
+  step N in X s` have `framework` generic.
+- Keras: step = (E - 1) * batches + n from the last `Epoch E/T` line (lines before the first one
+  belong to epoch E - 1 of the next), total_steps = T * batches. MXNet prints no epoch length: `step`
+  is the batch within its epoch as printed (it restarts each epoch). fairseq `step` = num_updates,
+  `step_time_s` = 1 / ups. TF LoggingTensorHook's `(Y sec)` covers the whole logging interval: no
+  step time. fp16 `OVERFLOW! Skipping step` (apex, tacotron2) adds a `nan` event (`code` overflow).
 """
 
 from __future__ import annotations

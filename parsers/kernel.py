@@ -122,6 +122,7 @@ PCI_ANY_RE = rf"(?:PCI:)?({_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}(?:\.{_HEX})?)"
 PCI_FN_RE = rf"({_PCI_FN})"
 
 AER_RECV_RE = r"AER: (?:Multiple )?(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\)|Uncorrected) errors? received"
+AER_RECOVERY_FAILED_RE = r"AER: (?:[Dd]evice recovery failed|can't recover)"
 AER_BUS_RE = r"PCIe Bus Error: severity=(?P<sev>[^,]+), type=(?P<type>[^,]+)"
 AER_BIT_RE = rf"^\S+ {_PCI_FN}:\s+\[\s*(?P<bit>\d+)\]\s+(?P<name>.*?)\s*(?:\(First\))?\s*$"
 AER_CONT_RE = (
@@ -396,7 +397,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # PCIe AER
     aer_sev_word = pl.coalesce(F("_ar").struct.field("sev"), F("_ab").struct.field("sev"))
     is_aer_bit = F("_abit").struct.field("bit").is_not_null() & F("_after_mask")
-    is_aer = aer_sev_word.is_not_null() | is_aer_bit | m.str.contains("AER: Device recovery failed", literal=True)
+    # drivers/pci/pcie/err.c: the recovery outcome ("device recovery failed", older kernels capitalised;
+    # "can't recover (no error_detected callback)" when the device's driver cannot take part)
+    is_aer = aer_sev_word.is_not_null() | is_aer_bit | m.str.contains(AER_RECOVERY_FAILED_RE)
     aer_sev_of = (pl.when(aer_sev_word.str.contains("Fatal") & ~aer_sev_word.str.contains("Non-Fatal"))
                   .then(pl.lit("critical"))
                   .when(aer_sev_word.str.starts_with("Uncorrected")).then(pl.lit("error"))

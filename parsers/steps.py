@@ -35,6 +35,19 @@ Decisions:
 - `throughput` is in the framework's own unit: Megatron TFLOP/s/GPU, DeepSpeed samples/s,
   torchtitan tokens/s per device (tps/wps), JSON `throughput`/`tps`/`tokens_per_sec`.
 - torchtitan `step_time_s` is derived from consecutive step-line stamps (seconds / steps).
+- Generic step reader (rules after the named frameworks, so a line a named rule reads keeps that
+  reading): MXNet Speedometer, Keras progress, fairseq, DLLogger, TF Estimator, tqdm bars with a
+  `loss=`, tacotron2 `Train loss N X Grad Norm G Ts/it`, FlagScale straggler report headers, and
+  any line with a step counter (`step 120/5000`, `Iteration 7:`, `global_step=3`) followed within
+  200 characters by a numeric loss or a per-step time (`0.84 s/step`, `290ms/step`, `1.05s/it`,
+  `0.12 sec/batch`, `step_time=`). `framework` = mxnet | keras | fairseq | dllogger | tf | tqdm |
+  flagscale | generic. Checkpoint lines `Saving/Saved/Loading/Loaded checkpoint to/from P`, `saved
+  step N in X s` have `framework` generic.
+- Keras: step = (E - 1) * batches + n from the last `Epoch E/T` line (lines before the first one
+  belong to epoch E - 1 of the next), total_steps = T * batches. MXNet prints no epoch length: `step`
+  is the batch within its epoch as printed (it restarts each epoch). fairseq `step` = num_updates,
+  `step_time_s` = 1 / ups. TF LoggingTensorHook's `(Y sec)` covers the whole logging interval: no
+  step time. fp16 `OVERFLOW! Skipping step` (apex, tacotron2) adds a `nan` event (`code` overflow).
 """
 
 from __future__ import annotations
@@ -81,14 +94,18 @@ PERSISTENT_RUN = 3
 # Framework logging prefixes, stripped from `body` to give the message the rules match on.
 PREFIX = (
     r"^\s*(?:"
-    rf"\[(?P<bts>{STAMP})\](?: \[[A-Z]+\] \[[^\]]*\])?"  # Megatron [stamp] / DeepSpeed [stamp] [LVL] [f:l:fn]
+    rf"\[(?P<bts>{STAMP})\](?: \[[A-Z]+\] \[[^\]]*\]|\[[\w.]+\]\[[A-Z]+\] -)?"  # Megatron [stamp] / DeepSpeed
+    # [stamp] [LVL] [f:l:fn] / Hydra job logging [stamp][logger][LVL] -
+    rf"|DLL (?P<dts>{STAMP}) -"  # NVIDIA DLLogger stdout backend
+    rf"|(?P<fts>{STAMP}) \| [A-Z]+ \| [\w.]+ \|"  # fairseq: stamp | LVL | logger |
+    rf"|(?P<lts>{STAMP})(?: - [\w.]+ -)?:?"  # Python logging / TF `stamp: ` (a level word follows, below)
     r"|\[NeMo [A-Z] (?P<nts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<nrest>[^\]]*)\]"  # NeMo
     r"|\[titan\] (?P<tts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - \S+ - [A-Z]+ -"  # torchtitan
     r"|\[[A-Z]+\|[^\]]*\] (?P<hts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) >>"  # transformers
     r"|(?P<mdy>\d\d/\d\d/\d{4} \d\d:\d\d:\d\d) - [A-Z]+ - [\w.]+ -"  # HF example scripts
-    r"|(?P<fts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \| [A-Z]+ \| [\w.]+ \|"  # fairseq
     r"|INFO:(?:[\w.]+:)?"  # Lightning rank-zero info
     r")?\s*"
+    r"(?:(?:DEBUG|INFO|WARNING|WARN|ERROR)\b ?[-:|]? ?)?"  # a level word after a stamp
     r"(?:\[Rank (?P<crank>\d+)\]\s*)?"
 )
 
@@ -102,6 +119,9 @@ KEYWORDS = [
     "[GC]", "Trainer.fit", "across ranks", "RunningAvgSamplesPerSec", "time (ms)",
     "zero partition", "Removing unfinished", "Removed checkpoint", "Checkpointing active", "loss scale",
     "fresh start", "Validation", "Dumping", "Deleting older", "Model weights saved",
+    # generic step readers (MXNet, Keras, fairseq, DLLogger, tqdm, FlagScale, custom loops)
+    "Epoch[", "Speed:", "/step", "s/it", "/batch", "num_updates", "DLL ", "Iteration", "Step ",
+    "Straggler Report", "Grad Norm", "ETA:",
 ]
 TRIGGER = KEYWORDS
 
@@ -160,7 +180,7 @@ def step_from_path(col: str = "path") -> pl.Expr:
     p = pl.col(col)
     return pl.coalesce(
         p.str.extract(r"global_step(\d+)", 1), p.str.extract(r"checkpoint-(\d+)", 1),
-        p.str.extract(r"step[=-](\d+)", 1), p.str.extract(r"iter_(\d+)", 1),
+        p.str.extract(r"step[=_-](\d+)", 1), p.str.extract(r"iter_(\d+)", 1),
     ).cast(pl.Int64, strict=False)
 
 
@@ -187,6 +207,28 @@ def steprow(fw: str, **extra: pl.Expr) -> dict[str, pl.Expr]:
     out = {"tbl": pl.lit("step"), "framework": pl.lit(fw)}
     out.update(extra)
     return out
+
+
+# generic loss key (`loss`, `train_loss`, `lm loss`; not `val_loss`, `loss_scale`) and per-step time units
+LOSS_KEY = r"(?:\b(?:train|training|lm)[_ ]loss|\bloss)\b"
+TIME_UNIT = r"(?:m?s|sec|seconds)/(?:step|it|iter|batch)\b"
+
+
+def _step_time() -> pl.Expr:
+    """Seconds per step from `0.84 s/step`, `290ms/step`, `1.05s/it`, `(0.12 sec/batch)`,
+    `step_time: 0.8`."""
+    return pl.coalesce(
+        field(rf"({NUM})\s*(?:s|sec|seconds)/(?:step|it|iter|batch)\b"),
+        field(rf"({NUM})\s*ms/(?:step|it|iter|batch)\b") / 1000.0,
+        field(rf"\b(?:step_time|time_per_step|iter_time)(?:_s)?\s*[:=]\s*({NUM})\s*s?\b"),
+    )
+
+
+def _tqdm_time(inner: pl.Expr) -> pl.Expr:
+    """Seconds per step from a tqdm bar's rate (`5.0it/s` or `1.2s/it`)."""
+    rate = inner.str.extract_groups(rf"({NUM})(it/s|s/it)")
+    v = fnum(rate.struct.field("1"))
+    return pl.when(rate.struct.field("2") == "s/it").then(v).when(v > 0).then(1.0 / v)
 
 
 def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
@@ -330,6 +372,73 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
         # --- JSON lines
         (r"^\{\s*\"[^\"]*\"\s*:.*\"(?:step|iteration|global_step|iter)\"\s*:\s*\d|^\{\s*\"(?:step|iteration|global_step|iter)\"\s*:\s*\d",
          steprow("jsonl", aux=pl.lit("json"))),
+        # --- MXNet (Speedometer, fit): the batch counter restarts every epoch and no epoch length is
+        # printed, so `step` is the batch in its epoch as printed (see the module notes)
+        (rf"^Epoch\[(?P<ep>\d+)\] Batch \[(?P<n>\d+)\]\s+Speed: (?P<sps>{NUM}) samples/sec", steprow(
+            "mxnet", step=inum(g("n")), throughput=fnum(g("sps")),
+            loss=field(rf"\b(?:loss|cross-entropy|ce|nll-loss|perplexity)=({NUM})"))),
+        (r"^Epoch\[\d+\] (?:Train-|Validation-|Time cost=|Resetting Data Iterator)", CLAIM),
+        # --- Keras: `Epoch 3/50`, then the epoch's progress line (batch n of tot)
+        (r"^Epoch (?P<ep>\d+)/(?P<tot>\d+)\s*$", {"aux": pl.lit("kepoch"), "code": g("ep"),
+                                                 "total_steps": inum(g("tot"))}),
+        (r"^(?P<n>\d+)/(?P<tot>\d+) (?:\[[=>.]*\] )?- (?:ETA: \S+|\d+(?:\.\d+)?m?s\b)", steprow(
+            "keras", aux=pl.lit("keras"), step=inum(g("n")), total_steps=inum(g("tot")),
+            loss=field(rf" - loss: ({NUM})"), step_time_s=_step_time())),
+        (r"^Epoch (?P<ep>\d+): .*\bsaving model to (?P<path>\S+)",
+         ckpt("save_start", "keras", path=g("path").str.strip_chars("'\"").str.strip_chars_end("."))),
+        (r"^Epoch \d+: (?:ReduceLROnPlateau|early stopping|val_\S+ did not improve)", CLAIM),
+        # --- fairseq: `epoch 001:  100 / 1000 loss=7.12, ..., num_updates=100` and the epoch summary
+        # `epoch 001 | loss 7.12 | ... | num_updates 100`; ups (updates/s) gives the step time
+        (r"^\|? ?epoch \d+ \| valid on ", IGNORE),
+        (r"^\|? ?epoch (?P<ep>\d+)(?::\s*\d+ / (?P<tot>\d+)| \|).*?\bnum_updates[= ](?P<step>\d+)", steprow(
+            "fairseq", step=inum(g("step")), loss=field(rf"\bloss[= ]({NUM})"),
+            step_time_s=1.0 / field(rf"\bups[= ]({NUM})").replace(0.0, None),
+            grad_norm=field(rf"\bgnorm[= ]({NUM})"), throughput=field(rf"\bwps[= ]({NUM})"))),
+        # --- NVIDIA DLLogger stdout: `DLL <stamp> - (epoch, step[, ...]) key : value ...`
+        (r"^\((?P<ep>\d+), (?P<step>\d+)(?:, \d+)*\) +[\w./]+ : ", steprow(
+            "dllogger", step=inum(g("step")),
+            loss=field(rf"\b(?:train[._]|step_)?loss : ({NUM})"),
+            step_time_s=field(rf"\b(?:train[._])?(?:step_time|iter_time|time_per_step) : ({NUM})"))),
+        # --- TF Estimator LoggingTensorHook: `loss = X, step = N (Y sec)`; Y covers the whole log
+        # interval, so no step time
+        (rf"^loss = (?P<loss>{NUM}), step = (?P<step>\d+)\b",
+         steprow("tf", step=inum(g("step")), loss=fnum(g("loss")))),
+        # --- tacotron2 / waveglow-style `Train loss 123 0.532 Grad Norm 1.2 1.05s/it`
+        (rf"^Train (?:loss|iter)\s+(?P<step>\d+)\s+(?:loss\s+)?(?P<loss>{NUM})\s+Grad Norm\s+(?P<gn>{NUM})"
+         rf"(?:\s+(?P<t>{NUM})s/it)?", steprow(
+             "generic", step=inum(g("step")), loss=fnum(g("loss")), grad_norm=fnum(g("gn")),
+             step_time_s=fnum(g("t")))),
+        # --- apex / tacotron2 fp16 optimizers: a skipped step on overflow
+        (rf"^(?:OVERFLOW! Skipping step\. Attempted loss scale: {NUM}"
+         rf"|Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to {NUM})",
+         ev("nan", "overflow", "warning", framework=pl.lit("apex"))),
+        # --- FlagScale straggler detector report header: the step it was taken at
+        (r"^=+ Straggler Report at Step (?P<step>\d+) =+\s*$", steprow("flagscale", step=inum(g("step")))),
+        # --- tqdm bars with a loss in the postfix (Lightning's `Epoch N:` bars are read above)
+        (r"^(?:[^|]{0,80}?:? *)?\d+%\|[^|]*\| *(?P<n>\d+)/(?P<tot>\d+) \[(?P<inner>[^\]]*\bloss=[^\]]*)\]",
+         steprow("tqdm", step=inum(g("n")), total_steps=inum(g("tot")),
+                 loss=fnum(g("inner").str.extract(rf"\bloss=({NUM})", 1)), step_time_s=_tqdm_time(g("inner")))),
+        # --- generic checkpoint lines (Python logging, custom loops)
+        (r"^(?:[Ss]aving|[Ww]riting) (?:model )?checkpoint (?:to|at|in):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?\s*\.{0,3}\s*$",
+         ckpt("save_start", "generic", path=g("path"))),
+        (rf"^(?:[Ss]aved|[Ww]rote) (?:model )?checkpoint (?:to|at|in):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?"
+         rf"(?: in (?P<d>{NUM}) ?s(?:ec(?:onds)?)?)?\.?\s*$",
+         ckpt("save_end", "generic", path=g("path"), duration_s=fnum(g("d")))),
+        (rf"^[Ss]aved (?:checkpoint (?:at|for) )?step (?P<step>\d+)(?: to ['\"]?(?P<path>[^'\"\s]+?)['\"]?)?"
+         rf" in (?P<d>{NUM}) ?s(?:ec(?:onds)?)?\b",
+         ckpt("save_end", "generic", step=inum(g("step")), path=g("path"), duration_s=fnum(g("d")))),
+        (r"^(?:[Ll]oading|[Rr]estoring) (?:model )?checkpoint (?:from|at):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?\s*\.{0,3}\s*$",
+         ckpt("load_start", "generic", path=g("path"))),
+        (rf"^(?:[Ll]oaded|[Rr]estored) (?:model )?checkpoint (?:from|at):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?"
+         rf"(?: in (?P<d>{NUM}) ?s(?:ec(?:onds)?)?)?\.?\s*$",
+         ckpt("load_end", "generic", path=g("path"), duration_s=fnum(g("d")))),
+        # --- generic step line: a step counter (`step 120/5000`, `Iteration 7`, `global_step=3`), then
+        # within 200 characters a numeric loss or a per-step time. Last: every named rule wins over it.
+        (rf"^(?:.{{0,80}}?[\s|,;\[(])?(?i:global[_ ]step|step|iter(?:ation)?)\s*[:=#]?\s*(?P<step>\d+)\b"
+         rf"(?:\s*/\s*(?P<tot>\d+)\b)?.{{0,200}}?(?:{LOSS_KEY}\s*[:=]?\s*{NUM}|{NUM}\s*{TIME_UNIT})",
+         steprow("generic", step=inum(g("step")), total_steps=inum(g("tot")),
+                 loss=field(rf"{LOSS_KEY}\s*[:=]?\s*({NUM})"), step_time_s=_step_time(),
+                 grad_norm=field(rf"\bgrad[_ ]?norm\s*[:=]?\s*({NUM})"))),
     ]
 
 
@@ -346,12 +455,17 @@ def sniff(head: str) -> float:
         r"\*{5} Running training \*{5}", r"RunningAvgSamplesPerSec=", r"steps: \d+ loss: .* iter time",
         r"\[titan\] .* step:\s*\d+\s+loss:", r"^Epoch \d+:.*\d+/\d+ \[", r"Training epoch \d+, iteration \d+/",
         r"^\{\"(?:step|iteration|global_step)\"\s*:", r"step=\d+, skipped=\d+",
+        r"Epoch\[\d+\] Batch \[\d+\]\s+Speed:", r"\bnum_updates[= ]\d+", r"DLL \d{4}-\S+ \S+ - \(\d+, \d+",
+        r"(?:^|\s)\d+/\d+ (?:\[[=>.]*\] )?- .*(?:- loss: |\d+m?s/step)", r"Train (?:loss|iter)\s+\d+ .*Grad Norm",
+        r"\bloss = \S+, step = \d+", r"\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*\bloss=",
     )
     weak = (
         r"saving checkpoint at iteration", r"successfully saved checkpoint", r"Saving model checkpoint",
         r"Checkpoint \S+ is (?:about to be saved|begin to save|ready now)!", r"across ranks \(ms\):",
         r"Finished saving the checkpoint", r"Checkpoint save for step \d+", r"\[titan\]",
         r"^\[[^\]]+\] datetime: \d{4}-", r"will not load any checkpoints",
+        r"Straggler Report at Step \d+", r"global step \d+: .*saving model to", r"OVERFLOW! Skipping step",
+        r"(?i:\b(?:step|iter(?:ation)?)\s*[:=]?\s*\d+\b.{0,200}?\bloss\s*[:=]?\s*\d)",
     )
     if not any(w in head for w in SNIFF_WORDS):
         return 0.0
@@ -365,7 +479,9 @@ def sniff(head: str) -> float:
 
 # every sniff pattern above needs one of these words (a cheap test before any regex)
 SNIFF_WORDS = ("iteration", "NeMo", "'loss'", "Running training", "RunningAvgSamplesPerSec", "steps: ", "titan",
-               "Epoch ", "Training epoch", "step", "checkpoint", "Checkpoint", "across ranks", "datetime: ")
+               "Epoch ", "Training epoch", "step", "checkpoint", "Checkpoint", "across ranks", "datetime: ",
+               "Epoch[", "num_updates", "DLL ", "/step", "Grad Norm", "Straggler", "loss = ", "saving model",
+               "OVERFLOW", "loss=", "Step", "Iteration")
 
 
 def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
@@ -376,7 +492,8 @@ def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     mdy_iso = pl.concat_str([mdy.struct.field("3"), pl.lit("-"), mdy.struct.field("1"), pl.lit("-"),
                              mdy.struct.field("2"), pl.lit(" "), mdy.struct.field("4")])
     raw = pl.coalesce(p.struct.field("bts"), p.struct.field("nts"), p.struct.field("tts"),
-                      p.struct.field("hts"), mdy_iso, p.struct.field("fts"))
+                      p.struct.field("hts"), mdy_iso, p.struct.field("dts"), p.struct.field("fts"),
+                      p.struct.field("lts"))
     rank_hint = pl.lit(ctx.rank_hint, dtype=pl.Int64)
     return cand.with_columns(
         pl.col("body").str.replace(PREFIX, "").str.strip_chars_end().alias("message_m"),
@@ -545,6 +662,29 @@ def _hf_steps(m: pl.DataFrame, lines: pl.DataFrame, warnings: list[str]) -> pl.D
     ).drop("_dstep")
 
 
+def _keras_steps(m: pl.DataFrame) -> pl.DataFrame:
+    """Keras progress lines count batches within the epoch: with an `Epoch E/T` line before them,
+    step = (E - 1) * batches + n and total_steps = T * batches. Lines before the first `Epoch` line
+    (a log cut at its head) belong to the epoch before the next one, E - 1."""
+    aux = pl.col("aux").fill_null("")
+    if m.filter(aux == "keras").is_empty():
+        return m
+    is_ep = aux == "kepoch"
+    ep = pl.when(is_ep).then(pl.col("code").cast(pl.Int64, strict=False))
+    tot = pl.when(is_ep).then(pl.col("total_steps"))
+    m = m.sort("line_no").with_columns(
+        pl.coalesce(ep.forward_fill(), ep.backward_fill() - 1).alias("_kep"),
+        pl.coalesce(tot.forward_fill(), tot.backward_fill()).alias("_ktot"))
+    k = (aux == "keras") & (pl.col("_kep") >= 1).fill_null(False)
+    return m.with_columns(
+        pl.when(k).then((pl.col("_kep") - 1) * pl.col("total_steps") + pl.col("step"))
+        .otherwise(pl.col("step")).alias("step"),
+        pl.when(k).then(pl.col("_ktot") * pl.col("total_steps")).when(is_ep).then(None)
+        .otherwise(pl.col("total_steps")).alias("total_steps"),
+        pl.when(is_ep).then(None).otherwise(pl.col("code")).alias("code"),
+    ).drop("_kep", "_ktot")
+
+
 def _torchtitan_times(steps: pl.DataFrame) -> pl.DataFrame:
     tt = pl.col("framework") == "torchtitan"
     s = steps.sort("line_no")
@@ -674,6 +814,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.when(pl.col("line_no").is_in(lone)).then(pl.lit("megatron")).otherwise(pl.col("framework")).alias("framework"),
     )
     m = _hf_steps(m, lines, warnings)
+    m = _keras_steps(m)
     m = _overflow_states(m, lines)
     timer_lines, dur = _timers(lines, m)
     host = pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host")

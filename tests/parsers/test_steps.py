@@ -509,8 +509,9 @@ def test_loss_scale_warmup_that_recovers_is_a_warning() -> None:
         "2024-03-01 10:00:03 | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: 8192.0\n"
         "[2024-03-01 10:00:04,000] [INFO] [loss_scaler.py:190:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 8192, but hysteresis is 2. Reducing hysteresis to 1\n"
         "Train iter       18 loss 40.572620 Grad Norm 24.962288 3.18s/it\n")
-    assert kinds(x) == [(n, "nan", "overflow") for n in range(1, 6)]
-    assert set(x.events["severity"]) == {"warning"}
+    assert [k for k in kinds(x) if k[1] == "nan"] == [(n, "nan", "overflow") for n in range(1, 6)]
+    assert set(x.events.filter(pl.col("kind") == "nan")["severity"]) == {"warning"}
+    assert ("step" in {k[1] for k in kinds(x)})  # the tacotron2 `Train iter` line is the step it is
 
 
 def test_loss_scale_at_its_floor_is_a_numerics_error() -> None:
@@ -545,3 +546,119 @@ def test_nan_loss_that_recovers_is_a_warning() -> None:
         "[2026-05-01 12:00:30] iteration      130/  500000 | lm loss: 2.290000E+00 | loss scale: 1.0 | number of skipped iterations:  10 | number of nan iterations:   0 |\n")
     nan = x.events.filter(pl.col("kind") == "nan").select("line_no", "code", "severity").rows()
     assert nan == [(2, "nan_recovered", "warning"), (4, "nan", "error")]
+
+
+# --- generic step reader (issue 14 item 6): shapes beyond the named frameworks
+
+
+def _steps_by_line(x: Extraction) -> dict[int, dict]:
+    return {r["line_no"]: r for r in rows(x, "train_steps")}
+
+
+def test_generic_shapes_read_step_loss_and_time() -> None:
+    x = fixture("generic_step_shapes.log")
+    s = _steps_by_line(x)
+    got = {n: (r["framework"], r["step"], r["total_steps"], r["loss"], r["step_time_s"]) for n, r in s.items()}
+    assert got[1] == ("generic", 120, 5000, 2.31, 0.84)  # Python logging `step N/M | loss X | Y s/step`
+    assert got[2] == ("generic", 130, 5000, 2.29, 0.85)
+    assert got[5] == ("generic", 140, 5000, 2.27, 0.83) and s[5]["grad_norm"] == 1.25  # `step_time=`
+    assert got[7] == ("generic", 200, None, 4.68, 0.053)  # TF cifar10 `step N, loss = X (... Y sec/batch)`
+    assert got[8] == ("generic", 210, None, 4.52, 0.053)
+    assert got[9] == ("tf", 300, None, 0.6931, None)  # LoggingTensorHook: the (sec) is the whole interval
+    assert got[10] == ("tf", 400, None, 0.6012, None)
+    assert got[11] == ("dllogger", 500, None, 7.12, None) and got[12][1] == 510
+    assert got[13] == ("fairseq", 600, None, 7.12, 0.25) and s[13]["grad_norm"] == 1.234  # 1 / ups
+    assert got[14] == ("fairseq", 700, None, 6.98, 0.2) and s[14]["throughput"] == 15100.0
+    assert got[15] == ("fairseq", 1250, None, 6.9, 0.25)  # the epoch summary `| num_updates 1250`
+    assert got[16] == ("tqdm", 800, 1000, 2.3, 0.2)  # 5.00it/s
+    assert got[17] == ("tqdm", 810, 1000, 2.29, 2.0)  # 2.00s/it
+    assert got[18] == ("generic", 900, None, 1.95, 0.29)  # `Iteration N: train_loss=X, 290ms/step`
+    assert s[1]["ts"] == utc(2024, 5, 1, 10, 0, 0, 101000)
+    assert s[7]["ts"] == utc(2017, 3, 2, 11, 20, 31, 123456)
+    assert s[11]["ts"] == utc(2020, 11, 4, 12, 0, 0, 123456)
+    assert s[14]["ts"] == utc(2020, 9, 10, 10, 0, 0)
+    assert [(n, k, c) for n, k, c in kinds(x) if k == "step"] == [(n, "step", str(s[n]["step"])) for n in sorted(s)]
+
+
+def test_generic_shapes_counter_examples_are_not_steps() -> None:
+    """A config dump (`steps: 1000`, `save_steps: 500`), `loss_scale: 1024`, NCCL INFO lines with
+    numbers and a loss-scale skip message carry no step reading."""
+    text = (FIXTURES / "generic_step_shapes.log").read_text(encoding="utf-8").splitlines()
+    x = fixture("generic_step_shapes.log")
+    n_bad = [n for n, t in enumerate(text, 1) if t.startswith(("steps:", "loss_scale", "max_steps"))
+             or "NCCL INFO" in t or t.startswith("Skipping step")]
+    assert len(n_bad) == 7
+    assert not set(n_bad) & set(x.events["line_no"].to_list())
+    assert not set(n_bad) & set(x.claimed.to_list())
+    for line in ("steps: 1000", "loss_scale: 1024", "max_steps: 5000 warmup_steps: 100 save_steps: 500",
+                 "global_step/sec: 8.21", "eval_step: 100 val_loss: 0.5",
+                 "node-1:12:12 [0] NCCL INFO Channel 00/02 :    0   1   2   3   4   5   6   7"):
+        assert parse(line).events.is_empty(), line
+
+
+def test_generic_checkpoint_lines() -> None:
+    x = fixture("generic_step_shapes.log")
+    ck = [(r["line_no"], r["event"], r["step"], r["path"], r["duration_s"]) for r in rows(x, "checkpoints")]
+    assert ck == [(3, "save_start", 130, "/ckpt/run1/step_130.pt", None),
+                  (4, "save_end", 130, "/ckpt/run1/step_130.pt", 2.1),
+                  (6, "load_end", 130, "/ckpt/run1/step_130.pt", None)]
+    assert [k for _, k, _ in kinds(x) if k.startswith("checkpoint")] == [
+        "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load"]
+    y = parse('Saved checkpoint to "/ckpt/resnet-0003.params" in 4.5 s\nLoading checkpoint from /ckpt/a.ckpt ...')
+    assert [(r["event"], r["path"], r["duration_s"]) for r in rows(y, "checkpoints")] == [
+        ("save_end", "/ckpt/resnet-0003.params", 4.5), ("load_start", "/ckpt/a.ckpt", None)]
+
+
+def test_mxnet_speedometer_real() -> None:
+    x = fixture("mxnet_speedometer_real.log")
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["throughput"]) for r in s[:4]] == [(20, 2015.42), (40, 2025.3), (60, 2018.21), (80, 2025.97)]
+    assert [r["step"] for r in s] == [20, 40, 60, 80] * 2 + [20, 40]  # batch in its epoch, as printed
+    assert all(r["framework"] == "mxnet" and r["loss"] is None for r in s)  # accuracy is no loss
+    # Train-/Validation-accuracy and Time cost lines are read (claimed) and give no row
+    assert x.claimed.len() == 16 and x.events.height == 10
+    y = parse("INFO:root:Epoch[2] Batch [100]\tSpeed: 1200.50 samples/sec\tcross-entropy=1.234500")
+    assert [(r["step"], r["loss"], r["throughput"]) for r in rows(y, "train_steps")] == [(100, 1.2345, 1200.5)]
+
+
+def test_keras_epochs_give_global_steps_real() -> None:
+    x = fixture("keras_verbose2_real.log")
+    s = rows(x, "train_steps")
+    # line 1 precedes `Epoch 12/200`: it is epoch 11's last batch
+    assert [(r["line_no"], r["step"], r["total_steps"]) for r in s[:3]] == [
+        (1, 11 * 1490, 200 * 1490), (3, 12 * 1490, 200 * 1490), (5, 13 * 1490, 200 * 1490)]
+    assert s[0]["loss"] == 1.95e-05 and s[0]["step_time_s"] == pytest.approx(0.071) and s[2]["step_time_s"] == pytest.approx(0.072)
+    assert len(s) == 11 and all(b["step"] - a["step"] == 1490 for a, b in zip(s, s[1:], strict=False))
+    assert 2 not in {r["line_no"] for r in s} and 2 in x.claimed.to_list()  # `Epoch 12/200` read, no row
+    y = parse("Epoch 3/50\n 60/120 [==============>...............] - ETA: 17s - loss: 0.2500\n"
+              "120/120 [==============================] - 35s 290ms/step - loss: 0.1234 - val_loss: 0.2000\n")
+    assert [(r["step"], r["total_steps"], r["loss"], r["step_time_s"]) for r in rows(y, "train_steps")] == [
+        (300, 6000, 0.25, None), (360, 6000, 0.1234, pytest.approx(0.29))]
+
+
+def test_tacotron2_steps_and_fp16_overflow_real() -> None:
+    x = fixture("tacotron2_fp16_overflow_real.log")
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["loss"], r["grad_norm"], r["step_time_s"]) for r in s[:2]] == [
+        (16, 49.316841, 10.80046, 3.22), (18, 40.57262, 24.962288, 3.18)]
+    assert [r["step"] for r in s] == [16, 18, 19, 20, 21, 22, 23, 24]
+    nan = [(n, c) for n, k, c in kinds(x) if k == "nan"]
+    assert nan == [(n, "overflow") for n in (1, 2, 3, 4, 5, 6, 7, 13)]
+    y = parse("Train loss 123 0.532 Grad Norm 1.2 1.05s/it\n"
+              "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n")
+    assert [(r["step"], r["loss"], r["step_time_s"]) for r in rows(y, "train_steps")] == [(123, 0.532, 1.05)]
+    assert ("nan", "overflow") in [(k, c) for _, k, c in kinds(y)]
+
+
+def test_lightning_hydra_prefix_checkpoint_real() -> None:
+    x = fixture("lightning_hydra_checkpoint_real.log")
+    ck = rows(x, "checkpoints")
+    assert [(r["event"], r["step"], r["ts"]) for r in ck] == [
+        ("save_start", 2048, utc(2022, 4, 11, 14, 17, 41, 719000)),
+        ("save_start", 4096, utc(2022, 4, 11, 14, 36, 41, 197000))]
+    assert ck[0]["path"].endswith("/epoch=0-step=2048-val_loss=0.415-val_metric=0.751.ckpt")
+
+
+def test_flagscale_straggler_report_step_real() -> None:
+    x = fixture("flagscale_straggler_report_real.log")
+    assert [(r["line_no"], r["framework"], r["step"]) for r in rows(x, "train_steps")] == [(2, "flagscale", 10)]

@@ -133,7 +133,7 @@ def test_store_rows_match_report_and_truth(two_jobs: dict) -> None:
 def test_reingest_replaces_never_duplicates(two_jobs: dict) -> None:
     store = two_jobs["store"]
     before = {t: sorted(json.dumps(r, sort_keys=True, default=str) for r in _read(store, t)) for t in fleet.TABLES}
-    res = fleet.ingest([two_jobs["cases"]], store, workers=1, job_html=False)
+    res = fleet.ingest([two_jobs["cases"]], store, workers=1)  # as the fixture did (later tests compare its reports)
     assert len(res.ingested) == 2 and len(res.failed) == 1
     after = {t: sorted(json.dumps(r, sort_keys=True, default=str) for r in _read(store, t)) for t in fleet.TABLES}
     assert after == before

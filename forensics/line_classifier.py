@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from forensics.classifier import Model, cross_validate, train
+from forensics.classifier import Model, brier, train
 from forensics.features import normalise_line
 from forensics.signatures import HIT_SCHEMA, Catalog, load_catalog, xid_table
 
@@ -99,8 +99,7 @@ def fit(samples: list[LineSample]) -> tuple[Model, dict]:
     labels = [x.label for x in samples]
     groups = [x.group for x in samples]
     empty = [{} for _ in samples]
-    cv = cross_validate(empty, texts, labels, groups, folds=FOLDS, c=C_LINES, min_df=1)
-    proba, classes = _held_out_proba(texts, labels, groups)
+    proba, classes, folds = _held_out_proba(texts, labels, groups)
     threshold = choose_threshold(proba, classes, labels)
     # a line set aside as no failure must be so nearly always (a missed failure costs more than a
     # line left in the verdict's doubt), and at least an even bet
@@ -110,8 +109,9 @@ def fit(samples: list[LineSample]) -> tuple[Model, dict]:
     named = [(c >= threshold, classes[b] == y) for c, b, y in zip(conf, best, labels, strict=True)
              if classes[b] != NONE]
     report = {
-        "samples": len(samples), "classes": len(set(labels)), "folds": cv["folds"],
-        "accuracy": cv["accuracy"], "brier": cv["brier"], "threshold": threshold,
+        "samples": len(samples), "classes": len(set(labels)), "folds": folds,
+        "accuracy": round(float(np.mean([classes[b] == y for b, y in zip(best, labels, strict=True)])), 4),
+        "brier": round(brier(proba, classes, labels), 4), "threshold": threshold,
         "benign_threshold": benign_threshold,
         "named_share": round(sum(1 for k, _ in named if k) / len(samples), 4),
         "named_precision": round(sum(1 for k, ok in named if k and ok) / max(1, sum(1 for k, _ in named if k)), 4),
@@ -124,19 +124,22 @@ def fit(samples: list[LineSample]) -> tuple[Model, dict]:
     return model, report
 
 
-def _held_out_proba(texts: list[str], labels: list[str], groups: list[str]) -> tuple[np.ndarray, list[str]]:
+def _held_out_proba(texts: list[str], labels: list[str], groups: list[str]) -> tuple[np.ndarray, list[str], int]:
+    """Each line's class probabilities from the model of the fold that held it out (a class the
+    fold never saw gets 0), the classes in column order, and the number of folds."""
     from sklearn.model_selection import GroupKFold
 
     classes = sorted(set(labels))
     keys = sorted(set(groups))
     gid = [keys.index(g) for g in groups]
     out = np.zeros((len(texts), len(classes)))
-    for tr, te in GroupKFold(n_splits=min(FOLDS, len(keys))).split(np.zeros(len(texts)), labels, gid):
+    folds = max(2, min(FOLDS, len(keys)))
+    for tr, te in GroupKFold(n_splits=folds).split(np.zeros(len(texts)), labels, gid):
         m = train([{} for _ in tr], [texts[i] for i in tr], [labels[i] for i in tr], c=C_LINES, min_df=1)
         p = m.predict_proba([{} for _ in te], [texts[i] for i in te])
         for j, c in enumerate(m.classes):
             out[te, classes.index(c)] = p[:, j]
-    return out, classes
+    return out, classes, folds
 
 
 def _calibration(conf: np.ndarray, right: list[bool], bins: int = 5) -> list[dict]:

@@ -4,6 +4,7 @@ directory per family, with the lines as the emitter prints them (launcher prefix
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,26 +95,22 @@ CASES = {
 }
 
 
-def _analyze(tmp_path: Path, files: dict[str, str]) -> dict:
-    job = tmp_path / "job"
-    job.mkdir()
-    for name, text in files.items():
-        (job / name).write_text(text)
-    return analyze(job, tmp_path / "out", html=False).report
+def _analyze(job_of: Callable[[dict[str, str]], Path], tmp_path: Path, files: dict[str, str]) -> dict:
+    return analyze(job_of(files), tmp_path / "out", html=False).report
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_family_end_to_end(tmp_path: Path, case: str) -> None:
+def test_family_end_to_end(tmp_path: Path, job_of: Callable[[dict[str, str]], Path], case: str) -> None:
     files, category, path, line = CASES[case]
-    rep = _analyze(tmp_path, files)
+    rep = _analyze(job_of, tmp_path, files)
     v = rep["verdict"]
     assert v["category"] == category, (case, v["category"], v["summary"])
     assert any(e["path"] == path and e["line"] == line for e in v["evidence"]), v["evidence"]
 
 
-def test_loss_scale_warmup_is_not_a_numerics_failure(tmp_path: Path) -> None:
+def test_loss_scale_warmup_is_not_a_numerics_failure(tmp_path: Path, job_of: Callable[[dict[str, str]], Path]) -> None:
     """The healthy control: dynamic loss scaling halving its scale at the start, then steady steps."""
-    rep = _analyze(tmp_path, {"train.log": "".join(
+    rep = _analyze(job_of, tmp_path, {"train.log": "".join(
         f"OVERFLOW! Skipping step. Attempted loss scale: {2.0 ** (23 - i)}\n" for i in range(7))
         + "Train iter       16 loss 49.316841 Grad Norm 10.800460 3.22s/it\n"
         + "OVERFLOW! Skipping step. Attempted loss scale: 65536.0\n"

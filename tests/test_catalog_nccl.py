@@ -6,6 +6,7 @@ to the expected category with evidence citing the key line (path:line)."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -172,32 +173,28 @@ CASES = {
 }
 
 
-def _analyze(tmp_path: Path, files: dict[str, str]) -> dict:
-    job = tmp_path / "job"
-    job.mkdir()
-    for name, text in files.items():
-        (job / name).write_text(text)
-    return analyze(job, tmp_path / "out", html=False).report
+def _analyze(job_of: Callable[[dict[str, str]], Path], tmp_path: Path, files: dict[str, str]) -> dict:
+    return analyze(job_of(files), tmp_path / "out", html=False).report
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_family_end_to_end(tmp_path: Path, case: str) -> None:
+def test_family_end_to_end(tmp_path: Path, job_of: Callable[[dict[str, str]], Path], case: str) -> None:
     files, category, path, line = CASES[case]
-    v = _analyze(tmp_path, files)["verdict"]
+    v = _analyze(job_of, tmp_path, files)["verdict"]
     assert v["category"] == category, (case, v["category"], v["summary"])
     assert any(e["path"] == path and e["line"] == line for e in v["evidence"]), v["evidence"]
 
 
-def test_shm_failure_outranks_its_socket_cascade(tmp_path: Path) -> None:
-    v = _analyze(tmp_path, CASES["shm-extend-enospc"][0])["verdict"]
+def test_shm_failure_outranks_its_socket_cascade(tmp_path: Path, job_of: Callable[[dict[str, str]], Path]) -> None:
+    v = _analyze(job_of, tmp_path, CASES["shm-extend-enospc"][0])["verdict"]
     assert v["culprit"]["host"] == "node-a"
     assert "/dev/shm" in v["summary"]
 
 
-def test_nvls_cuda_failure_outranks_an_application_cuda_fault(tmp_path: Path) -> None:
+def test_nvls_cuda_failure_outranks_an_application_cuda_fault(tmp_path: Path, job_of: Callable[[dict[str, str]], Path]) -> None:
     """A CUDA failure inside NCCL's NVLS transport is a node (NVSwitch) fault; the illegal address
     another program on the node hits is not preferred over it (no stamps: weight decides)."""
-    v = _analyze(tmp_path, {
+    v = _analyze(job_of, tmp_path, {
         "a_hpl.log": "HPL ERROR: CUDART Error: cudaMemcpyAsync( a, b, n, cudaMemcpyDeviceToDevice, s) = 700 "
                      "(an illegal memory access was encountered) on gpu46 at (getrfs_mp.cu:750)\n",
         "nccl.log": "gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'\n"

@@ -5,6 +5,7 @@ line (path:line) are checked."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -136,20 +137,11 @@ CASES = [
 ]
 
 
-def _job(tmp_path: Path, files: dict[str, str]) -> Path:
-    job = tmp_path / "job"
-    for rel, text in files.items():
-        p = job / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    return job
-
-
 @pytest.mark.parametrize(("files", "category", "path", "line", "host"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
-def test_family_end_to_end(tmp_path: Path, files: dict[str, str], category: str, path: str, line: int,
+def test_family_end_to_end(tmp_path: Path, job_of: Callable[[dict[str, str]], Path], files: dict[str, str], category: str, path: str, line: int,
                            host: str | None) -> None:
-    rep = analyze(_job(tmp_path, files), tmp_path / "out", html=False).report
+    rep = analyze(job_of(files), tmp_path / "out", html=False).report
     v = rep["verdict"]
     assert v["category"] == category
     cited = {(e["path"], e["line"]) for i in rep["interruptions"] for e in i["evidence"] if e["role"] == "root"}
@@ -158,7 +150,7 @@ def test_family_end_to_end(tmp_path: Path, files: dict[str, str], category: str,
         assert v["culprit"]["host"] == host
 
 
-def test_zero_xid_gauge_and_corrected_errors_name_no_root(tmp_path: Path) -> None:
+def test_zero_xid_gauge_and_corrected_errors_name_no_root(tmp_path: Path, job_of: Callable[[dict[str, str]], Path]) -> None:
     """A DCGM Xid gauge of 0 is no Xid; `Machine check events logged` and corrected AER/EDAC records
     are context: none of them is a root."""
     files = {
@@ -172,20 +164,20 @@ def test_zero_xid_gauge_and_corrected_errors_name_no_root(tmp_path: Path) -> Non
             "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
             "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)"),
     }
-    a = analyze(_job(tmp_path, files), tmp_path / "out", html=False)
+    a = analyze(job_of(files), tmp_path / "out", html=False)
     hits = a.sql("select h.signature, h.role from signature_hits h")
     assert not hits.filter(hits["signature"].str.starts_with("xid-")).height
     assert set(hits["role"].to_list()) == {"context"}
     assert a.report["verdict"]["category"] not in ("host_hardware", "gpu_lost", "gpu_other_hardware")
 
 
-def test_cascade_xid_in_the_dcgm_gauge_names_no_root(tmp_path: Path) -> None:
+def test_cascade_xid_in_the_dcgm_gauge_names_no_root(tmp_path: Path, job_of: Callable[[dict[str, str]], Path]) -> None:
     """The gauge keeps the last Xid: a 45 there hides the Xid that caused it (NVIDIA/DCGM issue 235)."""
     files = {"node-22/dcgm.prom": (
         "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"
         'DCGM_FI_DEV_XID_ERRORS{gpu="2",UUID="GPU-2d20791a-b4a6-ba59-97f1-e95b99fe5b49",Hostname="node-22",'
         'err_code="45",err_msg="Preemptive cleanup, due to previous errors"} 45\n')}
-    a = analyze(_job(tmp_path, files), tmp_path / "out", html=False)
+    a = analyze(job_of(files), tmp_path / "out", html=False)
     hits = a.sql("select h.signature, h.role from signature_hits h")
     assert hits.rows() == [("dcgm-xid-cascade", "context")]
     assert a.report["verdict"]["category"] == "unknown"

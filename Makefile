@@ -36,7 +36,7 @@ notebooks: install
 	$(BIN)/python notebooks/run.py
 
 lint: install
-	$(BIN)/ruff check parsers forensics tests bench
+	$(BIN)/ruff check parsers forensics tests bench tools
 
 bench: install
 	$(BIN)/python bench/run.py

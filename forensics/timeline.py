@@ -165,10 +165,11 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
             if ev.is_empty():
                 return (ev.drop("_next_ts", "_prev_ts").with_columns(pl.lit(None, dtype=pl.Int32).alias("attempt")),
                         pl.DataFrame(schema=ATTEMPT_SCHEMA))
-            one = pl.DataFrame([{"index": 0, "start": None, "end": None, "first_step": None, "last_step": None,
-                                 "resumed_from": None, "end_reason": None, "first_step_start": None,
-                                 "last_progress": None, "witnesses": None}], schema=ATTEMPT_SCHEMA)
-            return ev.drop("_next_ts", "_prev_ts").with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt")), one
+            # its first and last steps are still those of its step lines, in file order
+            ev = ev.drop("_next_ts", "_prev_ts").with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt"))
+            span = pl.DataFrame({"index": [0], "start": [None], "end": [None]},
+                                schema={"index": pl.Int32, "start": UTC_DT, "end": UTC_DT})
+            return ev, _attempt_rows(span, ev, tables)
         t0 = window[0] if window is not None else t["ts"].min()
         t1 = window[1] if window is not None and window[1] is not None else t["ts"].max()
         spans = pl.DataFrame({"attempt": [0], "start": [t0], "end": [t1]},

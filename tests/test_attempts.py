@@ -123,3 +123,20 @@ def test_hf_saves_without_an_end_line_are_durable_checkpoints(tmp_path: Path) ->
     # the save at step 500 (no end line) is attempt 0's durable point: attempt 1 resumes from it
     assert rep["attempts"][0]["last_durable_checkpoint"] is not None
     assert rep["attempts"][1]["first_step"] == 501
+
+
+def test_steps_of_a_log_without_any_time_stamp(job_of, tmp_path: Path) -> None:  # noqa: ANN001
+    """A pasted excerpt with no stamp at all is one attempt of unknown span; its first and last
+    steps are still its first and last step lines (they were null)."""
+    lines = ["OVERFLOW! Skipping step. Attempted loss scale: 65536.0"]
+    lines += [f"Train iter {n:>8} loss {50.0 / n:.6f} Grad Norm {9.5 - n / 100:.6f} 3.2{n % 10}s/it" for n in (101, 102, 103)]
+    lines += ["OVERFLOW! Skipping step. Attempted loss scale: 32768.0", "Train iter      105 loss 0.4 Grad Norm 9.1 3.21s/it",
+              "Validation loss 105: 0.512"]
+    job = job_of({"train.log": "\n".join(lines) + "\n"})
+    rep = analyze(job, tmp_path / "out", html=False).report
+    (a,) = rep["attempts"]
+    assert (a["start"], a["end"]) == (None, None)
+    assert (a["first_step"], a["last_step"]) == (101, 105)
+    ev = a["evidence"]
+    assert (ev["first_step"]["path"], ev["first_step"]["line"]) == ("train.log", 2)
+    assert (ev["last_step"]["path"], ev["last_step"]["line"]) == ("train.log", 6)

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from forensics.downtime import BUCKETS, Downtime
-from forensics.timeline import PROCESS_SOURCES
+from forensics.timeline import PROCESS_SOURCES, SAVE_KINDS, saves_of
 
 MAX_SAVES_LISTED = 3  # saves named one by one per attempt (first and last ones); the rest counted
 
@@ -79,11 +79,11 @@ def _bound(which: str, t: datetime | None, ev: pl.DataFrame, sched: pl.DataFrame
     return {"time": _iso(t), **found}
 
 
-def _step_row(s: pl.DataFrame, k: int, path_of: dict[int, str]) -> dict | None:
+def _step_row(s: pl.DataFrame, k: int, path_of: dict[int, str], source: str) -> dict | None:
     if s.is_empty():
         return None
     r = s.row(k, named=True)
-    return {"step": r["step"], "time": _iso(r["ts"]), **_where(path_of, r)}
+    return {"step": r["step"], "time": _iso(r["ts"]), "from": source, **_where(path_of, r)}
 
 
 def attempt_evidence(attempts: pl.DataFrame, events: pl.DataFrame, tables: dict[str, pl.DataFrame],
@@ -109,8 +109,12 @@ def attempt_evidence(attempts: pl.DataFrame, events: pl.DataFrame, tables: dict[
         if steps is not None and not steps.is_empty():
             s = steps.join(step_ev.filter(pl.col("attempt") == i), on=["file_id", "line_no"]).filter(
                 pl.col("step").is_not_null()).sort("ts", "line_no")  # the order timeline._attempt_rows reads
-        d["first_step"] = _step_row(s, 0, path_of)
-        d["last_step"] = _step_row(s, -1, path_of)
+        source = "step line"
+        if s.is_empty() and ck is not None and not ck.is_empty():  # as timeline._attempt_rows: the saves' steps
+            s = saves_of(ck, events.filter(pl.col("kind").is_in(SAVE_KINDS)).select("file_id", "line_no", "attempt"), i)
+            source = "save line"
+        d["first_step"] = _step_row(s, 0, path_of, source)
+        d["last_step"] = _step_row(s, -1, path_of, source)
         mine = cka.filter(pl.col("attempt") == i) if cka is not None else None
         d["resumed_from"] = None
         if mine is not None and a.get("resumed_from") is not None:
@@ -223,7 +227,8 @@ def _save_at(s: dict) -> str:
 def _step(x: dict | None) -> str:
     if not x:
         return "no step logged"
-    return f"step {x.get('step')} at {_t(x.get('time'))} ({_at(x)})"
+    saved = ", a save naming it" if x.get("from") == "save line" else ""
+    return f"step {x.get('step')} at {_t(x.get('time'))} ({_at(x)}{saved})"
 
 
 def _how(bucket: str, a: dict, prev: dict | None) -> str:

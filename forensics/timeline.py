@@ -370,6 +370,7 @@ def _attempt_rows(spans: pl.DataFrame, ev: pl.DataFrame, tables: dict[str, pl.Da
     rows = []
     step_ev = ev.filter(pl.col("kind") == "step").select("file_id", "line_no", "attempt")
     load_ev = ev.filter(pl.col("kind") == "checkpoint_load").select("file_id", "line_no", "attempt")
+    save_ev = ev.filter(pl.col("kind").is_in(SAVE_KINDS)).select("file_id", "line_no", "attempt")
     for r in spans.iter_rows(named=True):
         i = r["index"]
         first_step = last_step = resumed = None
@@ -403,12 +404,26 @@ def _attempt_rows(spans: pl.DataFrame, ev: pl.DataFrame, tables: dict[str, pl.Da
                     st = ev.filter((pl.col("attempt") == i) & (pl.col("kind") == "train_start")
                                    & pl.col("ts").is_not_null())["ts"]
                     fss = st.min() if st.len() else None
+        if first_step is None and ckpts is not None and not ckpts.is_empty():
+            # no step line, but saves that name the step they save (Lightning's `Epoch 0, global
+            # step 2048: ... saving model to`): the attempt reached those steps
+            sv = saves_of(ckpts, save_ev, i)
+            if not sv.is_empty():
+                first_step, last_step = int(sv["step"][0]), int(sv["step"][-1])
         rows.append({"index": i, "start": r["start"], "end": r["end"], "first_step": first_step,
                      "last_step": last_step, "resumed_from": resumed, "end_reason": None,
                      "first_step_start": fss, "last_progress": lp, "witnesses": None})
     return pl.DataFrame(rows, schema=ATTEMPT_SCHEMA)
 
 
+def saves_of(ckpts: pl.DataFrame, save_ev: pl.DataFrame, attempt: int) -> pl.DataFrame:
+    """The checkpoint save rows of `attempt` that name a step, in time then line order (`save_ev`:
+    file_id, line_no, attempt of the save events)."""
+    return ckpts.join(save_ev.filter(pl.col("attempt") == attempt), on=["file_id", "line_no"]).filter(
+        pl.col("step").is_not_null() & pl.col("event").is_in(["save_start", "save_end"])).sort("ts", "line_no")
+
+
+SAVE_KINDS = ("checkpoint_save_start", "checkpoint_save_end")
 START_KINDS = ("checkpoint_load", "train_start", "nccl_init", "nccl_version", "launch")  # open an attempt
 # Typed tables that take the derived times. None by default: HF loss dicts interpolated between
 # sparse stamps (save lines, a watchdog line 10 minutes after the fault) made false slow episodes

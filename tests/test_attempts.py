@@ -140,3 +140,17 @@ def test_steps_of_a_log_without_any_time_stamp(job_of, tmp_path: Path) -> None: 
     ev = a["evidence"]
     assert (ev["first_step"]["path"], ev["first_step"]["line"]) == ("train.log", 2)
     assert (ev["last_step"]["path"], ev["last_step"]["line"]) == ("train.log", 6)
+
+
+def test_saves_that_name_a_step_are_progress_when_no_step_line_is_logged(job_of, tmp_path: Path) -> None:  # noqa: ANN001
+    """Lightning's ModelCheckpoint prints `Epoch E, global step N: ... saving model to ...` and
+    nothing else here: the attempt reached steps 1000 to 3000, at those lines."""
+    msg = ("[{t}][pytorch_lightning.utilities.rank_zero][INFO] - Epoch {e}, global step {n}: 'val_loss' reached "
+           "{v:.5f} (best {v:.5f}), saving model to '/ckpt/epoch={e}-step={n}.ckpt' as top 1")
+    lines = [msg.format(t=f"2025-03-0{1 + k} 10:0{k}:00,000", e=k, n=1000 * (k + 1), v=0.9 - k / 10) for k in range(3)]
+    job = job_of({"train.log": "some preamble without a step\n" + "\n".join(lines) + "\n"})
+    rep = analyze(job, tmp_path / "out", html=False).report
+    (a,) = rep["attempts"]
+    assert (a["first_step"], a["last_step"]) == (1000, 3000)
+    ev = a["evidence"]
+    assert (ev["first_step"]["line"], ev["last_step"]["line"], ev["last_step"]["from"]) == (2, 4, "save line")

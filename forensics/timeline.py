@@ -286,7 +286,9 @@ def boundaries(proc: pl.DataFrame, steps: pl.DataFrame | None, sched: pl.DataFra
         s = steps.filter(pl.col("ts").is_not_null()).sort("ts")
         if s.height > 1:
             prev = s["ts"].shift(1)
-            back = s.with_columns(prev.alias("_prev")).filter(pl.col("step") < pl.col("step").shift(1))
+            # a counter within the epoch goes back at each new epoch: no restart
+            wrap = (pl.col("epoch") > pl.col("epoch").shift(1)).fill_null(False)
+            back = s.with_columns(prev.alias("_prev")).filter((pl.col("step") < pl.col("step").shift(1)) & ~wrap)
             for r in back.iter_rows(named=True):
                 cands.append((_launch_after(tl, sev, r["_prev"], r["ts"]), "step_reset"))
     if len(tl) > 1:

@@ -154,3 +154,27 @@ def test_saves_that_name_a_step_are_progress_when_no_step_line_is_logged(job_of,
     assert (a["first_step"], a["last_step"]) == (1000, 3000)
     ev = a["evidence"]
     assert (ev["first_step"]["line"], ev["last_step"]["line"], ev["last_step"]["from"]) == (2, 4, "save line")
+
+
+def test_a_batch_counter_that_restarts_each_epoch_is_no_restart(job_of, tmp_path: Path) -> None:  # noqa: ANN001
+    """MXNet's Speedometer counts batches within the epoch: Batch [80] of epoch 0 then Batch [20] of
+    epoch 1 is progress. A counter that goes back while the epoch goes back too (resuming an
+    earlier epoch after a crash) still is a restart."""
+    def run(epochs: list[int], start: int = 0) -> list[str]:
+        out, t = [], start
+        for e in epochs:
+            for b in (20, 40, 60, 80):
+                t += 7
+                out.append(f"2024-06-03 10:{t // 60:02d}:{t % 60:02d},044 Epoch[{e}] Batch [{b}]\t"
+                           f"Speed: {2000 + b}.50 samples/sec\taccuracy=0.{b}1")
+            t += 3
+            out.append(f"2024-06-03 10:{t // 60:02d}:{t % 60:02d},100 Epoch[{e}] Time cost=28.{e}")
+        return out
+    one = run([0, 1, 2])
+    rep = analyze(job_of({"train.log": "\n".join(one) + "\n"}), tmp_path / "a", html=False).report
+    assert [(a["first_step"], a["last_step"], a["witnesses"]) for a in rep["attempts"]] == [(20, 80, [])]
+    assert rep["attempts"][0]["evidence"]["last_step"]["line"] == 14  # Batch [80] of epoch 2
+    crash = run([0, 1]) + ["2024-06-03 10:01:30,000 ERROR: Unexpected bus error encountered in worker."] + run([1, 2], 400)
+    rep = analyze(job_of({"train.log": "\n".join(crash) + "\n"}), tmp_path / "b", html=False).report
+    assert [(a["first_step"], a["last_step"]) for a in rep["attempts"]] == [(20, 80), (20, 80)]
+    assert "step_reset" in rep["attempts"][1]["witnesses"]

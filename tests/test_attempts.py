@@ -123,3 +123,58 @@ def test_hf_saves_without_an_end_line_are_durable_checkpoints(tmp_path: Path) ->
     # the save at step 500 (no end line) is attempt 0's durable point: attempt 1 resumes from it
     assert rep["attempts"][0]["last_durable_checkpoint"] is not None
     assert rep["attempts"][1]["first_step"] == 501
+
+
+def test_steps_of_a_log_without_any_time_stamp(job_of, tmp_path: Path) -> None:  # noqa: ANN001
+    """A pasted excerpt with no stamp at all is one attempt of unknown span; its first and last
+    steps are still its first and last step lines (they were null)."""
+    lines = ["OVERFLOW! Skipping step. Attempted loss scale: 65536.0"]
+    lines += [f"Train iter {n:>8} loss {50.0 / n:.6f} Grad Norm {9.5 - n / 100:.6f} 3.2{n % 10}s/it" for n in (101, 102, 103)]
+    lines += ["OVERFLOW! Skipping step. Attempted loss scale: 32768.0", "Train iter      105 loss 0.4 Grad Norm 9.1 3.21s/it",
+              "Validation loss 105: 0.512"]
+    job = job_of({"train.log": "\n".join(lines) + "\n"})
+    rep = analyze(job, tmp_path / "out", html=False).report
+    (a,) = rep["attempts"]
+    assert (a["start"], a["end"]) == (None, None)
+    assert (a["first_step"], a["last_step"]) == (101, 105)
+    ev = a["evidence"]
+    assert (ev["first_step"]["path"], ev["first_step"]["line"]) == ("train.log", 2)
+    assert (ev["last_step"]["path"], ev["last_step"]["line"]) == ("train.log", 6)
+
+
+def test_saves_that_name_a_step_are_progress_when_no_step_line_is_logged(job_of, tmp_path: Path) -> None:  # noqa: ANN001
+    """Lightning's ModelCheckpoint prints `Epoch E, global step N: ... saving model to ...` and
+    nothing else here: the attempt reached steps 1000 to 3000, at those lines."""
+    msg = ("[{t}][pytorch_lightning.utilities.rank_zero][INFO] - Epoch {e}, global step {n}: 'val_loss' reached "
+           "{v:.5f} (best {v:.5f}), saving model to '/ckpt/epoch={e}-step={n}.ckpt' as top 1")
+    lines = [msg.format(t=f"2025-03-0{1 + k} 10:0{k}:00,000", e=k, n=1000 * (k + 1), v=0.9 - k / 10) for k in range(3)]
+    job = job_of({"train.log": "some preamble without a step\n" + "\n".join(lines) + "\n"})
+    rep = analyze(job, tmp_path / "out", html=False).report
+    (a,) = rep["attempts"]
+    assert (a["first_step"], a["last_step"]) == (1000, 3000)
+    ev = a["evidence"]
+    assert (ev["first_step"]["line"], ev["last_step"]["line"], ev["last_step"]["from"]) == (2, 4, "save line")
+
+
+def test_a_batch_counter_that_restarts_each_epoch_is_no_restart(job_of, tmp_path: Path) -> None:  # noqa: ANN001
+    """MXNet's Speedometer counts batches within the epoch: Batch [80] of epoch 0 then Batch [20] of
+    epoch 1 is progress. A counter that goes back while the epoch goes back too (resuming an
+    earlier epoch after a crash) still is a restart."""
+    def run(epochs: list[int], start: int = 0) -> list[str]:
+        out, t = [], start
+        for e in epochs:
+            for b in (20, 40, 60, 80):
+                t += 7
+                out.append(f"2024-06-03 10:{t // 60:02d}:{t % 60:02d},044 Epoch[{e}] Batch [{b}]\t"
+                           f"Speed: {2000 + b}.50 samples/sec\taccuracy=0.{b}1")
+            t += 3
+            out.append(f"2024-06-03 10:{t // 60:02d}:{t % 60:02d},100 Epoch[{e}] Time cost=28.{e}")
+        return out
+    one = run([0, 1, 2])
+    rep = analyze(job_of({"train.log": "\n".join(one) + "\n"}), tmp_path / "a", html=False).report
+    assert [(a["first_step"], a["last_step"], a["witnesses"]) for a in rep["attempts"]] == [(20, 80, [])]
+    assert rep["attempts"][0]["evidence"]["last_step"]["line"] == 14  # Batch [80] of epoch 2
+    crash = run([0, 1]) + ["2024-06-03 10:01:30,000 ERROR: Unexpected bus error encountered in worker."] + run([1, 2], 400)
+    rep = analyze(job_of({"train.log": "\n".join(crash) + "\n"}), tmp_path / "b", html=False).report
+    assert [(a["first_step"], a["last_step"]) for a in rep["attempts"]] == [(20, 80), (20, 80)]
+    assert "step_reset" in rep["attempts"][1]["witnesses"]

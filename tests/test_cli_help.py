@@ -56,7 +56,7 @@ def help_of(cmd: str) -> tuple[list[str], set[str], str]:
 
 def test_readme_command_table_matches_help() -> None:
     table = readme_table()
-    assert set(table) == {"analyze", "sources", "simulate", "eval", "train", "fleet ingest", "weekly", ""}
+    assert set(table) == {"analyze", "sources", "explain-time", "simulate", "eval", "train", "fleet ingest", "weekly", ""}
     for cmd, (args, opts) in table.items():
         got_args, got_opts, _ = help_of(cmd)
         assert got_args == args, (cmd, got_args, args)
@@ -64,7 +64,7 @@ def test_readme_command_table_matches_help() -> None:
 
 
 def test_help_is_clean_everywhere() -> None:
-    for cmd in ("", "analyze", "sources", "simulate", "eval", "train", "fleet", "fleet ingest", "weekly"):
+    for cmd in ("", "analyze", "sources", "explain-time", "simulate", "eval", "train", "fleet", "fleet ingest", "weekly"):
         _, _, text = help_of(cmd)
         assert "-h, --help" in text
         assert "<bool>" not in text and "<str>" not in text, (cmd, text)

@@ -288,3 +288,47 @@ def test_stamps_to_the_second_and_rounded_durations(crashed: Analysis) -> None:
     # the report's own stamps are to the second; quoted log lines (evidence, `path:line`) keep theirs
     own = "\n".join(ln for ln in md.splitlines() if not re.search(r"`[^`]+:\d+`", ln))
     assert not re.search(r"\d\d:\d\d:\d\d\.\d", own)
+
+
+def _attempt_rows(text: str) -> dict[str, dict]:
+    """attempt index -> {bucket: title seconds, "text": the row's text} of the per-attempt table."""
+    table = text.split('<table id="attempts">', 1)[1].split("</table>", 1)[0]
+    rows = {}
+    for m in re.finditer(r'<tr data-attempt="(\d+)">(.*?)</tr>', table, flags=re.S):
+        cells = dict(re.findall(r'data-bucket="(\w+)" title="([^"]*) s"', m.group(2)))
+        rows[m.group(1)] = {**{b: float(v) for b, v in cells.items()}, "text": "".join(Page(m.group(2)).text)}
+    return rows
+
+
+def test_per_attempt_table(crashed: Analysis) -> None:
+    from forensics.downtime import BUCKETS
+
+    rep = crashed.report
+    rows = _attempt_rows((crashed.out_dir / "report.html").read_text(encoding="utf-8"))
+    assert list(rows) == [str(a["index"]) for a in rep["attempts"]] and len(rows) == 2
+    for a in rep["attempts"]:
+        r = rows[str(a["index"])]
+        assert {b: r[b] for b in BUCKETS} == {b: a["downtime"][f"{b}_s"] for b in BUCKETS}
+        ev = a["evidence"]
+        for k in ("first_step", "last_step"):
+            assert f"{a[k]}{ev[k]['path']}:{ev[k]['line']}" in r["text"]
+        assert a["end_reason"] in r["text"] and ", ".join(a["witnesses"]) in r["text"]
+    # the GPU loss ends attempt 0 (termination and lost work there), the restart is attempt 1's
+    assert rows["0"]["termination"] > 0 and rows["0"]["restart"] == 0 and rows["1"]["restart"] > 0
+    assert "crash (a0)" in rows["0"]["text"] and "completed" in rows["1"]["text"]
+    for b in BUCKETS:  # the shares add up to the job's bucket
+        assert sum(rows[i][b] for i in rows) == pytest.approx(rep["downtime"][f"{b}_s"], abs=0.002)
+
+
+def test_per_attempt_table_escapes_log_text(crashed: Analysis, tmp_path: Path) -> None:
+    rep = json.loads(json.dumps(crashed.report))
+    a = rep["attempts"][0]
+    a["witnesses"] = [EVIL]
+    a["end_reason"] = EVIL
+    for k in ("start", "end", "first_step", "last_step"):
+        a["evidence"][k] = {**(a["evidence"][k] or {}), "path": "logs/" + EVIL}
+    text = html_report.write_html(rep, tmp_path / "r.html", pngs={}).read_text(encoding="utf-8")
+    page = Page(text)
+    assert not any(t == "script" for t, _ in page.tags) and "<img" not in text.lower()
+    row = _attempt_rows(text)["0"]["text"]
+    assert row.count("<script>document.title='PWNED'</script>") == 6

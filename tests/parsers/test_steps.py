@@ -614,6 +614,7 @@ def test_mxnet_speedometer_real() -> None:
     s = rows(x, "train_steps")
     assert [(r["step"], r["throughput"]) for r in s[:4]] == [(20, 2015.42), (40, 2025.3), (60, 2018.21), (80, 2025.97)]
     assert [r["step"] for r in s] == [20, 40, 60, 80] * 2 + [20, 40]  # batch in its epoch, as printed
+    assert [r["epoch"] for r in s] == [0] * 4 + [1] * 4 + [2] * 2  # the epoch it counts in
     assert all(r["framework"] == "mxnet" and r["loss"] is None for r in s)  # accuracy is no loss
     # Train-/Validation-accuracy and Time cost lines are read (claimed) and give no row
     assert x.claimed.len() == 16 and x.events.height == 10

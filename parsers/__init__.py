@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 PARSER_MODULES = ("dcgm", "sacct", "elastic", "kernel", "nccl", "pytorch", "steps", "slurm", "nvsmi", "k8s",
-                  "ipmi")
+                  "ipmi", "sagemaker")
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or r
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
 
 
-NODE_PARSERS = ("kernel", "dcgm", "sacct", "nvsmi")  # files of node-level records: they never make an attempt
+NODE_PARSERS = ("kernel", "dcgm", "sacct", "nvsmi", "ipmi", "sagemaker")  # files of node-level records: they never make an attempt
 STALE_TMP_S = 3600  # a temporary output directory older than this belongs to no running analysis
 
 

@@ -22,7 +22,8 @@ CATEGORIES = (
     "numerics", "collective_desync", "comm_hang_unknown", "preemption", "time_limit", "user_cancelled",
     "straggler_hardware", "slowdown_transient", "slowdown_workload", "unknown",
 )
-SOURCES = ("kernel", "nccl", "pytorch", "elastic", "steps", "dcgm", "sacct", "slurm", "nvsmi", "k8s")
+SOURCES = ("kernel", "nccl", "pytorch", "elastic", "steps", "dcgm", "sacct", "slurm", "nvsmi", "k8s",
+           "ipmi", "sagemaker")
 # events no parser made: `error_line` (forensics/error_lines.py); a signature of source ANY matches
 # the events of every source (a message family that one parser claims in one log and nobody in another)
 GENERIC = "generic"

@@ -30,7 +30,8 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-PARSER_MODULES = ("dcgm", "sacct", "elastic", "kernel", "nccl", "pytorch", "steps", "slurm", "nvsmi", "k8s")
+PARSER_MODULES = ("dcgm", "sacct", "elastic", "kernel", "nccl", "pytorch", "steps", "slurm", "nvsmi", "k8s",
+                  "ipmi", "sagemaker")
 
 
 @dataclass(frozen=True)

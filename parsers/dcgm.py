@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from parsers import dcgmi_json
 from parsers.kernel import xid_severity
 from parsers.records import (
     Extraction,
@@ -46,6 +47,7 @@ FORMATS = (
     "Prometheus query_range / query JSON",
     "dcgmi health -c (old and new table layouts)",
     "dcgmi diag -r N",
+    "dcgmi health -c -j, dcgmi diag -j JSON",
 )
 EXTRACTS = ("dcgm_xid", "dcgm_health", "dcgm_diag", "dcgm_samples")
 
@@ -581,6 +583,16 @@ def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
                       claimed=claimed.unique().sort(), ignored=ignored.sort(), warnings=[])
 
 
+def _dcgmi_json(lines: pl.DataFrame, ctx: ParseContext, kind: str) -> Extraction:
+    """`dcgmi health -c -j` / `dcgmi diag -j` (parsers/dcgmi_json.py): the table readers' events."""
+    ev, claimed, ignored, warnings = dcgmi_json.read(lines, kind)
+    events = events_frame(ev.with_columns(
+        pl.lit(NAME).alias("source"), pl.lit("missing").alias("ts_quality"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"))).sort("line_no") if not ev.is_empty() else empty_events()
+    return Extraction(events=events, tables={"dcgm_samples": empty_table("dcgm_samples")},
+                      claimed=claimed, ignored=ignored, warnings=warnings)
+
+
 # --------------------------------------------------------------------------------------------
 
 
@@ -593,6 +605,8 @@ def sniff(head: str) -> float:
                                    "| Warn", "| Skip", "-  Integration", "-  Deployment", "-  Hardware", "-  Stress")):
         return 0.0
     if s.startswith("{") and '"resultType"' in head and re.search(r"DCGM_|dcgm_", head):
+        return 0.95
+    if dcgmi_json.kind_of(s) is not None:
         return 0.95
     if re.search(r"(?m)^#Entity\s+\S", head):
         return 0.95
@@ -619,6 +633,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     first = lines.filter(pl.col("text").str.strip_chars() != "").head(1)["text"]
     if first.len() and first[0].lstrip().startswith(("{", "[")):
         text = "\n".join(lines["text"].to_list())
+        if (kind := dcgmi_json.kind_of(text)) is not None:
+            return _dcgmi_json(lines, ctx, kind)
         if '"result' in text:
             return _json(lines, ctx, text)
     if lines["text"].str.starts_with("#Entity").any():

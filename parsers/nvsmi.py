@@ -26,6 +26,9 @@ events, one per GPU with a link that is inactive (nvidia-smi) or Down (dcgmi; `X
 not supported are not faults); code = the links, `3,5`. A table without its header is read the
 same way: the per-GPU line and the link rows are the format.
 
+`nvidia-smi -q -x` XML (whole, or a fragment without its root) is read by `parsers.nvsmi_xml` into
+the same samples and events as the text report.
+
 A line parser (the error lines show up in job stdout), but the block formats are read only inside
 their own region: after an `NVSMI LOG` banner, inside a table that holds an `NVIDIA-SMI` header,
 after a `# gpu` dmon header. Lines of those regions that carry no value are `ignored`.
@@ -37,6 +40,7 @@ import re
 
 import polars as pl
 
+from parsers import nvsmi_xml
 from parsers.kernel import xid_severity
 from parsers.records import (
     UTC_DT,
@@ -60,6 +64,7 @@ FORMATS = (
     "nvidia-smi / NVML error lines",
     "NVML agent Xid lines (k8s device plugin, gpud)",
     "nvidia-smi nvlink -s, dcgmi nvlink -s",
+    "nvidia-smi -q -x XML (whole or a fragment)",
 )
 EXTRACTS = ("gpu_lost", "nvml_error", "gpu_ecc", "gpu_row_remap", "gpu_retired_pages", "gpu_clock_event",
             "xid", "gpu_unhealthy", "nvlink_status", "dcgm_samples")
@@ -109,7 +114,8 @@ def _unnamed(rx: str) -> str:
 NVL_ANY_RE = _unnamed(rf"{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}")
 # Parsed file by file (query blocks, tables), only in files with a line matching TRIGGER.
 TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
-                   rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}")
+                   rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}"
+                   rf"|{nvsmi_xml.MARKER_RE}")
 DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
 DMON_ROW_RE = r"^\s*(?:\d{8}\s+\d\d:\d\d:\d\d\s+)?\d+(?:\s+(?:-|[\d.]+))+\s*$"
 
@@ -243,13 +249,7 @@ def _nvlink(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Se
 # nvidia-smi -q
 
 
-def _value(val: pl.Expr) -> pl.Expr:
-    """'45 C' / '71.25 W' / '3' / 'Yes' / 'Active' -> float; anything else null."""
-    v = val.str.strip_chars()
-    num = v.str.extract(r"^(-?\d+(?:\.\d+)?)(?:\s*[A-Za-z%()/]+)*$", 1).cast(pl.Float64, strict=False)
-    return (pl.when(v.is_in(["Yes", "Active"])).then(pl.lit(1.0))
-            .when(v.is_in(["No", "Not Active"])).then(pl.lit(0.0))
-            .otherwise(num))
+_value = nvsmi_xml.value_expr
 
 
 def _query(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
@@ -327,8 +327,10 @@ def _query(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Dat
         normalize_pci(pl.col("_pci")).alias("pci_bus_id"), "field", "value", pl.col("body").alias("message"))
     f, v = pl.col("field"), pl.col("value")
     clock_slug = pl.col("key").replace_strict(CLOCK_EVENTS, default=None)
+    # uncorrectable SRAM (A100+; `Parity` / `SEC-DED` parts in R550+): no classic DCGM total of its own
+    sram = (in_vol | in_agg) & key.str.contains(r"^SRAM Uncorrectable(?: Parity| SEC-DED)?$")
     ev = q.with_columns(
-        pl.when(f.is_in(["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"]) & (v > 0))
+        pl.when((f.is_in(["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"]) | sram) & (v > 0))
         .then(pl.lit("gpu_ecc"))
         .when(f.is_in(["DCGM_FI_DEV_ROW_REMAP_PENDING", "DCGM_FI_DEV_ROW_REMAP_FAILURE"]) & (v > 0))
         .then(pl.lit("gpu_row_remap"))
@@ -344,7 +346,7 @@ def _query(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Dat
         .when(f.str.ends_with("PENDING")).then(pl.lit("pending"))
         .when(f == "DCGM_FI_DEV_ROW_REMAP_FAILURE").then(pl.lit("failure"))
         .otherwise(v.cast(pl.Int64).cast(pl.Utf8)).alias("code"),
-        pl.when(f == "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL").then(pl.lit("error"))
+        pl.when((f == "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL") | (sram & in_vol)).then(pl.lit("error"))
         .when(f == "DCGM_FI_DEV_ROW_REMAP_FAILURE").then(pl.lit("critical"))
         .otherwise(pl.lit("warning")).alias("severity"),
         pl.col("body").alias("message"))
@@ -469,6 +471,8 @@ def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Seri
 def sniff(head: str) -> float:
     if re.search(r"(?m)^=+\s*NVSMI LOG\s*=+\s*$", head):
         return 0.95
+    if (xml := nvsmi_xml.sniff(head)) > 0:
+        return xml
     if re.search(r"(?m)^\|\s*NVIDIA-SMI \d", head):
         return 0.9
     if re.search(r"(?m)" + DMON_HDR_RE + r"\n#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b", head):
@@ -506,6 +510,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         sample_parts.append(s)
         event_parts.append(e)
         ignored_parts.append(ig)
+    x = nvsmi_xml.read(lines, ctx, pl.lit(ctx.host_hint, dtype=pl.Utf8))
+    sample_parts.append(x.samples)
+    event_parts.append(x.events)
+    ignored_parts.append(x.ignored)
+    warnings.extend(x.warnings)
     if flags["d"]:
         s, ig, w = _dmon(lines, ctx)
         sample_parts.append(s)

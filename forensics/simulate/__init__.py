@@ -290,7 +290,7 @@ class Clock:
         return self.local(t).strftime("[%Y-%m-%d %H:%M:%S] ")
 
 
-def _elapsed(seconds: int) -> str:
+def elapsed(seconds: int) -> str:
     d, rem = divmod(max(0, seconds), 86400)
     h, rem = divmod(rem, 3600)
     m, s = divmod(rem, 60)
@@ -528,7 +528,7 @@ def _slow_extra(case: Case, t: int, attempt: int, index: int) -> tuple[int, str,
 PERSISTENT_US = 10**15  # "until the end of the job"
 
 
-def _register_slow(case: Case, attempt: Attempt) -> None:
+def register_slow(case: Case, attempt: Attempt) -> None:
     for f in case.faults:
         if f.type in SLOW_FAULTS and f.attempt == attempt.index:
             start = attempt.start + int(f.at_s * US)
@@ -592,7 +592,7 @@ def run_steps(case: Case, a: Attempt) -> None:
         a.saves.append(Save(a.steps[-1].index, t, t + cost, True))
 
 
-def _last_durable(case: Case) -> int:
+def last_durable(case: Case) -> int:
     best = 0
     for a in case.attempts:
         for s in a.saves:
@@ -826,7 +826,7 @@ def fault_gpu_fell_off_bus(ctx: Ctx) -> None:
     ctx.culprit()
 
 
-def _ib_warn_text(case: Case, ip: str, port: int, nic: int, status: int, verr: int) -> str:
+def ib_warn_text(case: Case, ip: str, port: int, nic: int, status: int, verr: int) -> str:
     v = case.cfg.nccl
     peer = f"{ip}<{port}>"
     if v <= (2, 18, 99):
@@ -838,7 +838,7 @@ def _ib_warn_text(case: Case, ip: str, port: int, nic: int, status: int, verr: i
             f"(Recv) hca mlx5_{nic}")
 
 
-def _ib_loc(case: Case) -> str:
+def ib_loc(case: Case) -> str:
     return "transport/net_ib.cc:1696" if case.cfg.nccl >= (2, 19) else "transport/net_ib.cc:1295"
 
 
@@ -856,8 +856,8 @@ def fault_ib_link_error(ctx: Ctx) -> None:
         rhost = ctx.a.hosts[r // ctx.gpn]
         pid, tid = ctx.pid(r), ctx.pid(r) + 211
         lr = r % ctx.gpn
-        msg = _ib_warn_text(case, ip, ctx.rng.randrange(40000, 60000), lr, 12, 129)
-        text = nccl_warn(case, t, rhost, pid, tid, lr, _ib_loc(case), msg, "ncclIbTest")
+        msg = ib_warn_text(case, ip, ctx.rng.randrange(40000, 60000), lr, 12, 129)
+        text = nccl_warn(case, t, rhost, pid, tid, lr, ib_loc(case), msg, "ncclIbTest")
         if case.cfg.nccl_debug == "INFO":
             p = nccl_prefix(rhost, pid, tid, lr)
             text += f"\n{p} NCCL INFO transport/net.cc:1298 -> 6\n{p} NCCL INFO proxy.cc:694 -> 6"
@@ -1471,8 +1471,8 @@ def render_rank_end(ctx: Ctx, r: int, p: Pending) -> None:
         return
     if r in ctx.plan.flush_peers:
         t = p.fire + 2000
-        msg = _ib_warn_text(case, ctx.plan.flush_peers[r], rng.randrange(40000, 60000), lr, 5, 249)
-        case.rank_line(a.index, r, t, nccl_warn(case, t, host, pid, pid + 211, lr, _ib_loc(case), msg, "ncclIbTest"))
+        msg = ib_warn_text(case, ctx.plan.flush_peers[r], rng.randrange(40000, 60000), lr, 5, 249)
+        case.rank_line(a.index, r, t, nccl_warn(case, t, host, pid, pid + 211, lr, ib_loc(case), msg, "ncclIbTest"))
     if case.cfg.nccl_debug == "INFO":
         case.rank_line(a.index, r, p.fire + 3000, abort_info(case, a, r))
 
@@ -1565,9 +1565,9 @@ def run_attempt(case: Case, index: int, start: int, hosts: list[str]) -> Attempt
     cfg = case.cfg
     rng = random.Random(f"{case.seed}:attempt:{index}")
     init = cfg.startup_s if index == 0 else cfg.restart_init_s
-    a = Attempt(index, start, list(hosts), _last_durable(case), start + int(init * US * rng.uniform(0.98, 1.02)))
+    a = Attempt(index, start, list(hosts), last_durable(case), start + int(init * US * rng.uniform(0.98, 1.02)))
     case.attempts.append(a)
-    _register_slow(case, a)
+    register_slow(case, a)
     f = _fault_for(case, index)
     if f is not None and f.type == "storage_error":
         run_steps(case, a)
@@ -2250,7 +2250,7 @@ def write_slurm(case: Case, job: Path) -> None:
         first, last = case.attempts[0], case.attempts[-1]
         js, je, bs, be, _, _, fnode = run_states(case, last, False)
         start, end = c.slurm(first.start), c.slurm(last.end + US - 1)
-        el = _elapsed((last.end + US - 1) // US - first.start // US)
+        el = elapsed((last.end + US - 1) // US - first.start // US)
         nl = hostlist(case.hosts)
         rows.append(f"{jid}|{case.cfg.name}|{js}|{je}|{je}|{start}|{end}|{el}|{nl}|{fnode}|None|0")
         rows.append(f"{jid}.batch|batch|{bs}|{be}||{start}|{end}|{el}|{first.hosts[0]}|||")
@@ -2258,13 +2258,13 @@ def write_slurm(case: Case, job: Path) -> None:
         for a in case.attempts:
             _, _, _, _, ss, se, _ = run_states(case, a, False)
             s0, s1 = c.slurm(a.start), c.slurm(a.end + US - 1)
-            sel = _elapsed((a.end + US - 1) // US - a.start // US)
+            sel = elapsed((a.end + US - 1) // US - a.start // US)
             rows.append(f"{jid}.{step_id(case, a)}|torchrun|{ss}|{se}||{s0}|{s1}|{sel}|{hostlist(a.hosts)}|||")
     for a in case.attempts if not case.cfg.retry_as_step else []:
         requeued = a.index < len(case.attempts) - 1
         js, je, bs, be, ss, se, fnode = run_states(case, a, requeued)
         start, end = c.slurm(a.start), c.slurm(a.end + US - 1)
-        el = _elapsed((a.end + US - 1) // US - a.start // US)
+        el = elapsed((a.end + US - 1) // US - a.start // US)
         nl = hostlist(a.hosts)
         derived = se if ss != "COMPLETED" else "0:0"
         rows.append(f"{jid}|{case.cfg.name}|{js}|{je}|{derived}|{start}|{end}|{el}|{nl}|{fnode}|None|{a.index}")
@@ -2410,7 +2410,7 @@ def truth(case: Case) -> dict[str, Any]:
     return out
 
 
-def _toml_value(v: Any) -> str:
+def toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -2420,7 +2420,7 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
 
@@ -2430,17 +2430,17 @@ def dumps_toml(data: dict[str, Any]) -> str:
     for key, val in data.items():
         if isinstance(val, dict):
             out.append(f"[{key}]")
-            out += [f"{k} = {_toml_value(v)}" for k, v in val.items()]
+            out += [f"{k} = {toml_value(v)}" for k, v in val.items()]
             out.append("")
         elif isinstance(val, list) and val and all(isinstance(x, dict) for x in val):
             for item in val:
                 out.append(f"[[{key}]]")
-                out += [f"{k} = {_toml_value(v)}" for k, v in item.items()]
+                out += [f"{k} = {toml_value(v)}" for k, v in item.items()]
                 out.append("")
         elif isinstance(val, list):
-            out.insert(0, f"{key} = {_toml_value(val)}")
+            out.insert(0, f"{key} = {toml_value(val)}")
         else:
-            out.insert(0, f"{key} = {_toml_value(val)}")
+            out.insert(0, f"{key} = {toml_value(val)}")
     return "\n".join(out)
 
 
@@ -2463,9 +2463,9 @@ def simulate(scenario: dict[str, Any], out_dir: Path, seed: int) -> Path:
     benign_noise(case)
     job = out_dir / "job"
     job.mkdir(parents=True, exist_ok=True)
-    meta = [f"name = {_toml_value(cfg.name)}", f"gpus_per_node = {cfg.gpus_per_node}"]
+    meta = [f"name = {toml_value(cfg.name)}", f"gpus_per_node = {cfg.gpus_per_node}"]
     if cfg.timezone_set:
-        meta.append(f"timezone = {_toml_value(cfg.tz_name)}")
+        meta.append(f"timezone = {toml_value(cfg.tz_name)}")
     if cfg.kernel_style == "syslog":
         meta.append(f"year = {cfg.start.astimezone(cfg.tz).year}")
     (job / "job.toml").write_text("\n".join(meta) + "\n", encoding="utf-8")

@@ -12,17 +12,19 @@ microseconds since the job start, so the downtime buckets sum to the wall time e
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from forensics.simulate.attempts import build_timeline
 from forensics.simulate.config import make_config, make_faults
+from forensics.simulate.dialects import draw
 from forensics.simulate.frameworks import benign_noise, render_framework
 from forensics.simulate.timeline import Case
 from forensics.simulate.truth import dumps_toml, toml_value, truth
 from forensics.simulate.write_dcgm import write_dcgm
-from forensics.simulate.write_kernel import write_kernel_logs
+from forensics.simulate.write_kernel import kernel_style, write_kernel_logs
 from forensics.simulate.write_ranks import write_agent_logs, write_rank_logs
 from forensics.simulate.write_slurm import write_slurm
 
@@ -34,12 +36,28 @@ def load_scenario(path: str | Path) -> dict[str, Any]:
         return tomllib.load(fh)
 
 
-def simulate(scenario: dict[str, Any], out_dir: Path, seed: int) -> Path:
-    """Write `<out_dir>/job/` and `<out_dir>/expected.toml` for the scenario; return out_dir."""
+DIALECTS = ("default", "random")
+
+
+def simulate(scenario: dict[str, Any], out_dir: Path, seed: int, dialect: str | None = None,
+             dialect_seed: int | None = None) -> Path:
+    """Write `<out_dir>/job/` and `<out_dir>/expected.toml` for the scenario; return out_dir.
+
+    `dialect` (else the scenario's `[job] dialect`, else "default"): "default" writes the
+    scenario's own formats; "random" draws the line dialects per host and per source
+    (`dialects.draw`) from `dialect_seed` (else `[job] dialect_seed`, else `seed`) and records
+    the draw in `<out_dir>/dialect.json`. The truth does not depend on the dialect."""
     out_dir = Path(out_dir)
-    cfg = make_config(scenario.get("job", {}), seed)
+    job_spec = scenario.get("job", {})
+    mode = str(dialect if dialect is not None else job_spec.get("dialect", "default"))
+    if mode not in DIALECTS:
+        raise ValueError(f"unknown dialect {mode!r}; one of {', '.join(DIALECTS)}")
+    cfg = make_config(job_spec, seed)
     case = Case(cfg, make_faults(scenario.get("faults", [])), seed)
     build_timeline(case)
+    if mode == "random":
+        dseed = int(dialect_seed if dialect_seed is not None else job_spec.get("dialect_seed", seed))
+        case.dialect = draw(case.hosts, dseed)
     for a in case.attempts:
         render_framework(case, a)
     benign_noise(case)
@@ -48,7 +66,7 @@ def simulate(scenario: dict[str, Any], out_dir: Path, seed: int) -> Path:
     meta = [f"name = {toml_value(cfg.name)}", f"gpus_per_node = {cfg.gpus_per_node}"]
     if cfg.timezone_set:
         meta.append(f"timezone = {toml_value(cfg.tz_name)}")
-    if cfg.kernel_style == "syslog":
+    if any(kernel_style(case, h) == "syslog" for h in case.hosts):
         meta.append(f"year = {cfg.start.astimezone(cfg.tz).year}")
     (job / "job.toml").write_text("\n".join(meta) + "\n", encoding="utf-8")
     write_slurm(case, job)
@@ -57,4 +75,7 @@ def simulate(scenario: dict[str, Any], out_dir: Path, seed: int) -> Path:
     write_dcgm(case, job)
     write_rank_logs(case, job)
     (out_dir / "expected.toml").write_text(dumps_toml(truth(case)), encoding="utf-8")
+    if case.dialect is not None:
+        (out_dir / "dialect.json").write_text(json.dumps(case.dialect.describe(), indent=1, sort_keys=True) + "\n",
+                                              encoding="utf-8")
     return out_dir

@@ -8,6 +8,7 @@ from typing import Any
 
 from forensics.simulate.clocks import Clock
 from forensics.simulate.config import SLOW_FAULTS, SPIKE_FAULTS, STRAGGLER_FAULTS, US, Config, Fault
+from forensics.simulate.dialects import Dialect
 from forensics.simulate.identities import Identity
 
 
@@ -115,6 +116,7 @@ class Case:
         self.replay_bumps: dict[tuple[str, int], list[tuple[int, int]]] = {}
         self.sacct_states: dict[int, dict[str, str]] = {}
         self.spares = 0
+        self.dialect: Dialect | None = None  # None: the scenario's own formats (dialects.py)
 
     # -- event helpers
     def rank_line(self, attempt: int, rank: int, t: int, text: str) -> None:

@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 from forensics.simulate.config import JOB_WIDE_FAULTS, STRAGGLER_FAULTS, US
+from forensics.simulate.dialects import variant
 from forensics.simulate.timeline import Case, SlowEpisode
 
 DCGM_METRICS = ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
@@ -97,12 +98,13 @@ def write_dcgm(case: Case, job: Path) -> None:
     step = case.cfg.dcgm_interval_s * US
     for host in case.hosts:
         rng = random.Random(f"{case.seed}:dcgm:{host}")
-        rows = ["timestamp,metric,gpu,UUID,pci_bus_id,Hostname,value"]
+        metrics = DCGM_METRICS + (DCGM_LINK_METRICS if case.cfg.dcgm_pcie_link else ())
+        layout = case.dialect.dcgm[host].name if case.dialect is not None else "long"
+        rows = [variant("dcgm", layout).template.format(fields=",".join(metrics))]
         gpus = range(case.cfg.gpus_per_node)
         meta = {g: (case.ids.uuid(host, g), f"0000{case.ids.pci(g).upper()}.0", 58 + rng.randrange(0, 8))
                 for g in gpus}
         replay = dict.fromkeys(gpus, 0)
-        metrics = DCGM_METRICS + (DCGM_LINK_METRICS if case.cfg.dcgm_pcie_link else ())
         wide = [ep for ep in case.slow if ep.fault.type in JOB_WIDE_FAULTS]
         t = start - start % step
         while t <= end + step:
@@ -128,8 +130,14 @@ def write_dcgm(case: Case, job: Path) -> None:
                     vals[6] = str(replay[g])
                 if case.cfg.dcgm_pcie_link:
                     vals += _link_values(state, ep)
+                if layout == "wide":
+                    rows.append(",".join([stamp, str(g), uuid, pci, host, *vals]))
+                    continue
                 for metric, v in zip(metrics, vals, strict=True):
-                    rows.append(f"{stamp},{metric},{g},{uuid},{pci},{host},{v}")
+                    if layout == "quoted":
+                        rows.append(f'"{stamp}","{metric}","{g}","{uuid}","{pci}","{host}","{v}"')
+                    else:
+                        rows.append(f"{stamp},{metric},{g},{uuid},{pci},{host},{v}")
             t += step
         d = job / "nodes" / host
         d.mkdir(parents=True, exist_ok=True)

@@ -5,22 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from forensics.simulate.config import NIC_BUS, US
+from forensics.simulate.dialects import KERNEL_STAMPS
 from forensics.simulate.timeline import Case
 from forensics.simulate.write_ranks import attempt_folder
 
 
+def kernel_style(case: Case, host: str) -> str:
+    """The kernel-log stamp of `host`: the dialect's draw, else the scenario's `kernel_log_style`."""
+    return case.dialect.kernel[host].name if case.dialect is not None else case.cfg.kernel_style
+
+
 def kernel_stamp(case: Case, host: str, t: int) -> str:
-    style = case.cfg.kernel_style
+    style = kernel_style(case, host)
     up = t - case.ids.boot(host)
     upt = f"[{up // US:5d}.{up % US:06d}]"
     d = case.clock.local(t)
-    if style == "dmesg_T":
-        return f"[{d:%a %b} {d.day:2d} {d:%H:%M:%S %Y}] "
-    if style == "journal_iso":
-        return f"{d:%Y-%m-%dT%H:%M:%S%z} {host} kernel: "
-    if style == "syslog":
-        return f"{d:%b} {d.day:2d} {d:%H:%M:%S} {host} kernel: {upt} "
-    return upt + " "
+    template = next((v.template for v in KERNEL_STAMPS if v.name == style), "{upt} ")
+    return template.format(upt=upt, ctime=f"{d:%a %b} {d.day:2d} {d:%H:%M:%S %Y}", iso=f"{d:%Y-%m-%dT%H:%M:%S%z}",
+                           mon=f"{d:%b}", day=f"{d.day:2d}", hms=f"{d:%H:%M:%S}", host=host)
 
 
 def boot_noise(case: Case, host: str) -> list[tuple[int, str]]:
@@ -47,7 +49,7 @@ def write_kernel_logs(case: Case, job: Path) -> None:
         d.mkdir(parents=True, exist_ok=True)
         text = "\n".join(kernel_stamp(case, host, t) + msg for t, msg in events)
         (d / "dmesg.log").write_text(text + "\n", encoding="utf-8")
-        if case.cfg.kernel_style == "uptime":
+        if kernel_style(case, host) == "uptime":
             boot = case.clock.local(case.ids.boot(host))
             (d / "uptime_since.txt").write_text(f"{boot:%Y-%m-%d %H:%M:%S}\n", encoding="utf-8")
         if not case.cfg.kernel_in_logs:

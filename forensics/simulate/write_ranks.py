@@ -88,6 +88,27 @@ def _launcher(case: Case, rank: int, text: str) -> str:
     return "\n".join(pre + ln for ln in text.split("\n"))
 
 
+def _dialect_lines(case: Case, a: Attempt, rank: int, events: list[tuple[int, str]]) -> str:
+    """The rank's log with the dialect's prefix (drawn for its host) outside the scenario's own
+    launcher prefix, each line stamped (where the prefix has a stamp) with its event's time."""
+    gpn = case.cfg.gpus_per_node
+    host = a.hosts[rank // gpn]
+    v = case.dialect.rank_prefix[host] if case.dialect is not None else None
+    out: list[str] = []
+    for t, text in events:
+        inner = _launcher(case, rank, text).split("\n")
+        if v is None or not v.template:
+            out += inner
+            continue
+        pid = case.ids.pid(a.index, host, rank % gpn)
+        d = case.clock.local(t)
+        pre = v.template.format(rank=rank, local_rank=rank % gpn, host=host, pid=pid, job=case.cfg.job_id,
+                                iso=case.clock.utc(t).strftime("%Y-%m-%dT%H:%M:%S.") + f"{d.microsecond // 1000:03d}Z",
+                                stamp=f"{d:%Y-%m-%d %H:%M:%S}.{d.microsecond // 1000:03d}")
+        out += [pre + ln for ln in inner]
+    return "\n".join(out)
+
+
 def attempt_folder(case: Case, job: Path, a: Attempt, host: str) -> Path:
     """`logs/<attempt folder>/<host>/`, or `logs/<host>/` when every attempt appends to the same files."""
     fmt = case.cfg.attempt_dir
@@ -117,9 +138,12 @@ def write_rank_logs(case: Case, job: Path) -> int:
             events.sort(key=lambda e: e[0])
             if cut is not None and a.culprit_host == host:
                 events = [e for e in events if e[0] < cut]
-            text = "\n".join(e[1] for e in events if e[1] or e[1] == "")
             path = attempt_folder(case, job, a, host) / f"rank-{rank}.log"
             count += path not in written
+            if case.dialect is not None:
+                _write_or_append(path, _dialect_lines(case, a, rank, events) + "\n", written)
+                continue
+            text = "\n".join(e[1] for e in events if e[1] or e[1] == "")
             _write_or_append(path, _launcher(case, rank, text) + "\n", written)
     return count
 

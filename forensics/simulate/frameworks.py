@@ -23,6 +23,20 @@ def _lr(cfg: Config, step: int) -> float:
     return 3e-5 + 0.5 * (3e-4 - 3e-5) * (1 + math.cos(math.pi * min(1.0, step / max(cfg.train_steps, 1))))
 
 
+def styled_step(case: Case, s: Step, rng: random.Random, s_step: float | None = None) -> str | None:
+    """The step line of step `s` in the dialect's step style (`dialects.STEP_STYLES`), or None
+    for the framework's own line (no dialect, or the `native` style). `s_step`: seconds per step
+    as the line reports it (default: this step's own duration)."""
+    if case.dialect is None or not case.dialect.steps.template:
+        return None
+    sec = (s.end - s.start) / US if s_step is None else s_step
+    d = case.clock.local(s.end)
+    style = case.dialect.steps
+    stamp = f"{d:%Y-%m-%d %H:%M:%S}" + (f",{d.microsecond // 1000:03d}" if style.name == "pylogging" else "")
+    return style.template.format(stamp=stamp, step=s.index, total=case.cfg.train_steps, loss=_loss(s.index, rng),
+                                 lr=_lr(case.cfg, s.index), s_step=sec, ups=1.0 / max(sec, 1e-6))
+
+
 def megatron_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -> None:
     cfg, c = case.cfg, case.clock
     first = a.first_step_start
@@ -56,7 +70,7 @@ def megatron_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Ran
         ms = sum(window) / len(window) / 1000
         window = []
         tflops = 400.0 * cfg.step_time_s * 1000 / ms
-        emit(last, s.end, f" [{c.megatron(s.end)}] iteration {s.index:8d}/{cfg.train_steps:8d} | consumed samples: "
+        emit(last, s.end, styled_step(case, s, rng, ms / 1000) or f" [{c.megatron(s.end)}] iteration {s.index:8d}/{cfg.train_steps:8d} | consumed samples: "
              f"{s.index * gbs:12d} | elapsed time per iteration (ms): {ms:.1f} | throughput per GPU (TFLOP/s/GPU): "
              f"{tflops:.1f} | learning rate: {_lr(cfg, s.index):.6E} | global batch size: {gbs:5d} | lm loss: "
              f"{_loss(s.index, rng):.6E} | loss scale: 1.0 | grad norm: {rng.uniform(0.2, 0.9):.3f} | number of "
@@ -144,6 +158,10 @@ def deepspeed_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Ra
         if s.index % cfg.log_interval:
             continue
         lr = _lr(cfg, s.index)
+        styled = styled_step(case, s, rng)
+        if styled is not None:
+            emit(0, s.end, styled)
+            continue
         log(s.end, "logging.py:128:log_dist", f"[Rank 0] step={s.index}, skipped=0, lr=[{lr:.6g}, {lr:.6g}], "
             "mom=[(0.9, 0.95), (0.9, 0.95)]")
         sps = 512 / ((s.end - s.start) / US)
@@ -181,6 +199,10 @@ def torchtitan_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.R
             log(s.start + s.extra, f"[GC] Performing periodic GC collection took {s.extra / US:.2f} seconds")
         if s.index % cfg.log_interval:
             continue
+        styled = styled_step(case, s, rng)
+        if styled is not None:
+            emit(0, s.end, styled)
+            continue
         tps = int(3456 * cfg.step_time_s * US / (s.end - s.start))
         log(s.end, f"{r}step: {s.index:2}  {g}loss: {_loss(s.index, rng):8.5f}  {o}grad_norm: "
             f"{rng.uniform(0.2, 0.9):7.4f}  {y}memory: 30.12GiB(31.70%)  {b}tps: {tps:,}  {cy}tflops: 150.23  "
@@ -208,7 +230,7 @@ def hf_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -
     for s in a.steps:
         if s.index % cfg.log_interval:
             continue
-        emit(0, s.end, f"{{'loss': {_loss(s.index, rng):.4f}, 'grad_norm': {rng.uniform(0.2, 0.9):.4f}, "
+        emit(0, s.end, styled_step(case, s, rng) or f"{{'loss': {_loss(s.index, rng):.4f}, 'grad_norm': {rng.uniform(0.2, 0.9):.4f}, "
              f"'learning_rate': {_lr(cfg, s.index):.4e}, 'epoch': {s.index / cfg.train_steps:.2f}}}")
     for sv in a.saves:
         log(sv.start, "trainer.py:3410", f"Saving model checkpoint to /out/checkpoint-{sv.step}")

@@ -57,7 +57,7 @@ def simulate(scenario: dict[str, Any], out_dir: Path, seed: int, dialect: str | 
     build_timeline(case)
     if mode == "random":
         dseed = int(dialect_seed if dialect_seed is not None else job_spec.get("dialect_seed", seed))
-        case.dialect = draw(case.hosts, dseed)
+        case.dialect = draw(case.hosts, dseed, cfg.name)
     for a in case.attempts:
         render_framework(case, a)
     benign_noise(case)

@@ -17,8 +17,7 @@ Templates are `str.format` strings over the fields their source offers:
   (local `YYYY-MM-DD HH:MM:SS.mmm`);
 - kernel stamps: `upt` (`[ uptime.us]`), `ctime` (dmesg -T), `iso` (local, `+hhmm`), `mon`,
   `day` (right-aligned in 2), `hms`, `host`;
-- step lines: `stamp` (local `YYYY-MM-DD HH:MM:SS,mmm`), `step`, `total`, `loss`, `lr`, `s_step`,
-  `ups`.
+- step styles: the line header, `stamp` (local `YYYY-MM-DD HH:MM:SS,mmm`).
 """
 
 from __future__ import annotations
@@ -64,13 +63,12 @@ DCGM_LAYOUTS: tuple[Variant, ...] = (
             "one row per GPU and stamp, one column per field (a pivoted export)"),
 )
 
-# the training step line (parsers/steps.py: named frameworks, then its generic step reader)
+# the training script's log (parsers/steps.py: named frameworks, then its generic readers); a
+# non-native style replaces the framework's lines (steps, saves, loads): frameworks.custom_lines
 STEP_STYLES: tuple[Variant, ...] = (
-    Variant("native", "", "the framework's own step line (Megatron, DeepSpeed, torchtitan, HF Trainer)"),
-    Variant("pylogging", "{stamp} - INFO - step {step}/{total} | loss {loss:.4f} | {s_step:.2f} s/step",
-            "plain Python logging in a custom loop"),
-    Variant("fairseq", "{stamp} | INFO | train_inner | epoch 001:  {step} / {total} loss={loss:.3f}, "
-            "lr={lr:.3e}, ups={ups:.2f}, num_updates={step}", "fairseq train_inner progress"),
+    Variant("native", "", "the framework's own lines (Megatron, DeepSpeed, torchtitan, HF Trainer)"),
+    Variant("pylogging", "{stamp} - INFO - ",
+            "a custom loop logging through Python logging: `step 120/5000 | loss 2.3100 | ... | 2.02 s/step`"),
 )
 
 TABLES: dict[str, tuple[Variant, ...]] = {"rank_prefix": RANK_PREFIXES, "kernel": KERNEL_STAMPS,
@@ -101,9 +99,10 @@ class Dialect:
                    for src in ("rank_prefix", "kernel", "dcgm")}}
 
 
-def draw(hosts: list[str], seed: int) -> Dialect:
+def draw(hosts: list[str], seed: int, job: str = "") -> Dialect:
     """A random dialect: each host draws its rank-log prefix, kernel stamp and DCGM layout from its
-    own RNG (keyed by the dialect seed, the source and the host), the job draws one step style."""
+    own RNG (keyed by the dialect seed, the source and the host), the job (keyed by its name) one
+    step style."""
     def pick(src: str, key: str) -> Variant:
         return random.Random(f"dialect:{seed}:{src}:{key}").choice(TABLES[src])
 
@@ -111,4 +110,4 @@ def draw(hosts: list[str], seed: int) -> Dialect:
                    rank_prefix={h: pick("rank_prefix", h) for h in hosts},
                    kernel={h: pick("kernel", h) for h in hosts},
                    dcgm={h: pick("dcgm", h) for h in hosts},
-                   steps=pick("steps", "job"))
+                   steps=pick("steps", job))

@@ -1,4 +1,4 @@
-"""Framework step lines (Megatron, DeepSpeed, torchtitan, HF Trainer) and benign noise."""
+"""Framework step lines (Megatron, DeepSpeed, torchtitan, HF Trainer, a custom loop) and benign noise."""
 
 from __future__ import annotations
 
@@ -21,20 +21,6 @@ def _lr(cfg: Config, step: int) -> float:
     import math
 
     return 3e-5 + 0.5 * (3e-4 - 3e-5) * (1 + math.cos(math.pi * min(1.0, step / max(cfg.train_steps, 1))))
-
-
-def styled_step(case: Case, s: Step, rng: random.Random, s_step: float | None = None) -> str | None:
-    """The step line of step `s` in the dialect's step style (`dialects.STEP_STYLES`), or None
-    for the framework's own line (no dialect, or the `native` style). `s_step`: seconds per step
-    as the line reports it (default: this step's own duration)."""
-    if case.dialect is None or not case.dialect.steps.template:
-        return None
-    sec = (s.end - s.start) / US if s_step is None else s_step
-    d = case.clock.local(s.end)
-    style = case.dialect.steps
-    stamp = f"{d:%Y-%m-%d %H:%M:%S}" + (f",{d.microsecond // 1000:03d}" if style.name == "pylogging" else "")
-    return style.template.format(stamp=stamp, step=s.index, total=case.cfg.train_steps, loss=_loss(s.index, rng),
-                                 lr=_lr(case.cfg, s.index), s_step=sec, ups=1.0 / max(sec, 1e-6))
 
 
 def megatron_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -> None:
@@ -70,7 +56,7 @@ def megatron_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Ran
         ms = sum(window) / len(window) / 1000
         window = []
         tflops = 400.0 * cfg.step_time_s * 1000 / ms
-        emit(last, s.end, styled_step(case, s, rng, ms / 1000) or f" [{c.megatron(s.end)}] iteration {s.index:8d}/{cfg.train_steps:8d} | consumed samples: "
+        emit(last, s.end, f" [{c.megatron(s.end)}] iteration {s.index:8d}/{cfg.train_steps:8d} | consumed samples: "
              f"{s.index * gbs:12d} | elapsed time per iteration (ms): {ms:.1f} | throughput per GPU (TFLOP/s/GPU): "
              f"{tflops:.1f} | learning rate: {_lr(cfg, s.index):.6E} | global batch size: {gbs:5d} | lm loss: "
              f"{_loss(s.index, rng):.6E} | loss scale: 1.0 | grad norm: {rng.uniform(0.2, 0.9):.3f} | number of "
@@ -158,10 +144,6 @@ def deepspeed_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Ra
         if s.index % cfg.log_interval:
             continue
         lr = _lr(cfg, s.index)
-        styled = styled_step(case, s, rng)
-        if styled is not None:
-            emit(0, s.end, styled)
-            continue
         log(s.end, "logging.py:128:log_dist", f"[Rank 0] step={s.index}, skipped=0, lr=[{lr:.6g}, {lr:.6g}], "
             "mom=[(0.9, 0.95), (0.9, 0.95)]")
         sps = 512 / ((s.end - s.start) / US)
@@ -199,10 +181,6 @@ def torchtitan_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.R
             log(s.start + s.extra, f"[GC] Performing periodic GC collection took {s.extra / US:.2f} seconds")
         if s.index % cfg.log_interval:
             continue
-        styled = styled_step(case, s, rng)
-        if styled is not None:
-            emit(0, s.end, styled)
-            continue
         tps = int(3456 * cfg.step_time_s * US / (s.end - s.start))
         log(s.end, f"{r}step: {s.index:2}  {g}loss: {_loss(s.index, rng):8.5f}  {o}grad_norm: "
             f"{rng.uniform(0.2, 0.9):7.4f}  {y}memory: 30.12GiB(31.70%)  {b}tps: {tps:,}  {cy}tflops: 150.23  "
@@ -230,7 +208,7 @@ def hf_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -
     for s in a.steps:
         if s.index % cfg.log_interval:
             continue
-        emit(0, s.end, styled_step(case, s, rng) or f"{{'loss': {_loss(s.index, rng):.4f}, 'grad_norm': {rng.uniform(0.2, 0.9):.4f}, "
+        emit(0, s.end, f"{{'loss': {_loss(s.index, rng):.4f}, 'grad_norm': {rng.uniform(0.2, 0.9):.4f}, "
              f"'learning_rate': {_lr(cfg, s.index):.4e}, 'epoch': {s.index / cfg.train_steps:.2f}}}")
     for sv in a.saves:
         log(sv.start, "trainer.py:3410", f"Saving model checkpoint to /out/checkpoint-{sv.step}")
@@ -241,8 +219,41 @@ def hf_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -
             "huggingface.co/models =)\n\n")
 
 
+def custom_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -> None:
+    """A custom training loop that logs through Python `logging` (the dialect's `pylogging` step
+    style): checkpoint loads and saves in plain words, one step line per log interval with the
+    interval's mean step time."""
+    cfg, c = case.cfg, case.clock
+    head = case.dialect.steps.template if case.dialect is not None else "{stamp} - INFO - "
+
+    def log(t: int, msg: str) -> None:
+        emit(0, t, head.format(stamp=c.comma_ms(t)) + msg)
+
+    if a.resume_step:
+        path = f"/ckpt/step-{a.resume_step}"
+        log(a.first_step_start - 8 * US, f"Loading checkpoint from {path}")
+        log(a.first_step_start - 5 * US, f"Loaded checkpoint from {path} in {rng.uniform(2.5, 3.5):.1f} s")
+    window: list[int] = []
+    for s in a.steps:
+        window.append(s.end - s.start)
+        if s.index % cfg.log_interval:
+            continue
+        sec = sum(window) / len(window) / US
+        window = []
+        log(s.end, f"step {s.index}/{cfg.train_steps} | loss {_loss(s.index, rng):.4f} | lr {_lr(cfg, s.index):.3e} "
+            f"| {sec:.2f} s/step")
+    for sv in a.saves:
+        path = f"/ckpt/step-{sv.step}"
+        log(sv.start, f"Saving checkpoint to {path}")
+        if sv.durable:
+            log(sv.end, f"Saved checkpoint to {path} in {(sv.end - sv.start) / US:.1f} s")
+
+
 FRAMEWORKS = {"megatron": megatron_lines, "deepspeed": deepspeed_lines, "torchtitan": torchtitan_lines,
               "hf": hf_lines}
+
+
+STEP_STYLE_LINES = {"pylogging": custom_lines}  # the dialect's step styles other than `native`
 
 
 def render_framework(case: Case, a: Attempt) -> None:
@@ -262,7 +273,10 @@ def render_framework(case: Case, a: Attempt) -> None:
             return
         case.rank_line(a.index, rank, t, text)
 
-    FRAMEWORKS.get(case.cfg.framework, megatron_lines)(case, a, emit, last, random.Random(f"{case.seed}:fw:{a.index}"))
+    lines = FRAMEWORKS.get(case.cfg.framework, megatron_lines)
+    if case.dialect is not None and case.dialect.steps.name != "native":
+        lines = STEP_STYLE_LINES[case.dialect.steps.name]
+    lines(case, a, emit, last, random.Random(f"{case.seed}:fw:{a.index}"))
 
 
 def benign_noise(case: Case) -> None:

@@ -77,7 +77,7 @@ def test_draw_is_deterministic_and_reaches_every_variant() -> None:
         seen["steps"].add(d.steps.name)
     assert {k: sorted(v) for k, v in seen.items()} == {k: sorted(v.name for v in t) for k, t in TABLES.items()}
     assert len(RANK_PREFIXES) - 1 >= 3 and len(KERNEL_STAMPS) >= 3 and len(DCGM_LAYOUTS) == 3
-    assert [v.name for v in STEP_STYLES] == ["native", "pylogging"]  # native: the 4 frameworks' own
+    assert [v.name for v in STEP_STYLES] == ["native", "pylogging", "fairseq"]  # native: the 4 frameworks' own
 
 
 def test_unknown_dialect_is_a_clear_error(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ DCGM_HEAD = {"long": "timestamp,metric,gpu,UUID,pci_bus_id,Hostname,value",
              "wide": "timestamp,gpu,UUID,pci_bus_id,Hostname,DCGM_FI_DEV_SM_CLOCK,"}
 
 
-@pytest.mark.parametrize("dseed", [1, 3])  # thermal_straggler draws the native steps, then pylogging
+@pytest.mark.parametrize("dseed", [1, 2, 3])  # thermal_straggler's steps: native, fairseq, pylogging
 def test_random_dialect_files_carry_the_drawn_shapes(tmp_path: Path, dseed: int) -> None:
     scen = load_scenario(SCEN / "thermal_straggler.toml")
     case = simulate(scen, tmp_path / "c", SEED, dialect="random", dialect_seed=dseed)
@@ -125,7 +125,7 @@ def test_random_dialect_files_carry_the_drawn_shapes(tmp_path: Path, dseed: int)
             lines = log.read_text().splitlines()
             assert lines and all(pat.match(ln) for ln in lines), (log, pre, lines[0])
     rank0 = "\n".join(p.read_text() for p in sorted((job / "logs").glob("*/*/rank-0.log")))
-    marks = {"native": "[titan] ", "pylogging": " - INFO - step "}
+    marks = {"native": "[titan] ", "pylogging": " - INFO - step ", "fairseq": " | INFO | train_inner | epoch 001: "}
     assert marks[drawn["steps"]] in rank0
     assert all(m not in rank0 for k, m in marks.items() if k != drawn["steps"])
     # the truth is the dialect's too

@@ -17,7 +17,7 @@ Templates are `str.format` strings over the fields their source offers:
   (local `YYYY-MM-DD HH:MM:SS.mmm`);
 - kernel stamps: `upt` (`[ uptime.us]`), `ctime` (dmesg -T), `iso` (local, `+hhmm`), `mon`,
   `day` (right-aligned in 2), `hms`, `host`;
-- step styles: the line header, `stamp` (local `YYYY-MM-DD HH:MM:SS,mmm`).
+- step styles: the line header, `stamp` (local; `,mmm` for pylogging) and `logger` (fairseq).
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ STEP_STYLES: tuple[Variant, ...] = (
     Variant("native", "", "the framework's own lines (Megatron, DeepSpeed, torchtitan, HF Trainer)"),
     Variant("pylogging", "{stamp} - INFO - ",
             "a custom loop logging through Python logging: `step 120/5000 | loss 2.3100 | ... | 2.02 s/step`"),
+    Variant("fairseq", "{stamp} | INFO | {logger} | ",
+            "fairseq-train: `train_inner` progress (`epoch 001:    120 / 5000 loss=2.31, ups=0.5, num_updates=120`)"),
 )
 
 TABLES: dict[str, tuple[Variant, ...]] = {"rank_prefix": RANK_PREFIXES, "kernel": KERNEL_STAMPS,

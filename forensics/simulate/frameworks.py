@@ -1,4 +1,4 @@
-"""Framework step lines (Megatron, DeepSpeed, torchtitan, HF Trainer, a custom loop) and benign noise."""
+"""Framework step lines (Megatron, DeepSpeed, torchtitan, HF Trainer, a custom loop, fairseq) and benign noise."""
 
 from __future__ import annotations
 
@@ -253,7 +253,41 @@ FRAMEWORKS = {"megatron": megatron_lines, "deepspeed": deepspeed_lines, "torchti
               "hf": hf_lines}
 
 
-STEP_STYLE_LINES = {"pylogging": custom_lines}  # the dialect's step styles other than `native`
+def fairseq_lines(case: Case, a: Attempt, emit: Any, last: int, rng: random.Random) -> None:
+    """fairseq-train's log (the dialect's `fairseq` step style): `train_inner` progress lines
+    (`epoch 001:    120 / 5000 loss=..., ups=..., num_updates=120`, ups over the log interval),
+    checkpoint_utils' `Preparing to save` / `Saved checkpoint ... (writing took X seconds)` and the
+    trainer's `Loaded checkpoint` / `No existing checkpoint found`."""
+    cfg, c = case.cfg, case.clock
+    head = case.dialect.steps.template if case.dialect is not None else "{stamp} | INFO | {logger} | "
+
+    def log(t: int, logger: str, msg: str) -> None:
+        emit(0, t, head.format(stamp=f"{c.local(t):%Y-%m-%d %H:%M:%S}", logger=logger) + msg)
+
+    last_ckpt = "/ckpt/checkpoint_last.pt"
+    if a.resume_step:
+        log(a.first_step_start - 5 * US, "fairseq.trainer", f"Loaded checkpoint {last_ckpt} (epoch 1 @ "
+            f"{a.resume_step} updates)")
+    else:
+        log(a.first_step_start - 5 * US, "fairseq.trainer", f"No existing checkpoint found {last_ckpt}")
+    window: list[int] = []
+    for s in a.steps:
+        window.append(s.end - s.start)
+        if s.index % cfg.log_interval:
+            continue
+        ups = US * len(window) / sum(window)
+        window = []
+        log(s.end, "train_inner", f"epoch 001:  {s.index:5d} / {cfg.train_steps} loss={round(_loss(s.index, rng), 3):g}, "
+            f"wps={round(ups * 262144):g}, ups={round(ups, 2):g}, wpb=262144, bsz=512, num_updates={s.index}, "
+            f"lr={_lr(cfg, s.index):g}, gnorm={round(rng.uniform(0.2, 0.9), 3):g}, wall={(s.end - a.start) // US}")
+    for sv in a.saves:
+        log(sv.start, "fairseq.checkpoint_utils", f"Preparing to save checkpoint for epoch 1 @ {sv.step} updates")
+        if sv.durable:
+            log(sv.end, "fairseq.checkpoint_utils", f"Saved checkpoint /ckpt/checkpoint_1_{sv.step}.pt (epoch 1 @ "
+                f"{sv.step} updates, score None) (writing took {(sv.end - sv.start) / US} seconds)")
+
+
+STEP_STYLE_LINES = {"pylogging": custom_lines, "fairseq": fairseq_lines}  # the dialect's step styles other than `native`
 
 
 def render_framework(case: Case, a: Attempt) -> None:

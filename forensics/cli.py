@@ -55,6 +55,11 @@ class Engine(StrEnum):
     ray = "ray"
 
 
+class DialectMode(StrEnum):
+    default = "default"
+    random = "random"
+
+
 err = console_for(sys.stderr)
 out = console_for(sys.stdout)
 
@@ -292,6 +297,8 @@ def simulate(
     scenario: Annotated[Path, typer.Argument(metavar="SCENARIO", help="Scenario TOML (see docs/simulator.md).")],
     out_dir: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where to write the case (job/ and expected.toml).")] = Path("sim-out"),
     seed: Annotated[int, typer.Option("--seed", metavar="N", help="Random seed; same seed, same bytes.")] = 0,
+    dialect: Annotated[DialectMode | None, typer.Option("--dialect", metavar="default|random", help="Line dialects: 'default' (the scenario's own formats) or 'random' (drawn per host and per source; see docs/simulator.md). Default: the scenario's [job] dialect, else 'default'.")] = None,
+    dialect_seed: Annotated[int | None, typer.Option("--dialect-seed", metavar="N", help="Seed of the random dialect draw (default: the scenario's [job] dialect_seed, else --seed).")] = None,
 ) -> None:
     """Write a realistic job directory for a scenario, with its truth in expected.toml."""
     from forensics.simulate import load_scenario
@@ -309,7 +316,10 @@ def simulate(
     _on_interrupt = f"interrupted; the case under {out_dir} is incomplete (run simulate again)"
     try:
         with _status(f"simulating {escape(scenario.name)} (seed {seed})"):
-            case = run(spec, out_dir, seed)
+            case = run(spec, out_dir, seed, dialect=None if dialect is None else str(dialect), dialect_seed=dialect_seed)
+    except ValueError as exc:  # an unknown dialect (here or in the scenario): one line, no traceback
+        _fail(f"invalid scenario {scenario}: {exc}")
+        return
     except OSError as exc:
         _fail(f"cannot write the case to {out_dir}: {exc.strerror or exc}")
         return

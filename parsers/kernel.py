@@ -229,7 +229,9 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.coalesce(pl.col("_ts_exact"), h_ts, up_ts).alias("ts"),
         pl.when(pl.col("_ts_exact").is_not_null()).then(pl.lit("exact"))
         .when(pl.col("hmon").is_not_null() & h_ts.is_not_null()).then(pl.lit("exact"))
-        .when(h_ts.is_not_null() | up_ts.is_not_null()).then(pl.lit("derived"))
+        # uptime + the node's boot time (`uptime -s`) is the sum `dmesg -T` prints: as exact as that
+        .when(h_ts.is_null() & up_ts.is_not_null()).then(pl.lit("exact"))
+        .when(h_ts.is_not_null()).then(pl.lit("derived"))
         .when(pl.col("up").is_not_null() | pl.col("rel").is_not_null()).then(pl.lit("relative"))
         .otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.when(pl.col("_ts_exact").is_not_null())

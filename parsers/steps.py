@@ -42,7 +42,9 @@ Decisions:
   200 characters by a numeric loss or a per-step time (`0.84 s/step`, `290ms/step`, `1.05s/it`,
   `0.12 sec/batch`, `step_time=`). `framework` = mxnet | keras | fairseq | dllogger | tf | tqdm |
   flagscale | generic. Checkpoint lines `Saving/Saved/Loading/Loaded checkpoint to/from P`, `saved
-  step N in X s` have `framework` generic.
+  step N in X s` have `framework` generic; fairseq's `Preparing to save checkpoint for epoch E @ U
+  updates`, `Saved checkpoint P (epoch E @ U updates, ...) (writing took X seconds)` and `Loaded
+  checkpoint P (epoch E @ U updates)` have `framework` fairseq (step = U).
 - Keras: step = (E - 1) * batches + n from the last `Epoch E/T` line (lines before the first one
   belong to epoch E - 1 of the next), total_steps = T * batches. MXNet prints no epoch length: `step`
   is the batch within its epoch as printed (it restarts each epoch), `epoch` the printed epoch (a
@@ -396,6 +398,17 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
             "fairseq", step=inum(g("step")), loss=field(rf"\bloss[= ]({NUM})"),
             step_time_s=1.0 / field(rf"\bups[= ]({NUM})").replace(0.0, None),
             grad_norm=field(rf"\bgnorm[= ]({NUM})"), throughput=field(rf"\bwps[= ]({NUM})"))),
+        # fairseq checkpoint_utils / trainer: `Preparing to save checkpoint for epoch E @ U updates`,
+        # `Saved checkpoint P (epoch E @ U updates, score S) (writing took X seconds)` (`| saved ...`
+        # in the print-era releases, `@ N steps` in scripts that copied it), `Loaded checkpoint P
+        # (epoch E @ U updates)`; the step is the update count
+        (r"^\|? ?[Pp]reparing to save checkpoint for epoch \d+ @ (?P<step>\d+) updates",
+         ckpt("save_start", "fairseq", step=inum(g("step")))),
+        (rf"^\|? ?[Ss]aved checkpoint (?P<path>\S+) \(epoch \d+ @ (?P<step>\d+) (?:updates|steps)[^)]*\)"
+         rf"(?: \(writing took (?P<d>{NUM}) seconds\))?",
+         ckpt("save_end", "fairseq", step=inum(g("step")), path=g("path"), duration_s=fnum(g("d")))),
+        (r"^\|? ?[Ll]oaded checkpoint (?P<path>\S+) \(epoch \d+ @ (?P<step>\d+) updates\)",
+         ckpt("load_end", "fairseq", step=inum(g("step")), path=g("path"))),
         # --- NVIDIA DLLogger stdout: `DLL <stamp> - (epoch, step[, ...]) key : value ...`
         (r"^\((?P<ep>\d+), (?P<step>\d+)(?:, \d+)*\) +[\w./]+ : ", steprow(
             "dllogger", step=inum(g("step")),

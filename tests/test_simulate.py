@@ -1,4 +1,4 @@
-"""Tests of the scenario simulator (forensics/simulate.py)."""
+"""Tests of the scenario simulator (forensics/simulate/)."""
 
 from __future__ import annotations
 

@@ -71,12 +71,17 @@ def test_dmesg_uptime_stamps_relative_without_boot_time() -> None:
     check_contract(ex, 12)
 
 
-def test_dmesg_uptime_with_boot_time_is_derived() -> None:
+def test_dmesg_uptime_with_boot_time_is_exact() -> None:
+    # boot time + uptime is what `dmesg -T` prints (and that is `exact`): the same time, the same
+    # quality, so a kernel root cause in an uptime-stamped dmesg is not ranked below stamped lines
     boot = datetime(2025, 2, 21, 0, 0, 0, tzinfo=UTC)
     ex = fixture("dmesg_uptime.log", host_hint="node-1", boot_times={"node-1": boot})
     x = ev(ex, "xid")[1]
-    assert x["ts_quality"] == "derived"
+    assert x["ts_quality"] == "exact"
     assert x["ts"] == datetime(2025, 2, 22, 19, 4, 4, 78590, tzinfo=UTC)
+    # another host's boot time does not apply: the stamps stay relative
+    other = ev(fixture("dmesg_uptime.log", host_hint="node-1", boot_times={"node-2": boot}), "xid")[1]
+    assert other["ts"] is None and other["ts_quality"] == "relative"
 
 
 def test_dmesg_caller_id_prefix() -> None:

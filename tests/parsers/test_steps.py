@@ -609,6 +609,30 @@ def test_generic_checkpoint_lines() -> None:
         ("save_end", "/ckpt/resnet-0003.params", 4.5), ("load_start", "/ckpt/a.ckpt", None)]
 
 
+def test_fairseq_checkpoint_lines() -> None:
+    # fairseq's checkpoint_utils / trainer messages (logger and print-era forms, a `@ N steps` copy)
+    x = parse(
+        "2024-03-01 10:00:00 | INFO | fairseq.trainer | Loaded checkpoint /ckpt/checkpoint_last.pt (epoch 1 @ 500 updates)\n"
+        "2024-03-01 10:10:00 | INFO | fairseq.checkpoint_utils | Preparing to save checkpoint for epoch 1 @ 1000 updates\n"
+        "2024-03-01 10:10:31 | INFO | fairseq.checkpoint_utils | Saved checkpoint /ckpt/checkpoint_1_1000.pt "
+        "(epoch 1 @ 1000 updates, score 5.412) (writing took 30.5 seconds)\n"
+        "| saved checkpoint checkpoints/checkpoint3.pt (epoch 3 @ 4500 updates) (writing took 2.0 seconds)\n"
+        "Saved checkpoint /logs/epoch_2_800.pt (epoch 2 @ 800 steps) (writing took 1.25 seconds)\n"
+        "2024-03-01 10:20:00 | INFO | fairseq.checkpoint_utils | saved checkpoint /ckpt/c.pt (epoch 1 @ 7 updates, score None)\n"
+        "2024-03-01 10:30:00 | INFO | fairseq_cli.train | Saved checkpoints are kept in /ckpt\n")
+    ck = [(r["line_no"], r["event"], r["step"], r["path"], r["duration_s"]) for r in rows(x, "checkpoints")]
+    assert ck == [(1, "load_end", 500, "/ckpt/checkpoint_last.pt", None),
+                  (2, "save_start", 1000, None, None),
+                  (3, "save_end", 1000, "/ckpt/checkpoint_1_1000.pt", 30.5),
+                  (4, "save_end", 4500, "checkpoints/checkpoint3.pt", 2.0),
+                  (5, "save_end", 800, "/logs/epoch_2_800.pt", 1.25),
+                  (6, "save_end", 7, "/ckpt/c.pt", None)]
+    assert [k for _, k, _ in kinds(x) if k.startswith("checkpoint")] == [
+        "checkpoint_load", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_save_end",
+        "checkpoint_save_end", "checkpoint_save_end"]
+    assert rows(x, "checkpoints")[2]["ts"] == utc(2024, 3, 1, 10, 10, 31)
+
+
 def test_mxnet_speedometer_real() -> None:
     x = fixture("mxnet_speedometer_real.log")
     s = rows(x, "train_steps")

@@ -14,7 +14,6 @@ log when it dies. Signals that only show teardown name no category.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -22,6 +21,7 @@ from functools import cache
 import polars as pl
 
 from forensics.classifier import arbitrate, classify_incident
+from forensics.peers import GraphCulprit, decide, edges
 from forensics.precedence import Precedence, apply_outranks, apply_phase, load_precedence
 from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
@@ -255,6 +255,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     roots = aj.filter(pl.col("role") == "root")
     cascades = aj.filter(pl.col("role") == "cascade")
     root, notes = _pick_root(roots, _exit_times(ae), a, prec)
+    graph_decided = False
     hang_signals = cascades.filter(pl.col("signature").is_in(list(prec.hang_signals)))
     if root is None and cascades.is_empty():
         if ae.is_empty():
@@ -299,6 +300,12 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         if lag is not None:
             host, rank, gpu, pci = _fill_culprit({"rank": lag}, rmap, set(ae["host"].drop_nulls().to_list()))
             summary += f"; {why}"
+        g = _graph_culprit(aj, ip_host, rmap, prec) if category != "collective_desync" else None
+        if g is not None and g.host is not None:
+            if g.host != host:  # what the peers report outranks a lagging rank elsewhere
+                host, rank, gpu, pci = g.host, None, None, None
+            summary += f"; culprit {g.host}: {g.rule}"
+            graph_decided = True
         first_c = cascades.sort("ts", "event_id", nulls_last=True)
         time = first_c["ts"].drop_nulls().min() if not first_c.is_empty() else a["end"]
         root_code = None
@@ -308,16 +315,18 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         host, rank, gpu, pci = _fill_culprit(root, rmap, set(ae["host"].drop_nulls().to_list()))
         summary = root["summary"]
         root_code = root["code"]
-        if root["source"] == "nccl" and category == "network_fabric":
-            peer = _peer_culprit(roots.filter(pl.col("source") == "nccl"), ip_host)
-            if peer is not None:
-                host, rank, gpu, pci = peer, None, None, None
-                summary += f"; the unreachable peer is {peer} (reported by its peers)"
-            elif _peer_ips(roots.filter(pl.col("source") == "nccl")):
+        if category == "network_fabric":
+            g = _graph_culprit(aj, ip_host, rmap, prec)
+            if g is not None and g.host is not None:
+                if g.host != host:
+                    host, rank, gpu, pci = g.host, None, None, None
+                summary += f"; culprit {g.host}: {g.rule}"
+                graph_decided = True
+            elif g is not None and g.unmapped:
                 # The reporting host is a victim of a link or peer it names by address only:
                 # do not blame it; say which address is suspect.
-                ips = ", ".join(_peer_ips(roots.filter(pl.col("source") == "nccl")))
-                notes.append(f"suspect peer address {ips} could not be mapped to a host (no NCCL interface line for it)")
+                notes.append(f"suspect peer address {', '.join(g.unmapped)} could not be mapped to a host "
+                             "(no NCCL interface line for it)")
                 host, rank, gpu, pci = None, None, None, None
         repeats = _app_fault_repeats(root, ae, prec)
         if repeats >= prec.app_fault_processes:
@@ -343,7 +352,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     missing = _missing(sources_present)
     if missing:
         conf -= 0.05 * len(missing)
-    evidence_rows = _select_evidence(root, aj)
+    evidence_rows = _select_evidence(root, aj, host if graph_decided else None)
     return Interruption(
         id=f"a{i}", attempt=i, time=time, kind=kind, category=category, domain=cat.domain, action=action,
         auto_recoverable=action in AUTO_RECOVERABLE, recurring=False, culprit_host=host,
@@ -374,25 +383,18 @@ def _process_failed(ae: pl.DataFrame, aj: pl.DataFrame) -> bool:
     return bool((codes > 0).any())
 
 
-def _peer_ips(nccl_roots: pl.DataFrame) -> list[str]:
-    return sorted(set(nccl_roots["message"].str.extract(r"peer (\d{1,3}(?:\.\d{1,3}){3})<", 1).drop_nulls().to_list()))
-
-
-def _peer_culprit(nccl_roots: pl.DataFrame, ip_host: dict[str, str]) -> str | None:
-    """Follow the peer addresses of IB/socket errors to the host that owns them (majority)."""
-    ips = nccl_roots["message"].str.extract(r"peer (\d{1,3}(?:\.\d{1,3}){3})<", 1).drop_nulls().to_list()
-    if not ips:
+def _graph_culprit(aj: pl.DataFrame, ip_host: dict[str, str], rmap: pl.DataFrame, prec: Precedence) -> GraphCulprit | None:
+    """The culprit graph over the attempt's root and cascade hits (forensics/peers.py)."""
+    hits = aj.filter(pl.col("role").is_in(["root", "cascade"]))
+    if hits.is_empty():
         return None
-    hosts = Counter(ip_host[ip] for ip in ips if ip in ip_host)
-    if not hosts:
-        return None
-    reporters = set(nccl_roots["host"].drop_nulls().to_list())
-    best = sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-    if best in reporters and len(hosts) > 1:
-        others = [h for h, _ in sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0])) if h not in reporters]
-        if others:
-            best = others[0]
-    return best
+    rank_host: dict[int, str] = {}
+    if not rmap.is_empty():
+        for r, h in rmap.select("rank", "host").drop_nulls().unique().sort("rank", "host").iter_rows():
+            rank_host.setdefault(int(r), h)
+    hosts = set(aj["host"].drop_nulls().to_list()) | set(ip_host.values()) | set(rank_host.values())
+    e = edges(hits, ip_host, rank_host, hosts)
+    return decide(e, hits.filter(pl.col("role") == "root"), prec.many_peers, prec.many_reporters)
 
 
 def _missing(sources_present: set[str]) -> list[str]:
@@ -405,12 +407,19 @@ def _missing(sources_present: set[str]) -> list[str]:
     return [desc for src, desc in wanted.items() if src not in sources_present]
 
 
-def _select_evidence(root: dict | None, aj: pl.DataFrame) -> list[dict]:
+def _select_evidence(root: dict | None, aj: pl.DataFrame, culprit_host: str | None = None) -> list[dict]:
+    """The root, then (when the culprit graph named a host) that host's own first root hit (else its
+    first cascade), then the
+    earliest hit of each other signature, roots first, then two context lines."""
     if aj.is_empty():
         return []
     rows = []
     if root is not None:
         rows.append(aj.filter(pl.col("event_id") == root["event_id"]).head(1))
+    if culprit_host is not None:
+        own = aj.filter(pl.col("role").is_in(["root", "cascade"]) & (pl.col("host") == culprit_host))
+        rows.append(own.with_columns((pl.col("role") != "root").alias("_c")).sort(
+            "_c", "ts", "event_id", nulls_last=True).drop("_c").head(1))
     rest = aj.filter(pl.col("role").is_in(["root", "cascade"]))
     if root is not None:
         rest = rest.filter(pl.col("event_id") != root["event_id"])

@@ -80,6 +80,8 @@ class Precedence:
     app_fault_category: str
     follow_on_xids: tuple[str, ...]
     actions: dict[str, str]
+    many_peers: int = 3
+    many_reporters: int = 2
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
@@ -154,6 +156,8 @@ def parse_precedence(doc: dict) -> Precedence:
         app_fault_signatures=_t(app.get("signatures")), app_fault_processes=int(app.get("processes", 3)),
         app_fault_category=str(app.get("category", "gpu_other_hardware")),
         follow_on_xids=_t(doc.get("follow_on", {}).get("xids")), actions=actions,
+        many_peers=int(doc.get("culprit_graph", {}).get("many_peers", 3)),
+        many_reporters=int(doc.get("culprit_graph", {}).get("many_reporters", 2)),
     )
 
 

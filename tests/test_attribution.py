@@ -127,3 +127,28 @@ def test_a_same_time_tie_breaks_by_the_stated_keys_not_by_file_order(
         assert v["category"] == "gpu_lost", v["summary"]
         picks.append((v["evidence"][0]["signature"], v["evidence"][0]["text"].strip().endswith(bus)))
     assert picks[0] == picks[1] == ("kernel-gpu-fell-off-bus", True)
+
+
+def _nccl_rank_log(host: str, ip: str, peers: list[str]) -> str:
+    pre = f"{host}:4242:4242 [0]"
+    text = (f"[2026-12-01 09:00:00] {pre} NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:{ip}<0>\n")
+    for k, p in enumerate(peers):
+        text += (f"[2026-12-01 09:05:{k:02d}] {host}:4242:4300 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB: Got "
+                 f"completion from peer {p}<5{k}123> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca mlx5_0\n")
+    return text
+
+
+IPS = {"node-a": "10.0.0.1", "node-b": "10.0.0.2", "node-c": "10.0.0.3", "node-d": "10.0.0.4"}
+
+
+@pytest.mark.parametrize("a_reports", [True, False])
+def test_culprit_graph_on_nccl_lines(job_of: Callable[[dict[str, str]], Path], tmp_path: Path, a_reports: bool) -> None:
+    """node-a reports completion errors with three distinct peers: node-a is named, not the peers.
+    Without node-a's own reports, node-b and node-c both reporting node-a name it too."""
+    reports = {"node-a": ["10.0.0.2", "10.0.0.3", "10.0.0.4"] if a_reports else [],
+               "node-b": ["10.0.0.1"], "node-c": ["10.0.0.1"], "node-d": []}
+    job = job_of({f"{h}/rank-0.log": _nccl_rank_log(h, IPS[h], reports[h]) for h in IPS})
+    v = verdict(job, tmp_path)
+    assert v["category"] == "network_fabric" and v["culprit"]["host"] == "node-a", v["summary"]
+    rule = "it reports failures with 3 distinct peers" if a_reports else "2 hosts report it (node-b, node-c)"
+    assert f"culprit node-a: {rule}" in v["summary"]

@@ -2,42 +2,35 @@
 signal wins; cascades (watchdog timeouts, remote-peer errors, teardown signals) attach to it;
 the culprit is localised to host / rank / GPU; action and recurrence follow the taxonomy.
 
-Root choice: t0 is the time of the earliest root hit with an exact stamp (or of any root hit
-when none is exact). Every root hit up to TIE_WINDOW after t0 (and any hit whose stamp was only
-derived from neighbouring lines, which can read too early) competes; the highest signature
-weight wins, then the earliest, then the first in file order. This keeps a GPU's Xid 79 ahead
-of the CUDA error the application prints a second later, and a Python exception ahead of the
-network errors its peers log when it dies.
+Root choice follows signatures/precedence.toml (forensics/precedence.py): phase rules re-read
+a root's category by when it happened, `outranks` rules take a root out of the running when a
+stronger cause of the same incident is there (a hardware Xid over an application-class Xid, an
+uncorrectable memory or NVLink Xid over the contained Xid it causes), then the earliest root and
+those within the tie window compete, ordered by the stated tie-break keys (weight, then time,
+rank, host, ...; never file order). This keeps a GPU's Xid 79 ahead of the CUDA error the
+application prints a second later, and a Python exception ahead of the network errors its peers
+log when it dies. Signals that only show teardown name no category.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cache
 
 import polars as pl
 
-from forensics.classifier import Prediction, classify_incident
+from forensics.classifier import arbitrate, classify_incident
+from forensics.peers import GraphCulprit, decide, edges
+from forensics.precedence import Precedence, apply_outranks, apply_phase, load_precedence
 from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 
-TIE_WINDOW = timedelta(seconds=10)
-# Categories whose fault can leave every rank waiting (a hang) rather than crashing one: the
-# interruption is a hang when collectives timed out and no rank failed on its own.
-APP_FAULT_REPEATS = 3  # an application-class Xid on one GPU from this many processes: suspect the GPU
-MAY_HANG = ("network_fabric", "nvlink", "storage", "gpu_driver_firmware", "gpu_other_hardware")
 MAX_EVIDENCE = 8
 # Without a root or cascade hit, an attempt that is the job's last is an interruption only when a
 # failure was still seen in it (`_failure_seen`); otherwise its logs just end (no interruption).
 EXIT_KINDS = ("elastic_failure", "worker_failed", "launcher_exit", "slurm_task_exit")
 SCHED_OK = ("COMPLETED", "RUNNING", "PENDING")  # scheduler states that are no failure (sacct State)
-# Xids that by their meaning follow an earlier fault or a killed process (xid.csv: 43 "follow-on of an
-# application fault or an app being killed", 45 "sympathetic event: look for the primary Xid"); the
-# catalog rates them informational, but seen alone (a DCGM gauge keeps only the last Xid) they say a
-# failure happened whose cause is hidden.
-FOLLOW_ON_XIDS = ("43", "45")
 
 
 @dataclass
@@ -184,27 +177,29 @@ def _exit_times(ae: pl.DataFrame) -> pl.DataFrame:
     return ex.group_by("rank").agg(pl.col("ts").min().alias("exit_ts"))
 
 
-def _pick_root(roots: pl.DataFrame, exit_times: pl.DataFrame) -> dict | None:
-    """Earliest credible root; see the module docstring. Lines without a stamp of their own
-    (tracebacks, old NCCL WARNs) take their rank's failure time from the torchelastic table
-    when there is one; candidates with neither are ranked after those that have a time."""
+def _pick_root(roots: pl.DataFrame, exit_times: pl.DataFrame, a: dict,
+               prec: Precedence) -> tuple[dict | None, list[str]]:
+    """The root of the attempt and the notes of the precedence rules that decided (see the module
+    docstring and signatures/precedence.toml). Lines without a stamp of their own (tracebacks, old
+    NCCL WARNs) take their rank's failure time from the torchelastic table when there is one;
+    candidates with neither are ranked after those that have a time."""
     if roots.is_empty():
-        return None
+        return None, []
     r = roots.join(exit_times, on="rank", how="left").with_columns(
         pl.when(pl.col("ts_quality") == "exact").then(pl.col("ts"))
         .otherwise(pl.coalesce("exit_ts", "ts")).alias("t_best"),
         ((pl.col("ts_quality") == "exact") | pl.col("exit_ts").is_not_null()).alias("reliable"),
     )
+    r = apply_phase(r, a.get("first_step_start"), a.get("first_step") is not None, prec)
+    r, notes = apply_outranks(r, prec)
+    cols, desc = prec.sort_keys()
     timed = r.filter(pl.col("t_best").is_not_null())
     if timed.is_empty():
-        return r.sort("weight", "event_id", descending=[True, False]).row(0, named=True)
+        return r.sort(cols, descending=desc, nulls_last=True).row(0, named=True), notes
     rel = timed.filter(pl.col("reliable"))
     t0 = (rel if not rel.is_empty() else timed)["t_best"].min()
-    pool = timed.filter((pl.col("t_best") <= t0 + TIE_WINDOW) | ~pl.col("reliable"))
-    # ties (stamps of one-second resolution) go to the lowest global rank, then file order
-    pool = pool.sort(["weight", "reliable", "t_best", "rank", "event_id"], descending=[True, True, False, False, False],
-                     nulls_last=True)
-    return pool.row(0, named=True)
+    pool = timed.filter((pl.col("t_best") <= t0 + prec.tie_window) | ~pl.col("reliable"))
+    return pool.sort(cols, descending=desc, nulls_last=True).row(0, named=True), notes
 
 
 @cache
@@ -212,7 +207,7 @@ def _severe_xids() -> tuple[str, ...]:
     """Xids that make an interruption: those the catalog rates above informational, and the follow-ons."""
     t = xid_table()
     rated = t.filter(pl.col("severity").str.strip_chars().is_in(["medium", "high", "critical"]))["xid"]
-    return tuple(sorted({x.strip() for x in rated.to_list()} | set(FOLLOW_ON_XIDS)))
+    return tuple(sorted({x.strip() for x in rated.to_list()} | set(load_precedence().follow_on_xids)))
 
 
 def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None) -> str | None:
@@ -256,12 +251,12 @@ def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None
 def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo: pl.DataFrame | None,
                        rmap: pl.DataFrame, ip_host: dict[str, str], sources_present: set[str],
                        exits: pl.DataFrame | None = None, is_last: bool = False) -> Interruption | None:
+    prec = load_precedence()
     roots = aj.filter(pl.col("role") == "root")
     cascades = aj.filter(pl.col("role") == "cascade")
-    root = _pick_root(roots, _exit_times(ae))
-    method = "rules"
-    notes: list[str] = []
-    hang_signals = cascades.filter(pl.col("signature").is_in(["pt-watchdog-timeout", "pt-heartbeat-timeout", "pt-watchdog-status"]))
+    root, notes = _pick_root(roots, _exit_times(ae), a, prec)
+    graph_decided = False
+    hang_signals = cascades.filter(pl.col("signature").is_in(list(prec.hang_signals)))
     if root is None and cascades.is_empty():
         if ae.is_empty():
             return None
@@ -287,9 +282,16 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             category = "comm_hang_unknown"
             summary = "Communication hang: collectives timed out and no root event was found"
             conf = 0.6
-        else:
+        elif cascades.filter(~pl.col("signature").is_in(list(prec.teardown))).is_empty():
             first = cascades.sort("ts", "event_id", nulls_last=True).row(0, named=True)
-            category = first["category"] if first["category"] != "unknown" else "unknown"
+            category = "unknown"
+            summary = (f"Only teardown was seen ({first['summary']}, {first['path']}:{first['line_no']}): "
+                       "the cause of the failure is not in the logs read")
+            conf = 0.3
+        else:
+            first = cascades.filter(~pl.col("signature").is_in(list(prec.teardown))).sort(
+                "ts", "event_id", nulls_last=True).row(0, named=True)
+            category = first["category"]
             summary = f"Only symptoms found: {first['summary']}"
             conf = 0.35
         lag, why = (lone, "") if lone is not None else _lagging_rank(ae, tmo, rmap)
@@ -298,6 +300,12 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         if lag is not None:
             host, rank, gpu, pci = _fill_culprit({"rank": lag}, rmap, set(ae["host"].drop_nulls().to_list()))
             summary += f"; {why}"
+        g = _graph_culprit(aj, ip_host, rmap, prec) if category != "collective_desync" else None
+        if g is not None and g.host is not None:
+            if g.host != host:  # what the peers report outranks a lagging rank elsewhere
+                host, rank, gpu, pci = g.host, None, None, None
+            summary += f"; culprit {g.host}: {g.rule}"
+            graph_decided = True
         first_c = cascades.sort("ts", "event_id", nulls_last=True)
         time = first_c["ts"].drop_nulls().min() if not first_c.is_empty() else a["end"]
         root_code = None
@@ -307,20 +315,22 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         host, rank, gpu, pci = _fill_culprit(root, rmap, set(ae["host"].drop_nulls().to_list()))
         summary = root["summary"]
         root_code = root["code"]
-        if root["source"] == "nccl" and category == "network_fabric":
-            peer = _peer_culprit(roots.filter(pl.col("source") == "nccl"), ip_host)
-            if peer is not None:
-                host, rank, gpu, pci = peer, None, None, None
-                summary += f"; the unreachable peer is {peer} (reported by its peers)"
-            elif _peer_ips(roots.filter(pl.col("source") == "nccl")):
+        if category == "network_fabric":
+            g = _graph_culprit(aj, ip_host, rmap, prec)
+            if g is not None and g.host is not None:
+                if g.host != host:
+                    host, rank, gpu, pci = g.host, None, None, None
+                summary += f"; culprit {g.host}: {g.rule}"
+                graph_decided = True
+            elif g is not None and g.unmapped:
                 # The reporting host is a victim of a link or peer it names by address only:
                 # do not blame it; say which address is suspect.
-                ips = ", ".join(_peer_ips(roots.filter(pl.col("source") == "nccl")))
-                notes.append(f"suspect peer address {ips} could not be mapped to a host (no NCCL interface line for it)")
+                notes.append(f"suspect peer address {', '.join(g.unmapped)} could not be mapped to a host "
+                             "(no NCCL interface line for it)")
                 host, rank, gpu, pci = None, None, None, None
-        repeats = _app_fault_repeats(root, ae)
-        if repeats >= APP_FAULT_REPEATS:
-            category = "gpu_other_hardware"
+        repeats = _app_fault_repeats(root, ae, prec)
+        if repeats >= prec.app_fault_processes:
+            category = prec.app_fault_category
             summary += (f"; it repeats on this GPU across {repeats} different processes, so the GPU is suspect "
                         "rather than the code")
         if category == "comm_hang_unknown":
@@ -331,18 +341,18 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         conf = min(0.95, 0.55 + 0.08 * int(root["weight"]))
         if root["ts_quality"] != "exact":
             conf -= 0.1
-    category, conf, method = _consult_classifier(category, conf, classify_incident(aj, ae, a))
+    category, conf, method = arbitrate(category, conf, classify_incident(aj, ae, a))
     cat = info(category)
     kind = cat.default_kind
-    if category in MAY_HANG and not hang_signals.is_empty() and not _process_failed(ae, aj):
+    if category in prec.may_hang and not hang_signals.is_empty() and not _process_failed(ae, aj):
         kind = "hang"
     action = cat.default_action
-    if root is not None and root["signature"] == "xid-94":
-        action = "restart"
+    if root is not None and category == root["category"]:
+        action = prec.actions.get(root["signature"], action)
     missing = _missing(sources_present)
     if missing:
         conf -= 0.05 * len(missing)
-    evidence_rows = _select_evidence(root, aj)
+    evidence_rows = _select_evidence(root, aj, host if graph_decided else None)
     return Interruption(
         id=f"a{i}", attempt=i, time=time, kind=kind, category=category, domain=cat.domain, action=action,
         auto_recoverable=action in AUTO_RECOVERABLE, recurring=False, culprit_host=host,
@@ -352,30 +362,13 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     )
 
 
-CLASSIFIER_TAKES_OVER = 0.8
-
-
-def _consult_classifier(category: str, conf: float, pred: Prediction | None) -> tuple[str, float, str]:
-    """The classifier (forensics/classifier.py) names the category only where the rules could
-    not (category unknown) and it is at least CLASSIFIER_TAKES_OVER sure; where it agrees with
-    the rules it raises their confidence. It does not override a rule: trained on a few
-    simulated jobs per category, it confused comm_hang_unknown with collective_desync on the real
-    samples (the difference is one line of evidence the rules read), so the rules keep the last
-    word (measured with `forensics eval fixtures/jobs`)."""
-    if pred is None:
-        return category, conf, "rules"
-    if category == "unknown" and pred.category != "unknown" and pred.confidence >= CLASSIFIER_TAKES_OVER:
-        return pred.category, round(pred.confidence * 0.8, 2), "classifier"
-    if pred.category == category:
-        return category, round(max(conf, pred.confidence), 2), "rules+classifier"
-    return category, conf, "rules"
-
-
-def _app_fault_repeats(root: dict, ae: pl.DataFrame) -> int:
-    """Distinct processes that hit an application-class Xid (13/31/43) on the root's GPU."""
-    if root["signature"] not in ("xid-13", "xid-31", "xid-43") or root.get("pci_bus_id") is None:
+def _app_fault_repeats(root: dict, ae: pl.DataFrame, prec: Precedence) -> int:
+    """Distinct processes that hit an application-class Xid (precedence.toml app_fault_repeats) on
+    the root's GPU."""
+    if root["signature"] not in prec.app_fault_signatures or root.get("pci_bus_id") is None:
         return 0
-    same = ae.filter((pl.col("kind") == "xid") & pl.col("code").is_in(["13", "31", "43"])
+    codes = [s.removeprefix("xid-") for s in prec.app_fault_signatures]
+    same = ae.filter((pl.col("kind") == "xid") & pl.col("code").is_in(codes)
                      & (pl.col("pci_bus_id") == root["pci_bus_id"]) & pl.col("host").eq_missing(root.get("host")))
     return int(same["pid"].drop_nulls().n_unique())
 
@@ -390,25 +383,18 @@ def _process_failed(ae: pl.DataFrame, aj: pl.DataFrame) -> bool:
     return bool((codes > 0).any())
 
 
-def _peer_ips(nccl_roots: pl.DataFrame) -> list[str]:
-    return sorted(set(nccl_roots["message"].str.extract(r"peer (\d{1,3}(?:\.\d{1,3}){3})<", 1).drop_nulls().to_list()))
-
-
-def _peer_culprit(nccl_roots: pl.DataFrame, ip_host: dict[str, str]) -> str | None:
-    """Follow the peer addresses of IB/socket errors to the host that owns them (majority)."""
-    ips = nccl_roots["message"].str.extract(r"peer (\d{1,3}(?:\.\d{1,3}){3})<", 1).drop_nulls().to_list()
-    if not ips:
+def _graph_culprit(aj: pl.DataFrame, ip_host: dict[str, str], rmap: pl.DataFrame, prec: Precedence) -> GraphCulprit | None:
+    """The culprit graph over the attempt's root and cascade hits (forensics/peers.py)."""
+    hits = aj.filter(pl.col("role").is_in(["root", "cascade"]))
+    if hits.is_empty():
         return None
-    hosts = Counter(ip_host[ip] for ip in ips if ip in ip_host)
-    if not hosts:
-        return None
-    reporters = set(nccl_roots["host"].drop_nulls().to_list())
-    best = sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-    if best in reporters and len(hosts) > 1:
-        others = [h for h, _ in sorted(hosts.items(), key=lambda kv: (-kv[1], kv[0])) if h not in reporters]
-        if others:
-            best = others[0]
-    return best
+    rank_host: dict[int, str] = {}
+    if not rmap.is_empty():
+        for r, h in rmap.select("rank", "host").drop_nulls().unique().sort("rank", "host").iter_rows():
+            rank_host.setdefault(int(r), h)
+    hosts = set(aj["host"].drop_nulls().to_list()) | set(ip_host.values()) | set(rank_host.values())
+    e = edges(hits, ip_host, rank_host, hosts)
+    return decide(e, hits.filter(pl.col("role") == "root"), prec.many_peers, prec.many_reporters)
 
 
 def _missing(sources_present: set[str]) -> list[str]:
@@ -421,12 +407,19 @@ def _missing(sources_present: set[str]) -> list[str]:
     return [desc for src, desc in wanted.items() if src not in sources_present]
 
 
-def _select_evidence(root: dict | None, aj: pl.DataFrame) -> list[dict]:
+def _select_evidence(root: dict | None, aj: pl.DataFrame, culprit_host: str | None = None) -> list[dict]:
+    """The root, then (when the culprit graph named a host) that host's own first root hit (else its
+    first cascade), then the
+    earliest hit of each other signature, roots first, then two context lines."""
     if aj.is_empty():
         return []
     rows = []
     if root is not None:
         rows.append(aj.filter(pl.col("event_id") == root["event_id"]).head(1))
+    if culprit_host is not None:
+        own = aj.filter(pl.col("role").is_in(["root", "cascade"]) & (pl.col("host") == culprit_host))
+        rows.append(own.with_columns((pl.col("role") != "root").alias("_c")).sort(
+            "_c", "ts", "event_id", nulls_last=True).drop("_c").head(1))
     rest = aj.filter(pl.col("role").is_in(["root", "cascade"]))
     if root is not None:
         rest = rest.filter(pl.col("event_id") != root["event_id"])

@@ -190,12 +190,16 @@ def xid_signatures(overrides: dict) -> dict:
     return {"signature": out}
 
 
+# TOML files beside the signatures that are not signatures (forensics/precedence.py reads this one)
+NOT_SIGNATURES = ("precedence.toml",)
+
+
 def load_catalog() -> Catalog:
     base = resources.files("forensics").joinpath("signatures")
     docs: dict[str, dict] = {}
     overrides: dict = {}
     for entry in sorted(base.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".toml"):
+        if not entry.name.endswith(".toml") or entry.name in NOT_SIGNATURES:
             continue
         doc = tomllib.loads(entry.read_text(encoding="utf-8"))
         if entry.name == "xid.toml":

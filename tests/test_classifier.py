@@ -114,24 +114,22 @@ def test_the_shipped_artifact_is_plain_json_and_loads() -> None:
     assert tr["samples"] >= 50
 
 
-def test_arbitrate() -> None:
-    pred = clf.Prediction("gpu_lost", 0.8, {"gpu_lost": 0.8, "comm_hang_unknown": 0.15, "cuda_error": 0.05})
-    # rules silent, the classifier is confident: it decides
-    assert clf.arbitrate("comm_hang_unknown", 0.6, pred, silent=True) == ("gpu_lost", 0.8, "classifier")
-    # rules silent, classifier agrees
-    assert clf.arbitrate("gpu_lost", 0.35, pred, silent=True) == ("gpu_lost", 0.8, "rules+classifier")
-    # rules silent, classifier unsure: the rules stand
-    weak = clf.Prediction("gpu_lost", 0.45, {"gpu_lost": 0.45, "comm_hang_unknown": 0.4, "cuda_error": 0.15})
-    assert clf.arbitrate("comm_hang_unknown", 0.6, weak, silent=True) == ("comm_hang_unknown", 0.6, "rules")
-    # rules conflict: the best-supported candidate, never a category outside the candidates
-    assert clf.arbitrate("cuda_error", 0.7, pred, silent=False, candidates=["cuda_error", "gpu_lost"]) == \
-        ("gpu_lost", 0.8, "rules+classifier")
-    assert clf.arbitrate("cuda_error", 0.7, pred, silent=False, candidates=["cuda_error", "oom"]) == \
-        ("cuda_error", 0.05, "rules+classifier")
-    # rules decided: agreement raises nothing but the method; disagreement leaves the rules
-    assert clf.arbitrate("gpu_lost", 0.95, pred, silent=False) == ("gpu_lost", 0.95, "rules+classifier")
-    assert clf.arbitrate("cuda_error", 0.7, pred, silent=False) == ("cuda_error", 0.7, "rules")
-    assert clf.arbitrate("cuda_error", 0.7, None, silent=True) == ("cuda_error", 0.7, "rules")
+def test_arbitrate_is_the_policy_attribution_uses() -> None:
+    import inspect
+
+    from forensics import attribution
+    assert "arbitrate(" in inspect.getsource(attribution._attribute_attempt)
+    pred = clf.Prediction("gpu_lost", 0.85, {"gpu_lost": 0.85, "comm_hang_unknown": 0.1, "cuda_error": 0.05})
+    # the rules found no cause and the classifier is sure: it names the category, discounted
+    assert clf.arbitrate("unknown", 0.3, pred) == ("gpu_lost", round(0.85 * clf.CLASSIFIER_DISCOUNT, 2), "classifier")
+    # below the take-over probability the rules' unknown stands
+    weak = clf.Prediction("gpu_lost", 0.6, {"gpu_lost": 0.6, "comm_hang_unknown": 0.4})
+    assert clf.arbitrate("unknown", 0.3, weak) == ("unknown", 0.3, "rules")
+    # the rules named a category: the classifier never overrides it, agreement raises the confidence
+    assert clf.arbitrate("comm_hang_unknown", 0.6, pred) == ("comm_hang_unknown", 0.6, "rules")
+    assert clf.arbitrate("gpu_lost", 0.7, pred) == ("gpu_lost", 0.85, "rules+classifier")
+    assert clf.arbitrate("gpu_lost", 0.95, pred) == ("gpu_lost", 0.95, "rules+classifier")
+    assert clf.arbitrate("cuda_error", 0.7, None) == ("cuda_error", 0.7, "rules")
 
 
 def test_smoke_prediction_on_a_simulated_gpu_lost_case(tmp_path: Path) -> None:

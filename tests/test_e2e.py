@@ -170,3 +170,34 @@ def test_recurrence_marks_only_the_repeats(tmp_path: Path) -> None:
     assert [(x["attempt"], x["category"], x["recurring"]) for x in xs] == [
         (0, "user_code", False), (1, "user_code", True), (2, "user_code", True)]
     assert rep["verdict"]["id"] == xs[2]["id"] and rep["verdict"]["recurring"]
+
+
+def test_culprit_graph_names_the_host_that_reports_many_peers(tmp_path: Path) -> None:
+    """ib_link_many_peers: node-002's link dies and its kernel log does not show it; its own ranks
+    report completion errors with peers on every other node, and its two ring neighbours report
+    it. The host with many distinct peers is named, not one of the peers it names."""
+    case, exp = _case(tmp_path, ROOT / "fixtures" / "scenarios" / "ib_link_many_peers.toml")
+    rep = analyze(case / "job", tmp_path / "out", html=False).report
+    (x,) = [i for i in rep["interruptions"] if i["kind"] != "slowdown"]
+    want = exp["interruptions"][0]["culprit_host"]
+    assert x["category"] == "network_fabric"
+    assert x["culprit"]["host"] == want == "node-002", x["summary"]
+    assert f"culprit {want}: it reports failures with 5 distinct peers" in x["summary"]
+    # the evidence cites the culprit's own reports as well as its peers'
+    job = case / "job"
+    texts = [(job / e["path"]).read_text().split("\n")[e["line"] - 1] for e in x["evidence"]]
+    assert any(want in t for t in texts), texts
+
+
+def test_culprit_graph_names_the_host_its_peers_report(tmp_path: Path) -> None:
+    """gpu_lost_peers_report: a GPU of node-002 falls off the bus and the node's kernel log was lost
+    in the reboot; the ranks of node-001 and node-003 report IB errors naming node-002's address.
+    node-002 is named, and the summary says which rule decided."""
+    case, exp = _case(tmp_path, ROOT / "fixtures" / "scenarios" / "gpu_lost_peers_report.toml")
+    rep = analyze(case / "job", tmp_path / "out", html=False).report
+    (x,) = [i for i in rep["interruptions"] if i["kind"] != "slowdown"]
+    want = exp["interruptions"][0]["culprit_host"]
+    assert (x["kind"], x["category"]) == ("hang", "comm_hang_unknown")
+    assert x["culprit"]["host"] == want == "node-002", x["summary"]
+    assert f"culprit {want}: 2 hosts report it (node-001, node-003)" in x["summary"]
+    assert rep["verdict"]["kind"] == "completed"

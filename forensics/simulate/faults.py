@@ -115,13 +115,17 @@ def _aer_lines(ctx: Ctx) -> None:
 
 def fault_gpu_fell_off_bus(ctx: Ctx) -> None:
     case, host, gpu = ctx.case, ctx.host, ctx.gpu
-    if ctx.f.params.get("aer", True):
+    # kernel = false: the node was rebooted to recover the GPU and its kernel ring buffer went
+    # with it (the dmesg collected afterwards holds none of the fault's lines)
+    kernel = bool(ctx.f.params.get("kernel", True))
+    if kernel and ctx.f.params.get("aer", True):
         _aer_lines(ctx)
-    if ctx.f.params.get("thread_check", True):
+    if kernel and ctx.f.params.get("thread_check", True):
         case.kernel_line(host, ctx.tf - 40_000, "NVRM: _threadNodeCheckTimeout: API_GPU_ATTACHED_SANITY_CHECK failed!")
-    xid_line(case, host, gpu, ctx.tf, 79, "GPU has fallen off the bus.")
-    case.kernel_line(host, ctx.tf + 300, f"NVRM: GPU {case.ids.pci(gpu)}.0: GPU has fallen off the bus.")
-    if case.cfg.driver >= (535,):
+    if kernel:
+        xid_line(case, host, gpu, ctx.tf, 79, "GPU has fallen off the bus.")
+        case.kernel_line(host, ctx.tf + 300, f"NVRM: GPU {case.ids.pci(gpu)}.0: GPU has fallen off the bus.")
+    if kernel and case.cfg.driver >= (535,):
         xid_line(case, host, gpu, ctx.tf + 9000, 154,
                  "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)")
     case.gpu_states.setdefault((host, gpu), []).append((ctx.tf, 1 << 62, "lost"))
@@ -154,16 +158,22 @@ def fault_ib_link_error(ctx: Ctx) -> None:
     nic = int(ctx.f.params.get("nic", ctx.gpu))
     bus = NIC_BUS[nic % len(NIC_BUS)]
     dev = f"mlx5_core 0000:{bus}:00.0"
-    case.kernel_line(host, ctx.tf, f"{dev}: mlx5_port_module_event:1142:(pid 0): Port module event[error]: "
-                     f"module {nic}, Cable error, Bus stuck (I2C or data shorted)")
-    case.kernel_line(host, ctx.tf + 2000, f"{dev} ibp{int(bus, 16)}s0: Link down")
+    if ctx.f.params.get("kernel", True):  # false: the node's kernel log holds none of the fault's lines
+        case.kernel_line(host, ctx.tf, f"{dev}: mlx5_port_module_event:1142:(pid 0): Port module event[error]: "
+                         f"module {nic}, Cable error, Bus stuck (I2C or data shorted)")
+        case.kernel_line(host, ctx.tf + 2000, f"{dev} ibp{int(bus, 16)}s0: Link down")
     ip = case.ids.ip(host)
-    for r in _ring_neighbors(ctx):
+    # culprit_reports = true: the node's own ranks see the dead link too, each with the peer its
+    # channel connects to, on every other node in turn (many distinct peers)
+    others = [h for h in ctx.a.hosts if h != host]
+    own = [ctx.node * ctx.gpn + g for g in range(ctx.gpn)] if ctx.f.params.get("culprit_reports", False) and others else []
+    peer_of = {r: case.ids.ip(others[k % len(others)]) for k, r in enumerate(own)}
+    for r in _ring_neighbors(ctx) + own:
         t = ctx.tf + int(ctx.rng.uniform(18.0, 18.4) * US)
         rhost = ctx.a.hosts[r // ctx.gpn]
         pid, tid = ctx.pid(r), ctx.pid(r) + 211
         lr = r % ctx.gpn
-        msg = ib_warn_text(case, ip, ctx.rng.randrange(40000, 60000), lr, 12, 129)
+        msg = ib_warn_text(case, peer_of.get(r, ip), ctx.rng.randrange(40000, 60000), lr, 12, 129)
         text = nccl_warn(case, t, rhost, pid, tid, lr, ib_loc(case), msg, "ncclIbTest")
         if case.cfg.nccl_debug == "INFO":
             p = nccl_prefix(rhost, pid, tid, lr)

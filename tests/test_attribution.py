@@ -1,0 +1,154 @@
+"""Precedence and causality as data (forensics/signatures/precedence.toml): each rule deciding on
+a small job directory of lines as their emitters print them, beside the control where the rule
+does not apply."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from forensics.analysis import analyze
+from forensics.precedence import PrecedenceError, load_precedence, parse_precedence
+from forensics.signatures import load_catalog
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOT = "[Tue Dec  1 08:00:00 2026] Linux version 6.8.0-45-generic (buildd@lcy02) #45-Ubuntu SMP\n"
+
+
+def dmesg(*lines: tuple[str, str]) -> str:
+    """(HH:MM:SS, message) pairs as `dmesg -T` prints them."""
+    return BOOT + "".join(f"[Tue Dec  1 {t} 2026] {m}\n" for t, m in lines)
+
+
+XID13 = "NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception on (GPC 1, TPC 2, SM 0): Out Of Range Address"
+XID48 = "NVRM: Xid (PCI:0000:3b:00): 48, pid=4242, name=python3, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0."
+XID94 = "NVRM: Xid (PCI:0000:3b:00): 94, pid=4242, name=python3, Contained: SM (0x1). RST: No, D-RST: No"
+XID74 = "NVRM: Xid (PCI:0000:3b:00): 74, pid=4242, name=python3, NVLink: fatal error detected on link 3(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)"
+XID79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+
+
+def verdict(job: Path, tmp: Path) -> dict:
+    return analyze(job, tmp / "out", html=False).report["verdict"]
+
+
+def test_the_rules_name_only_signatures_the_catalog_has() -> None:
+    prec = load_precedence()
+    ids = {s.id for s in load_catalog().signatures}
+    assert prec.signature_ids() and prec.signature_ids() <= ids, sorted(prec.signature_ids() - ids)
+    assert {r.name for r in prec.outranks} == {"hardware-over-application-xid", "uncorrectable-over-contained"}
+
+
+def test_a_broken_precedence_file_is_refused_with_every_problem() -> None:
+    doc = tomllib.loads((ROOT / "forensics" / "signatures" / "precedence.toml").read_text(encoding="utf-8"))
+    doc["tie_break"] = ["weight", "file_order"]
+    doc["outranks"][0]["winner_categories"] = ["gpu_exploded"]
+    doc["action"]["xid-94"] = "reboot"
+    with pytest.raises(PrecedenceError) as e:
+        parse_precedence(doc)
+    msg = str(e.value)
+    assert "file_order" in msg and "path and line" in msg and "gpu_exploded" in msg and "reboot" in msg
+
+
+@pytest.mark.parametrize("xid48_host", ["node-01", "node-02"])
+def test_a_hardware_xid_outranks_an_earlier_application_xid_on_its_host(
+        job_of: Callable[[dict[str, str]], Path], tmp_path: Path, xid48_host: str) -> None:
+    """Xid 13 first, the DBE a minute later (beyond the tie window): on the same host the DBE is
+    the cause; on another host the earliest root stands."""
+    files = {"node-01/dmesg.log": dmesg(("09:10:00", XID13))}
+    other = dmesg(("09:11:00", XID48))
+    files[f"{xid48_host}/dmesg.log"] = other if xid48_host != "node-01" else dmesg(("09:10:00", XID13), ("09:11:00", XID48))
+    v = verdict(job_of(files), tmp_path)
+    if xid48_host == "node-01":
+        assert (v["category"], v["action"]) == ("gpu_memory", "exclude_node_and_restart"), v["summary"]
+        assert "rule hardware-over-application-xid" in v["summary"]
+        assert (v["evidence"][0]["path"], v["evidence"][0]["line"]) == ("node-01/dmesg.log", 3)
+    else:
+        assert v["category"] == "cuda_error", v["summary"]
+        assert (v["evidence"][0]["path"], v["evidence"][0]["line"]) == ("node-01/dmesg.log", 2)
+    assert v["culprit"]["host"] == "node-01"
+
+
+@pytest.mark.parametrize("with_nvlink", [True, False])
+def test_an_nvlink_xid_outranks_the_contained_xid_it_causes(
+        job_of: Callable[[dict[str, str]], Path], tmp_path: Path, with_nvlink: bool) -> None:
+    lines = [("09:10:00", XID94)] + ([("09:10:30", XID74)] if with_nvlink else [])
+    v = verdict(job_of({"node-03/dmesg.log": dmesg(*lines)}), tmp_path)
+    if with_nvlink:
+        assert (v["category"], v["action"]) == ("nvlink", "exclude_node_and_restart"), v["summary"]
+        assert "xid-74 outranks xid-94" in v["summary"]
+    else:
+        # alone, the contained error keeps its own action from precedence.toml: restart the application
+        assert (v["category"], v["action"], v["auto_recoverable"]) == ("gpu_memory", "restart", True), v["summary"]
+
+
+STEPS = ("[2026-12-01 09:01:{s:02d}] iteration {i:8d}/    1000 | consumed samples: {n:12d} | elapsed time per iteration "
+         "(ms): 2000.1 | learning rate: 3.000E-04 | global batch size:   128 | lm loss: 7.123456E+00 | loss scale: 1.0 |")
+CONNECT = ("[2026-12-01 09:05:00] node-a:3016:3235 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+           "10.0.0.7<43213> failed : Connection refused")
+
+
+@pytest.mark.parametrize("trained", [False, True])
+def test_a_socket_failure_is_configuration_before_the_first_step_and_the_network_after(
+        job_of: Callable[[dict[str, str]], Path], tmp_path: Path, trained: bool) -> None:
+    steps = "".join(STEPS.format(s=10 * k, i=10 * (k + 1), n=1280 * (k + 1)) + "\n" for k in range(3)) if trained else ""
+    v = verdict(job_of({"node-a/train.log": steps + CONNECT + "\n"}), tmp_path)
+    assert v["category"] == ("network_fabric" if trained else "nccl_config"), v["summary"]
+    ev = v["evidence"][0]
+    assert (ev["path"], ev["line"], ev["signature"]) == ("node-a/train.log", 4 if trained else 1,
+                                                         "nccl-socket-connect-failed")
+
+
+def test_teardown_only_names_no_category(job_of: Callable[[dict[str, str]], Path], tmp_path: Path) -> None:
+    """A peer closing its socket and a clean communicator abort say that something failed, not
+    what: no network_fabric verdict from them."""
+    log = ("[2026-12-01 09:05:00] node-a:3016:3240 [0] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed "
+           "by remote peer node-b<45074>\n"
+           "[2026-12-01 09:05:01] node-a:3016:3016 [0] NCCL INFO comm 0x5610 rank 1 nranks 2 cudaDev 0 busId 100000 - "
+           "Abort COMPLETE\n")
+    v = verdict(job_of({"node-a/nccl.log": log}), tmp_path)
+    assert v["category"] == "unknown" and v["action"] == "investigate", v["summary"]
+    assert v["summary"].startswith("Only teardown was seen") and "node-a/nccl.log:1" in v["summary"]
+
+
+def test_a_same_time_tie_breaks_by_the_stated_keys_not_by_file_order(
+        job_of: Callable[[dict[str, str]], Path], tmp_path: Path) -> None:
+    """The driver's Xid 79 and its own 'GPU has fallen off the bus' line, in the same second, of
+    equal weight, on one host and GPU: the Xid comes first in the file, yet the stated rule (then
+    signature id) picks kernel-gpu-fell-off-bus; swapping the lines does not change the pick."""
+    keys = load_precedence().tie_break
+    assert keys.index("signature") < keys.index("line")
+    bus = "NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."
+    picks = []
+    for order in ((XID79, bus), (bus, XID79)):
+        v = verdict(job_of({"node-a/dmesg.log": dmesg(*(("09:10:00", m) for m in order))}), tmp_path / str(len(picks)))
+        assert v["category"] == "gpu_lost", v["summary"]
+        picks.append((v["evidence"][0]["signature"], v["evidence"][0]["text"].strip().endswith(bus)))
+    assert picks[0] == picks[1] == ("kernel-gpu-fell-off-bus", True)
+
+
+def _nccl_rank_log(host: str, ip: str, peers: list[str]) -> str:
+    pre = f"{host}:4242:4242 [0]"
+    text = (f"[2026-12-01 09:00:00] {pre} NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB eth0:{ip}<0>\n")
+    for k, p in enumerate(peers):
+        text += (f"[2026-12-01 09:05:{k:02d}] {host}:4242:4300 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB: Got "
+                 f"completion from peer {p}<5{k}123> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca mlx5_0\n")
+    return text
+
+
+IPS = {"node-a": "10.0.0.1", "node-b": "10.0.0.2", "node-c": "10.0.0.3", "node-d": "10.0.0.4"}
+
+
+@pytest.mark.parametrize("a_reports", [True, False])
+def test_culprit_graph_on_nccl_lines(job_of: Callable[[dict[str, str]], Path], tmp_path: Path, a_reports: bool) -> None:
+    """node-a reports completion errors with three distinct peers: node-a is named, not the peers.
+    Without node-a's own reports, node-b and node-c both reporting node-a name it too."""
+    reports = {"node-a": ["10.0.0.2", "10.0.0.3", "10.0.0.4"] if a_reports else [],
+               "node-b": ["10.0.0.1"], "node-c": ["10.0.0.1"], "node-d": []}
+    job = job_of({f"{h}/rank-0.log": _nccl_rank_log(h, IPS[h], reports[h]) for h in IPS})
+    v = verdict(job, tmp_path)
+    assert v["category"] == "network_fabric" and v["culprit"]["host"] == "node-a", v["summary"]
+    rule = "it reports failures with 3 distinct peers" if a_reports else "2 hosts report it (node-b, node-c)"
+    assert f"culprit node-a: {rule}" in v["summary"]

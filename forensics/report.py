@@ -17,6 +17,12 @@ SCHEMA_VERSION = 1
 MAX_UNPARSED_LISTED = 200
 
 
+# A verdict that needs no action (`none`: no interruption in the sources read; `completed` without
+# a node to drain) is auto-recoverable: nothing needs a human for the job to go on. An
+# interruption's `auto_recoverable` stays true exactly for `restart` and `exclude_node_and_restart`
+# (DESIGN §5); see docs/architecture.md "Verdict".
+NOTHING_TO_RECOVER = True
+
 def iso(t: datetime | None) -> str | None:
     if t is None:
         return None
@@ -88,7 +94,7 @@ def _verdict(inters: list[dict], attempts: pl.DataFrame, completed: set[int], fi
     elif done:
         n = len(crash_like)
         v = {"id": None, "attempt": last, "time": None, "kind": "completed", "category": None, "domain": None,
-             "action": "none", "auto_recoverable": False, "recurring": False, "culprit": dict(BLANK_CULPRIT),
+             "action": "none", "auto_recoverable": NOTHING_TO_RECOVER, "recurring": False, "culprit": dict(BLANK_CULPRIT),
              "confidence": 0.9, "method": "rules",
              "summary": "The job completed" + (f" after {n} interruption{'s' if n != 1 else ''}" if n else ""),
              "missing_evidence": [], "evidence": []}
@@ -105,7 +111,7 @@ def _verdict(inters: list[dict], attempts: pl.DataFrame, completed: set[int], fi
                         "its last interruption: " + v["summary"])
     elif not files.filter(pl.col("parser").is_not_null()).is_empty():
         v = {"id": None, "attempt": last, "time": None, "kind": "none", "category": None, "domain": None,
-             "action": "none", "auto_recoverable": False, "recurring": False, "culprit": dict(BLANK_CULPRIT),
+             "action": "none", "auto_recoverable": NOTHING_TO_RECOVER, "recurring": False, "culprit": dict(BLANK_CULPRIT),
              "confidence": None, "method": "rules",
              "summary": f"No interruption found in the sources read ({_coverage_text(files)})",
              "missing_evidence": [], "evidence": []}

@@ -130,7 +130,7 @@ def test_healthy_job_collected_mid_run_is_none(tmp_path: Path) -> None:
     a = analyze(job, tmp_path / "out")
     rep = a.report
     v = rep["verdict"]
-    assert (v["kind"], v["category"], v["action"], v["auto_recoverable"]) == ("none", None, "none", False)
+    assert (v["kind"], v["category"], v["action"], v["auto_recoverable"]) == ("none", None, "none", True)
     assert v["culprit"] == {"host": None, "rank": None, "gpu": None, "pci_bus_id": None} and v["drain"] == []
     assert rep["interruptions"] == []
     parsers = {s["parser"] for s in rep["sources"]}

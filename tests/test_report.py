@@ -142,7 +142,7 @@ def test_context_only_and_warnings_are_no_interruption(tmp_path: Path) -> None:
     rep = analyze(job, tmp_path / "out", html=False).report
     v = rep["verdict"]
     assert (v["kind"], v["category"], v["domain"], v["action"], v["auto_recoverable"]) == (
-        "none", None, None, "none", False)
+        "none", None, None, "none", True)
     assert rep["interruptions"] == [] and v["culprit"]["host"] is None
     assert v["summary"] == "No interruption found in the sources read (2 files: 1 kernel, 1 nccl)"
     check(rep, SCHEMA, "report")

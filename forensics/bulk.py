@@ -121,7 +121,7 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     frame = pl.DataFrame({"text": text})
     interesting = None
     m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING,))
-    if m.engine == "hyperscan":  # one pass over the bytes finds the few lines the regex matches
+    if m.engine == "hyperscan" and blob.isascii():  # one pass over the bytes finds the few lines it matches
         starts = np.concatenate([[0], np.cumsum(text.str.len_bytes().to_numpy().astype(np.int64) + 1)[:-1]])
         mark = np.zeros(text.len(), dtype=bool)
         mark[m.rows(blob, starts=starts)] = True

@@ -97,15 +97,17 @@ def _alternatives(pattern: str) -> list[str]:
     return [*out, cur]
 
 
-def _runs(alt: str) -> list[str]:
-    """Runs of literal text every match of `alt` contains (groups, classes, escapes like `\\d`
-    and optional characters end a run)."""
-    runs, lit, i = [], "", 0
+def _runs(alt: str, min_len: int = MIN_LITERAL) -> list[tuple[str, ...]]:
+    """What every match of `alt` contains: runs of literal text (1-tuples; classes, escapes like
+    `\\d` and optional characters end a run) and, for a required group of alternatives, the set of
+    their literals (a match holds one of them)."""
+    runs: list[tuple[str, ...]] = []
+    lit, i = "", 0
 
     def close() -> None:
         nonlocal lit
         if lit:
-            runs.append(lit)
+            runs.append((lit,))
         lit = ""
 
     while i < len(alt):
@@ -142,9 +144,19 @@ def _runs(alt: str) -> list[str]:
                     i = alt.index("}", i) + 1
                 i += alt[i:i + 1] in ("?", "+")
                 continue
-            inner = re.sub(r"^\?(?:[a-zA-Z-]*:|P<\w+>)?", "", inner, count=1)  # (?:, (?-i:, (?P<name>
-            if not inner.startswith("?") and len(_alternatives(inner)) == 1:
-                runs.extend(_runs(inner))  # a group of one alternative: its runs are required too
+            head = re.match(r"^\?(?:([a-zA-Z]*)(?:-[a-zA-Z]*)?:|P<\w+>)?", inner)
+            if "i" in (head.group(1) or ""):  # a (?i:...) group inside: no exact literal
+                continue
+            inner = inner[head.end():]  # (?:, (?-i:, (?P<name>
+            if inner.startswith("?"):  # a lookaround or a flag group: nothing required
+                continue
+            alts = _alternatives(inner)
+            if len(alts) == 1:
+                runs.extend(_runs(inner, min_len))  # a group of one alternative: its runs are required
+            else:
+                bests = [_best(a, min_len) for a in alts]
+                if all(b is not None for b in bests):
+                    runs.append(tuple(dict.fromkeys(x for b in bests for x in b)))
         elif c in _META:
             close()
             i += 1
@@ -166,21 +178,25 @@ def _runs(alt: str) -> list[str]:
     return runs
 
 
+def _best(alt: str, min_len: int) -> tuple[str, ...] | None:
+    """The factor of `alt` to screen on: its shortest member the longest (then the fewest members)."""
+    ok = [f for f in _runs(alt, min_len) if all(len(x.strip()) >= min_len for x in f)]
+    return max(ok, key=lambda f: (min(len(x) for x in f), -len(f))) if ok else None
+
+
 def required_literals(pattern: str, min_len: int = MIN_LITERAL) -> tuple[list[str], bool] | None:
-    """One literal per top-level alternative of `pattern` (the longest run every match of that
-    alternative contains) and whether they match case-insensitively (`(?i)` in front); None when
+    """Literals for each top-level alternative of `pattern` (the longest run every match of that
+    alternative contains, or the literals of a required group of alternatives) and whether they match case-insensitively (`(?i)` in front); None when
     some alternative has no run of `min_len` characters (the pattern cannot be prefiltered)."""
     m = re.match(r"^\(\?([a-zA-Z]+)\)", pattern)
     flags = m.group(1) if m else ""
     body = pattern[m.end():] if m else pattern
-    lits = []
+    lits: list[str] = []
     for alt in _alternatives(body):
-        runs = [r for r in _runs(alt) if len(r.strip()) >= min_len]
-        if not runs:
+        best = _best(alt, min_len)
+        if best is None:
             return None
-        best = max(runs, key=len)
-        if best not in lits:
-            lits.append(best)
+        lits += [x for x in best if x not in lits]
     return lits, "i" in flags
 
 

@@ -11,7 +11,7 @@ DEMO_CASE := forensics-out/demo-case
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,ray,triage]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -31,11 +31,12 @@ from datetime import datetime
 import numpy as np
 import polars as pl
 
+from forensics import triage
 from forensics.config import JobConfig
 from forensics.discovery import SourceFile
 from parsers import ParserInfo
 from parsers.lines import MAX_LINE_CHARS, is_plain, plain_lines, with_body
-from parsers.nccl import chatter
+from parsers.nccl import INFO_INTERESTING, chatter
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, ParseContext, conform
 from parsers.timestamps import derive_missing
 
@@ -44,6 +45,7 @@ SEP = "\x1e"  # text of the separator lines between files
 _SEP_BLOCK = (SEP + "\n") * 2
 # every stamp shape `ingest._stamp_expr` reads has one (a web-UI export's epoch ms: the second)
 _STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
+_NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
 
 
 @dataclass
@@ -112,16 +114,25 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     sep = _SEP_BLOCK.encode()
     blob = b"".join([part for it in ok for part in (it.data, b"" if it.data.endswith(b"\n") else b"\n", sep)])
     text = plain_lines(blob)  # every file ends in '\n': the rows are those of `rows`
-    del blob
     if text is None or text.str.len_bytes().max() > min(max_line, MAX_LINE_CHARS):
         return None, again + [it.index for it in ok]
     # the regexes run on the text as read, in the pieces polars' reader made (one per thread)
     t = pl.col("text")
-    masks = pl.DataFrame({"text": text}).select(chatter(t).alias("_chat"), t.str.contains(_STAMP_HINT).alias("_st"))
+    frame = pl.DataFrame({"text": text})
+    interesting = None
+    m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING,))
+    if m.engine == "hyperscan" and blob.isascii():  # one pass over the bytes finds the few lines it matches
+        starts = np.concatenate([[0], np.cumsum(text.str.len_bytes().to_numpy().astype(np.int64) + 1)[:-1]])
+        mark = np.zeros(text.len(), dtype=bool)
+        mark[m.rows(blob, starts=starts)] = True
+        frame = frame.with_columns(pl.Series("_int", mark))
+        interesting = pl.col("_int")
+    masks = frame.select(chatter(t, interesting).alias("_chat"), t.str.contains(_STAMP_HINT).alias("_st"))
     k = np.repeat(np.arange(len(ok), dtype=np.int64), rows)
     local = np.arange(text.len(), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(rows)[:-1]]), rows) + 1
     df = pl.DataFrame({"line_no": bases[k] + local, "text": text, "hint_file": k, "_local": local,
                        "_sep": local > n[k], "_chat": masks["_chat"]})
+    del blob
     chat_n = np.bincount(k, weights=masks["_chat"].to_numpy(), minlength=len(ok)).astype(np.int64)
     # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
     lo_hi = _spans(df.filter(~pl.col("_sep") & ((pl.col("_local") <= SPAN_LINES) | (pl.col("_local") > pl.Series(

@@ -103,12 +103,15 @@ def sniff(head: str) -> float:
     return 0.0
 
 
-def chatter(line: pl.Expr) -> pl.Expr:
+def chatter(line: pl.Expr, interesting: pl.Expr | None = None) -> pl.Expr:
     """NCCL INFO/TRACE/CALL lines that can never become an event (the bulk of an INFO-level log):
     literal checks first, one prefix regex. forensics/bulk.py drops them before any parser runs
-    and counts them as ignored, exactly as `parse` does."""
+    and counts them as ignored, exactly as `parse` does. `interesting`: whether each line matches
+    INFO_INTERESTING, when the caller found that already (bulk's triage engine)."""
+    if interesting is None:
+        interesting = line.str.contains(INFO_INTERESTING)
     boring = (
-        (line.str.contains(" NCCL INFO ", literal=True) & ~line.str.contains(INFO_INTERESTING))
+        (line.str.contains(" NCCL INFO ", literal=True) & ~interesting)
         | line.str.contains(" NCCL TRACE ", literal=True) | line.str.contains(" NCCL CALL ", literal=True)
     )
     return boring & line.str.contains(PREFIX_CHECK)

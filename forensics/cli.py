@@ -465,6 +465,7 @@ def train(
     import tempfile
 
     from forensics import classifier as clf
+    from forensics.training import train_from_scenarios
 
     paths = sorted(scenarios.glob("*.toml")) if scenarios.is_dir() else []
     if not paths:
@@ -484,10 +485,10 @@ def train(
                 with Progress(TextColumn("simulating + analyzing"), BarColumn(), MofNCompleteColumn(),
                               TimeElapsedColumn(), console=err, transient=True) as prog:
                     task = prog.add_task("train", total=len(paths) * n)
-                    model, rep = clf.train_from_scenarios(paths, n, work, jobs=jobs,
-                                                          progress=lambda d, t: prog.update(task, completed=d))
+                    model, rep = train_from_scenarios(paths, n, work, jobs=jobs,
+                                                      progress=lambda d, t: prog.update(task, completed=d))
             else:
-                model, rep = clf.train_from_scenarios(paths, n, work, jobs=jobs)
+                model, rep = train_from_scenarios(paths, n, work, jobs=jobs)
         except ValueError as exc:
             _fail(str(exc), 1)
             return

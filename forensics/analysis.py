@@ -53,6 +53,7 @@ class Analysis:
     store_path: Path
 
     def _store(self) -> Store:
+        # lazy: DuckDB and pyarrow load only when the store is read
         from forensics.store import Store
 
         return Store(self.store_path, create=False, read_only=True)
@@ -109,18 +110,21 @@ class Analysis:
 
     def plot_timeline(self):
         """Attempts as bars over time coloured by downtime bucket, interruptions marked."""
+        # lazy: matplotlib loads only when a plot is drawn
         from forensics import plots
 
         return plots.timeline(self.report, self.attempts, self._table("checkpoints"))
 
     def plot_step_time(self):
         """Step time per logged step with checkpoint saves, slow episodes and restarts."""
+        # lazy: matplotlib loads only when a plot is drawn
         from forensics import plots
 
         return plots.step_time(self.steps, self.report, self._table("checkpoints"))
 
     def plot_straggler_heatmap(self):
         """SM clock of every GPU over time (DCGM), stragglers outlined."""
+        # lazy: matplotlib loads only when a plot is drawn
         from forensics import plots
 
         return plots.straggler_heatmap(self.sql(f"SELECT * FROM dcgm_samples WHERE field = '{plots.SM_CLOCK}'"),
@@ -128,6 +132,7 @@ class Analysis:
 
     def plot_downtime(self):
         """Seconds per downtime bucket, goodput and GPU-hours lost."""
+        # lazy: matplotlib loads only when a plot is drawn
         from forensics import plots
 
         return plots.downtime_breakdown(self.report)
@@ -137,7 +142,7 @@ def default_out(job_dir: Path, name: str) -> Path:
     return Path("forensics-out") / name
 
 
-def _job_name(root: Path, cfg_name: str | None) -> str:
+def resolve_job_name(root: Path, cfg_name: str | None) -> str:
     if cfg_name:
         return cfg_name
     name = root.resolve().name
@@ -172,7 +177,7 @@ def analyze(path: Path | str, out: Path | str | None = None,
         raise JobDirError(f"not a directory or archive: {root}")
     if root.is_dir():  # an archive's job.toml is read from its discovery (one unpacking, not two)
         cfg = load_job_config(root)
-        name = _job_name(root, cfg.name)
+        name = resolve_job_name(root, cfg.name)
         out_dir = Path(out) if out is not None else default_out(root, name)
         _check_out(root, out_dir)
         disc = discover(root, limits)
@@ -182,7 +187,7 @@ def analyze(path: Path | str, out: Path | str | None = None,
         disc = discover(root, limits)
         try:
             cfg = load_job_config(root, disc)
-            name = _job_name(root, cfg.name)
+            name = resolve_job_name(root, cfg.name)
             out_dir = Path(out) if out is not None else default_out(root, name)
             _check_out(root, out_dir)
         except BaseException:

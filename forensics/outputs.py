@@ -96,6 +96,7 @@ def write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callabl
 
 
 def _write_store(path: Path, result: dict) -> None:
+    # lazy: DuckDB and pyarrow load only when the store is written (after the verdict)
     from forensics.store import Store
 
     st = Store(path)

@@ -30,6 +30,7 @@ from forensics.signatures import load_catalog, match
 from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from forensics.timeline import assign_attempts, derive_times, rank_map
+from parsers import source_names
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
 
 if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or read, after the verdict
@@ -38,7 +39,7 @@ if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or r
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
 
 
-NODE_PARSERS = ("kernel", "dcgm", "sacct", "nvsmi")  # files of node-level records: they never make an attempt
+NODE_PARSERS = source_names(not_scope="process")  # files of node/job-level records: they never make an attempt
 
 
 class OutputDirError(Exception):

@@ -22,6 +22,12 @@ import polars as pl
 from forensics.classifier import Prediction, classify_incident
 from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
+from parsers import evidence_wanted, source_with
+
+# the sources attribution reads for a role of their own (parsers.spec.ROLES), by role, never by name
+COLLECTIVES = source_with("collectives")  # network errors that name peers
+LAUNCHER = source_with("launcher")  # per-rank failure records
+FRAMEWORK = source_with("framework")  # a rank's own errors
 
 TIE_WINDOW = timedelta(seconds=10)
 # Categories whose fault can leave every rank waiting (a hang) rather than crashing one: the
@@ -179,7 +185,7 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
 def _exit_times(ae: pl.DataFrame) -> pl.DataFrame:
     """First failure time per rank in the attempt, from torchelastic tables and agent lines."""
     ex = ae.filter(((pl.col("kind").is_in(["elastic_failure", "worker_failed"]))
-                    | ((pl.col("source") == "elastic") & (pl.col("kind") == "exception"))) & pl.col("rank").is_not_null()
+                    | ((pl.col("source") == LAUNCHER) & (pl.col("kind") == "exception"))) & pl.col("rank").is_not_null()
                    & pl.col("ts").is_not_null() & (pl.col("ts_quality") == "exact"))
     return ex.group_by("rank").agg(pl.col("ts").min().alias("exit_ts"))
 
@@ -307,15 +313,15 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         host, rank, gpu, pci = _fill_culprit(root, rmap, set(ae["host"].drop_nulls().to_list()))
         summary = root["summary"]
         root_code = root["code"]
-        if root["source"] == "nccl" and category == "network_fabric":
-            peer = _peer_culprit(roots.filter(pl.col("source") == "nccl"), ip_host)
+        if root["source"] == COLLECTIVES and category == "network_fabric":
+            peer = _peer_culprit(roots.filter(pl.col("source") == COLLECTIVES), ip_host)
             if peer is not None:
                 host, rank, gpu, pci = peer, None, None, None
                 summary += f"; the unreachable peer is {peer} (reported by its peers)"
-            elif _peer_ips(roots.filter(pl.col("source") == "nccl")):
+            elif _peer_ips(roots.filter(pl.col("source") == COLLECTIVES)):
                 # The reporting host is a victim of a link or peer it names by address only:
                 # do not blame it; say which address is suspect.
-                ips = ", ".join(_peer_ips(roots.filter(pl.col("source") == "nccl")))
+                ips = ", ".join(_peer_ips(roots.filter(pl.col("source") == COLLECTIVES)))
                 notes.append(f"suspect peer address {ips} could not be mapped to a host (no NCCL interface line for it)")
                 host, rank, gpu, pci = None, None, None, None
         repeats = _app_fault_repeats(root, ae)
@@ -383,7 +389,7 @@ def _app_fault_repeats(root: dict, ae: pl.DataFrame) -> int:
 def _process_failed(ae: pl.DataFrame, aj: pl.DataFrame) -> bool:
     """Some rank failed on its own: a root-role PyTorch/Python error (not the launcher's
     ChildFailedError, not a watchdog abort), or a positive exit code."""
-    if aj.filter((pl.col("role") == "root") & (pl.col("source") == "pytorch")).height:
+    if aj.filter((pl.col("role") == "root") & (pl.col("source") == FRAMEWORK)).height:
         return True
     ex = ae.filter(pl.col("kind").is_in(["elastic_failure", "worker_failed", "launcher_exit"]))
     codes = ex["code"].cast(pl.Int64, strict=False).drop_nulls()
@@ -412,12 +418,7 @@ def _peer_culprit(nccl_roots: pl.DataFrame, ip_host: dict[str, str]) -> str | No
 
 
 def _missing(sources_present: set[str]) -> list[str]:
-    wanted = {
-        "kernel": "kernel logs (dmesg/journal)",
-        "pytorch": "rank logs with PyTorch output",
-        "nccl": "NCCL debug output",
-        "sacct": "scheduler records (sacct)",
-    }
+    wanted = evidence_wanted()  # the sources whose spec says how a report names them
     return [desc for src, desc in wanted.items() if src not in sources_present]
 
 

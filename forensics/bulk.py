@@ -10,7 +10,7 @@ regex over every line. Here many files are handled at once:
 3. every BATCH parser runs once over the remaining lines of all files. Per-file hints are the
    columns `hint_host`, `hint_rank`, `hint_file`; the line numbers of different files lie GAP
    apart and two separator lines stand between files, so no multi-line rule joins two files;
-4. every other line parser runs per file, and only on files with a line matching its TRIGGER
+4. every other line parser runs per file, and only on files with a line matching its trigger (`spec.trigger`)
    (a parser finds nothing in a file without one: tests/test_bulk.py checks that on every
    fixture);
 5. the results are split back per file, line numbers made the file's own again.
@@ -75,7 +75,7 @@ def _hints(items: list[Item], cfg: JobConfig) -> tuple[list[str | None], list[in
 
 
 def _trigger(p: ParserInfo) -> pl.Expr | None:
-    trig = getattr(p.module, "TRIGGER", None)
+    trig = p.spec.trigger
     if trig is None:
         return None
     body = pl.col("body")
@@ -196,7 +196,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
     exts: list[tuple[str, object]] = []
     redo: set[int] = set()
     for p in (p for p in parsers if not p.exclusive):
-        if getattr(p.module, "BATCH", False):
+        if p.spec.batch:
             try:
                 ext = p.module.parse(rest, ctx)
             except Exception:  # noqa: BLE001 - parse_one runs them file by file and reports it

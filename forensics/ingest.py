@@ -48,7 +48,7 @@ from forensics.discovery import (
     read_head,
 )
 from forensics.report import MAX_UNPARSED_LISTED
-from parsers import ParserInfo, registry
+from parsers import ParserInfo, registry, source_with
 from parsers.elastic import parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
 from parsers.nccl import chatter
@@ -177,7 +177,7 @@ def _run_parser(p: ParserInfo | None, fn: Callable[[], Extraction], warnings: li
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - one bad file or parser bug must not stop the analysis
-        name = p.name if p else "elastic"
+        name = p.name if p else source_with("launcher")  # error.json files
         warnings.append(f"parser {name} failed on this file ({type(exc).__name__}: {exc}); its lines count as unparsed")
         return None
 
@@ -248,7 +248,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             text = chunk.decode("utf-8", errors="replace")
             ext = _run_parser(None, lambda t=text: parse_error_json(t, ctx), res.warnings)
             if ext is not None:
-                exts.append(("elastic", ext))
+                exts.append((source_with("launcher"), ext))
         for p in chosen:
             ext = _run_parser(p, lambda p=p, lines=lines: p.module.parse(lines, ctx), res.warnings)
             if ext is not None:
@@ -318,7 +318,7 @@ def _whole_parser(sf: SourceFile, chosen: list[ParserInfo], limits: Limits) -> P
     """The structured parser that reads this file straight from its bytes (`bulk.parse_whole`),
     if the file is a plain one of at most one chunk and the one parser chosen for it can."""
     if (PARSE_BYTES and len(chosen) == 1 and chosen[0].exclusive and _bulk_candidate(sf, limits)
-            and hasattr(chosen[0].module, "parse_bytes_many")):
+            and chosen[0].spec.reads_bytes):
         return chosen[0]
     return None
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from forensics import plots
-from forensics.analysis import analyze
+from forensics.analysis import NODE_PARSERS, analyze
 from forensics.classifier import MAX_VOCAB, MIN_DF, NGRAM_RANGE, RANDOM_STATE, TRAIN_SEEDS, C, Model
 from forensics.discovery import path_hints
 from forensics.features import first_error_text, incident_features
@@ -82,7 +82,7 @@ def store_frames(analysis) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:  
     file_attempt = {fid: order.index(h) for fid, h in hint.items()}
     tables = {t: analysis.sql(f'SELECT * FROM "{t}"') for t in ("train_steps", "sched_records", "checkpoints")}
     proc = files.filter(pl.col("file_id").is_in(list(file_attempt)) & pl.col("first_ts").is_not_null()
-                        & ~pl.col("parser").is_in(["kernel", "dcgm", "sacct"]).fill_null(False))
+                        & ~pl.col("parser").is_in(list(NODE_PARSERS)).fill_null(False))
     events, _ = assign_attempts(events, tables, file_attempt, proc.select("file_id", "first_ts", "last_ts"))
     attempts = analysis.attempts
     hits = analysis.sql("SELECT * FROM signature_hits ORDER BY event_id, signature")

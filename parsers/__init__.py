@@ -49,6 +49,7 @@ PARSER_MODULES = (
     "slurm",
     "nvsmi",
     "k8s",
+    "ibstat",
 )
 
 

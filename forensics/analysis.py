@@ -3,14 +3,9 @@ report and DuckDB store a notebook can use; the CLI is a thin layer over it."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
 import tempfile
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,12 +23,14 @@ from forensics.discovery import JobDirError, Limits, discover, is_archive
 from forensics.error_lines import error_line_events
 from forensics.ingest import Ingested, ingest
 from forensics.line_classifier import classify_lines
-from forensics.report import build_report, write_markdown
+from forensics.outputs import write_outputs
+from forensics.report import build_report
 from forensics.restatements import demote_restatements
 from forensics.signatures import load_catalog, match
 from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from forensics.timeline import assign_attempts, derive_times, rank_map
+from parsers import source_names
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
 
 if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or read, after the verdict
@@ -42,8 +39,7 @@ if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or r
 __all__ = ["Analysis", "analyze", "JobDirError", "OutputDirError"]
 
 
-NODE_PARSERS = ("kernel", "dcgm", "sacct", "nvsmi", "ipmi", "sagemaker")  # files of node-level records: they never make an attempt
-STALE_TMP_S = 3600  # a temporary output directory older than this belongs to no running analysis
+NODE_PARSERS = source_names(not_scope="process")  # files of node/job-level records: they never make an attempt
 
 
 class OutputDirError(Exception):
@@ -58,6 +54,7 @@ class Analysis:
     store_path: Path
 
     def _store(self) -> Store:
+        # lazy: DuckDB and pyarrow load only when the store is read
         from forensics.store import Store
 
         return Store(self.store_path, create=False, read_only=True)
@@ -114,18 +111,21 @@ class Analysis:
 
     def plot_timeline(self):
         """Attempts as bars over time coloured by downtime bucket, interruptions marked."""
+        # lazy: matplotlib loads only when a plot is drawn
         from forensics import plots
 
         return plots.timeline(self.report, self.attempts, self._table("checkpoints"))
 
     def plot_step_time(self):
         """Step time per logged step with checkpoint saves, slow episodes and restarts."""
+        # lazy: matplotlib loads only when a plot is drawn
         from forensics import plots
 
         return plots.step_time(self.steps, self.report, self._table("checkpoints"))
 
     def plot_straggler_heatmap(self):
         """SM clock of every GPU over time (DCGM), stragglers outlined."""
+        # lazy: matplotlib loads only when a plot is drawn
         from forensics import plots
 
         return plots.straggler_heatmap(self.sql(f"SELECT * FROM dcgm_samples WHERE field = '{plots.SM_CLOCK}'"),
@@ -133,6 +133,7 @@ class Analysis:
 
     def plot_downtime(self):
         """Seconds per downtime bucket, goodput and GPU-hours lost."""
+        # lazy: matplotlib loads only when a plot is drawn
         from forensics import plots
 
         return plots.downtime_breakdown(self.report)
@@ -142,7 +143,7 @@ def default_out(job_dir: Path, name: str) -> Path:
     return Path("forensics-out") / name
 
 
-def _job_name(root: Path, cfg_name: str | None) -> str:
+def resolve_job_name(root: Path, cfg_name: str | None) -> str:
     if cfg_name:
         return cfg_name
     name = root.resolve().name
@@ -177,7 +178,7 @@ def analyze(path: Path | str, out: Path | str | None = None,
         raise JobDirError(f"not a directory or archive: {root}")
     if root.is_dir():  # an archive's job.toml is read from its discovery (one unpacking, not two)
         cfg = load_job_config(root)
-        name = _job_name(root, cfg.name)
+        name = resolve_job_name(root, cfg.name)
         out_dir = Path(out) if out is not None else default_out(root, name)
         _check_out(root, out_dir)
         disc = discover(root, limits)
@@ -187,7 +188,7 @@ def analyze(path: Path | str, out: Path | str | None = None,
         disc = discover(root, limits)
         try:
             cfg = load_job_config(root, disc)
-            name = _job_name(root, cfg.name)
+            name = resolve_job_name(root, cfg.name)
             out_dir = Path(out) if out is not None else default_out(root, name)
             _check_out(root, out_dir)
         except BaseException:
@@ -221,7 +222,7 @@ def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits:
     result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host, file_rank, cfg.timezone, stage)
     if on_report is not None:
         on_report(result["report"], out_dir)
-    _write_outputs(out_dir, result, html, stage)
+    write_outputs(out_dir, result, html, stage)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
 
@@ -547,132 +548,3 @@ def _explain_attempts(report: dict, attempts: pl.DataFrame, events: pl.DataFrame
         a["evidence"] = evidence.get(i, {})
 
 
-def _remove_leftovers(out_dir: Path) -> None:
-    """A run killed between the two renames of `_write_outputs` leaves `.NAME.old-PID` (the
-    previous report) or `.NAME.tmp-*` (a half-written one) beside the output: remove them, but
-    only those of processes that no longer run."""
-    for p in out_dir.parent.glob(f".{out_dir.name}.*"):
-        tag = p.name[len(out_dir.name) + 2:]
-        if not (tag.startswith("old-") or tag.startswith("tmp-")) or not p.is_dir() or p.is_symlink():
-            continue
-        pid = tag[4:]
-        if tag.startswith("old-") and pid.isdigit() and _running(int(pid)):
-            continue
-        if tag.startswith("tmp-") and time.time() - p.stat().st_mtime < STALE_TMP_S:
-            continue  # may belong to a run in progress
-        shutil.rmtree(p, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    """Another live process (this one's own leftovers are stale: it is not writing them now)."""
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callable[[str], None] = _quiet) -> None:
-    """Write into a temporary sibling directory, then swap it in: an interrupted run never
-    leaves a half report that looks complete."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(out_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    rep = result["report"]
-    stage("writing the store and the report")
-    # the store is written by one worker thread (DuckDB works outside the GIL) while this one
-    # renders the report and its plots; its errors surface here when it is joined
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        stored = pool.submit(_write_store, tmp / "forensics.duckdb", result)
-        try:
-            _write_report_files(tmp, result, rep, html, stage)
-            stored.result()
-        except BaseException:
-            stored.cancel()
-            with contextlib.suppress(BaseException):
-                stored.result()
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    try:
-        old = None
-        if out_dir.exists():
-            old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
-            out_dir.rename(old)
-        tmp.rename(out_dir)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _write_store(path: Path, result: dict) -> None:
-    from forensics.store import Store
-
-    st = Store(path)
-    try:
-        st.insert("files", result["files"])
-        st.insert("events", result["events"].drop("path", "attempt", strict=False))
-        for t, df in result["tables"].items():
-            st.insert(t, df)
-        st.insert("unparsed_lines", result["unparsed"])
-        st.insert("rank_map", result["rank_map"])
-        st.insert("attempts", result["attempts"])
-        st.insert("signature_hits", result["hits"].drop("weight"))
-        _insert_results(st, result["report"])
-    finally:
-        st.close()
-
-
-def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool,
-                        stage: Callable[[str], None] = _quiet) -> None:
-    """report.json, report.md and (html) the plots and report.html."""
-    (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    write_markdown(rep, tmp / "report.md")
-    if html:
-        from forensics import html_report, plots  # matplotlib loads only when a report is written
-
-        tables = result["tables"]
-        frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
-                  "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
-        plot_errors: dict[str, str] = {}
-        stage("drawing the plots")
-        pngs = plots.render_all(rep, frames, plot_errors)
-        stage("writing report.html")
-        (tmp / "plots").mkdir()
-        for name, png in pngs.items():
-            (tmp / "plots" / f"{name}.png").write_bytes(png)
-        html_report.write_html(rep, tmp / "report.html", pngs=pngs, plot_errors=plot_errors)
-
-
-def _insert_results(st: Store, rep: dict) -> None:
-    def ts(v: str | None) -> datetime | None:
-        return datetime.fromisoformat(v) if v else None
-
-    rows, ev_rows = [], []
-    for x in rep["interruptions"]:
-        c = x["culprit"]
-        rows.append({"id": x["id"], "attempt": x["attempt"], "time": ts(x["time"]), "kind": x["kind"],
-                     "category": x["category"], "domain": x["domain"], "action": x["action"],
-                     "auto_recoverable": x["auto_recoverable"], "recurring": x["recurring"],
-                     "culprit_host": c["host"], "culprit_rank": c["rank"], "culprit_gpu": c["gpu"],
-                     "culprit_pci_bus_id": c["pci_bus_id"], "confidence": x["confidence"], "method": x["method"],
-                     "summary": x["summary"], "missing_evidence": "; ".join(x.get("missing_evidence", []))})
-        for e in x["evidence"]:
-            ev_rows.append({"interruption_id": x["id"], "event_id": e.get("event_id"), "path": e["path"],
-                            "line": e["line"], "time": ts(e["time"]), "signature": e["signature"],
-                            "role": e["role"], "text": e["text"]})
-    if rows:
-        st.insert("interruptions", pl.DataFrame(rows, infer_schema_length=None))
-    if ev_rows:
-        st.insert("evidence", pl.DataFrame(ev_rows, infer_schema_length=None))
-    if rep["stragglers"]:
-        st.insert("stragglers", pl.DataFrame([{**s, "start": ts(s["start"]), "end": ts(s["end"])}
-                                              for s in rep["stragglers"]], infer_schema_length=None))
-    d = rep["downtime"]
-    st.insert("downtime", pl.DataFrame([{"bucket": k[:-2], "seconds": v, "interruption_id": None}
-                                        for k, v in d.items() if k.endswith("_s") and k != "wall_s" and v is not None]))

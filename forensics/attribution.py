@@ -25,6 +25,12 @@ from forensics.peers import GraphCulprit, decide, edges
 from forensics.precedence import Precedence, apply_outranks, apply_phase, load_precedence
 from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
+from parsers import evidence_wanted, source_with
+
+# the sources attribution reads for a role of their own (parsers.spec.ROLES), by role, never by name
+COLLECTIVES = source_with("collectives")  # network errors that name peers
+LAUNCHER = source_with("launcher")  # per-rank failure records
+FRAMEWORK = source_with("framework")  # a rank's own errors
 
 MAX_EVIDENCE = 8
 # Without a root or cascade hit, an attempt that is the job's last is an interruption only when a
@@ -172,7 +178,7 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
 def _exit_times(ae: pl.DataFrame) -> pl.DataFrame:
     """First failure time per rank in the attempt, from torchelastic tables and agent lines."""
     ex = ae.filter(((pl.col("kind").is_in(["elastic_failure", "worker_failed"]))
-                    | ((pl.col("source") == "elastic") & (pl.col("kind") == "exception"))) & pl.col("rank").is_not_null()
+                    | ((pl.col("source") == LAUNCHER) & (pl.col("kind") == "exception"))) & pl.col("rank").is_not_null()
                    & pl.col("ts").is_not_null() & (pl.col("ts_quality") == "exact"))
     return ex.group_by("rank").agg(pl.col("ts").min().alias("exit_ts"))
 
@@ -376,7 +382,7 @@ def _app_fault_repeats(root: dict, ae: pl.DataFrame, prec: Precedence) -> int:
 def _process_failed(ae: pl.DataFrame, aj: pl.DataFrame) -> bool:
     """Some rank failed on its own: a root-role PyTorch/Python error (not the launcher's
     ChildFailedError, not a watchdog abort), or a positive exit code."""
-    if aj.filter((pl.col("role") == "root") & (pl.col("source") == "pytorch")).height:
+    if aj.filter((pl.col("role") == "root") & (pl.col("source") == FRAMEWORK)).height:
         return True
     ex = ae.filter(pl.col("kind").is_in(["elastic_failure", "worker_failed", "launcher_exit"]))
     codes = ex["code"].cast(pl.Int64, strict=False).drop_nulls()
@@ -398,12 +404,7 @@ def _graph_culprit(aj: pl.DataFrame, ip_host: dict[str, str], rmap: pl.DataFrame
 
 
 def _missing(sources_present: set[str]) -> list[str]:
-    wanted = {
-        "kernel": "kernel logs (dmesg/journal)",
-        "pytorch": "rank logs with PyTorch output",
-        "nccl": "NCCL debug output",
-        "sacct": "scheduler records (sacct)",
-    }
+    wanted = evidence_wanted()  # the sources whose spec says how a report names them
     return [desc for src, desc in wanted.items() if src not in sources_present]
 
 

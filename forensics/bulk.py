@@ -10,7 +10,7 @@ regex over every line. Here many files are handled at once:
 3. every BATCH parser runs once over the remaining lines of all files. Per-file hints are the
    columns `hint_host`, `hint_rank`, `hint_file`; the line numbers of different files lie GAP
    apart and two separator lines stand between files, so no multi-line rule joins two files;
-4. every other line parser runs per file, and only on files with a line matching its TRIGGER
+4. every other line parser runs per file, and only on files with a line matching its trigger (`spec.trigger`)
    (a parser finds nothing in a file without one: tests/test_bulk.py checks that on every
    fixture);
 5. the results are split back per file, line numbers made the file's own again.
@@ -32,18 +32,28 @@ import numpy as np
 import polars as pl
 
 from forensics import triage
+from forensics.accounting import (
+    ERRORISH,
+    SPAN_LINES,
+    FileResult,
+    check_unchanged,
+    fill_wrapper_host,
+    keep_errors,
+    stamp_expr,
+    wrapper_hosts,
+)
 from forensics.config import JobConfig
 from forensics.discovery import SourceFile
 from parsers import ParserInfo
 from parsers.lines import MAX_LINE_CHARS, is_plain, plain_lines, with_body
 from parsers.nccl import INFO_INTERESTING, chatter
-from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, ParseContext, conform
+from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext, conform
 from parsers.timestamps import derive_missing
 
 GAP = 1_000_000  # line numbers between two files of a batch (wider than any parser's look-ahead)
 SEP = "\x1e"  # text of the separator lines between files
 _SEP_BLOCK = (SEP + "\n") * 2
-# every stamp shape `ingest._stamp_expr` reads has one (a web-UI export's epoch ms: the second)
+# every stamp shape `accounting.stamp_expr` reads has one (a web-UI export's epoch ms: the second)
 _STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
 _NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
 
@@ -67,7 +77,7 @@ def _hints(items: list[Item], cfg: JobConfig) -> tuple[list[str | None], list[in
 
 
 def _trigger(p: ParserInfo) -> pl.Expr | None:
-    trig = getattr(p.module, "TRIGGER", None)
+    trig = p.spec.trigger
     if trig is None:
         return None
     body = pl.col("body")
@@ -101,7 +111,6 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     """Read a batch into one frame, count and drop NCCL chatter, find each file's first and last
     stamps. Returns the screened batch and the item indices left to `parse_one` (unclean files,
     or all when the batch cannot be read as lines)."""
-    from forensics.ingest import SPAN_LINES
 
     is_clean = [clean(it.data) for it in items]
     ok = [it for it, c in zip(items, is_clean, strict=True) if c]
@@ -145,14 +154,13 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
 
 def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[int, tuple]:
     """hint_file -> (earliest, latest) stamp among `lines` (hint_file, line_no, text): each file's
-    first and last SPAN_LINES lines, as `ingest.line_span` reads them."""
-    from forensics.ingest import _stamp_expr
+    first and last SPAN_LINES lines, as `accounting.line_span` reads them."""
 
     span = lines.filter(pl.col("text").str.contains(_STAMP_HINT)).select("hint_file", "line_no", "text")
     if span.is_empty():
         return {}
     sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)
-    st = with_body(span).with_columns(_stamp_expr(sctx).alias("_t")).group_by("hint_file").agg(
+    st = with_body(span).with_columns(stamp_expr(sctx).alias("_t")).group_by("hint_file").agg(
         pl.col("_t").min().alias("lo"), pl.col("_t").max().alias("hi"))
     return {r["hint_file"]: (r["lo"], r["hi"]) for r in st.iter_rows(named=True)}
 
@@ -188,7 +196,6 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
                    parsers: list[ParserInfo]) -> tuple[dict[int, object], list[int]]:
     """Run the line parsers once over the remaining lines of screened batches and make each file's
     FileResult; item indices of files to read again alone (a parser failed or warned)."""
-    from forensics.ingest import ERRORISH, FileResult, _check_unchanged, _keep_errors, wrapper_hosts
 
     sc = _combine(screens)
     ok, n, bases = sc.items, sc.n, sc.bases
@@ -200,7 +207,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
     exts: list[tuple[str, object]] = []
     redo: set[int] = set()
     for p in (p for p in parsers if not p.exclusive):
-        if getattr(p.module, "BATCH", False):
+        if p.spec.batch:
             try:
                 ext = p.module.parse(rest, ctx)
             except Exception:  # noqa: BLE001 - parse_one runs them file by file and reports it
@@ -272,7 +279,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
         res.first_ts, res.last_ts = sc.lo_hi.get(f, (None, None))
         e = err_by.get((f,))
         if e is not None:
-            _keep_errors(res, e.select("line_no", "text"))
+            keep_errors(res, e.select("line_no", "text"))
         ranked = sorted(((p, c) for p, c in named.get(f, []) if c > 0), key=lambda kv: (-kv[1], kv[0]))
         if ranked:
             res.parser = ranked[0][0]
@@ -282,7 +289,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
             res.warnings.append(f"{res.unparsed_error_lines} error-like unparsed lines; the first "
                                 f"{res.unparsed_errors.height} are kept")
         res.warnings.extend(it.sf.warnings)
-        _check_unchanged(it.sf, res)
+        check_unchanged(it.sf, res)
         out[it.index] = res
     return out, again
 
@@ -308,7 +315,6 @@ def _touched(ext, bases: np.ndarray) -> np.ndarray:  # noqa: ANN001
 
 
 def _shift(ext, base: int):  # noqa: ANN001, ANN202 - an Extraction with batch line numbers
-    from parsers.records import Extraction
 
     def sh(df: pl.DataFrame) -> pl.DataFrame:
         return df.with_columns(pl.col("line_no") + base) if "line_no" in df.columns and not df.is_empty() else df
@@ -329,7 +335,6 @@ def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: li
     """Events and tables of the batch, per file (line numbers the file's own), finished as
     `parse_one` finishes them: hints filled (a line wrapper's host, `wrapped`, before the path's),
     host aliases, derived stamps, sorted."""
-    from forensics.ingest import fill_wrapper_host
 
     ev_parts, tb_parts = [], {}
     for _name, ext in exts:
@@ -361,7 +366,6 @@ def _head_tail_spans(files: dict[int, tuple[bytes, np.ndarray, int]], cfg: JobCo
                      ) -> dict[int, tuple] | None:
     """First / last stamps of whole files (key -> data, newline offsets, lines) among their first
     and last SPAN_LINES lines, read as one frame (None if the lines cannot be split)."""
-    from forensics.ingest import SPAN_LINES
 
     blob, keys, local = [], [], []
     for k, (data, nl, n) in files.items():
@@ -389,7 +393,6 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
     `ingest.parse_one` makes them, and the indices it leaves to the usual way (not plain text, a
     line over the limit, a file the parser declines, or one whose lines it does not account for
     exactly once)."""
-    from forensics.ingest import FileResult, _check_unchanged
 
     ok, again, newlines = [], [], []
     for it in items:
@@ -435,7 +438,7 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
         res.lines, res.parsed, res.ignored = int(n[k]), int(n_claimed[k]), int(n_ignored[k])
         res.first_ts, res.last_ts = lo_hi.get(k, (None, None))
         _attach(res, k, events, tables)
-        _check_unchanged(it.sf, res)
+        check_unchanged(it.sf, res)
         res.warnings.extend(it.sf.warnings)
         out[it.index] = res
     return out, again

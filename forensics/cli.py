@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from forensics import __version__
+from forensics.outpaths import dir_problem, file_problem
 from forensics.terminal import console_for, interactive
 
 # Plain (click) help: no rich markup to swallow "[ray]", no "<bool>" beside flags; -h as --help.
@@ -88,15 +89,11 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version, i
 
 
 def _check_dir_out(path: Path | None, what: str = "--out") -> None:
-    from forensics.outpaths import dir_problem
-
     if path is not None and (msg := dir_problem(path, what)):
         _fail(msg)
 
 
 def _check_file_out(path: str | Path | None, what: str = "--json") -> None:
-    from forensics.outpaths import file_problem
-
     if path is not None and (msg := file_problem(path, what)):
         _fail(msg)
 
@@ -123,6 +120,7 @@ def _emit_json(path: str, data: dict) -> None:
 def _check_job_path(job_dir: Path) -> None:
     if not job_dir.exists():
         _fail(f"no such file or directory: {job_dir}")
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.discovery import is_archive
 
     if not (job_dir.is_dir() or (job_dir.is_file() and is_archive(job_dir))):
@@ -139,6 +137,7 @@ def analyze(
                                           "sooner; report.json, report.md and the store are still written).")] = False,
 ) -> None:
     """Analyze a job directory: verdict, culprit, action, evidence, downtime."""
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.analysis import OutputDirError
     from forensics.analysis import analyze as run
     from forensics.discovery import JobDirError
@@ -185,6 +184,7 @@ def analyze(
 
 
 def _describe(x: dict, label: str) -> None:
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.report import culprit_text
 
     head = f"[bold]{x['kind']}[/bold]" + (f" · {x['category']} ({x['domain']})" if x.get("category") else "")
@@ -229,6 +229,7 @@ def sources(
     json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Dry run: every file, what it was recognized as, and its line accounting."""
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.config import load_job_config
     from forensics.discovery import JobDirError, discover
     from forensics.ingest import ingest
@@ -273,8 +274,9 @@ def explain_time(
 ) -> None:
     """Where each second of the downtime split comes from: per attempt, every bucket's seconds
     and the lines (path:line) that bound it."""
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.analysis import OutputDirError
-    from forensics.explain import ExplainError, as_json, explain_path, render
+    from forensics.explain_time import ExplainError, as_json, explain_path, render
 
     if not path.exists():
         _fail(f"no such file or directory: {path}")
@@ -301,6 +303,7 @@ def simulate(
     dialect_seed: Annotated[int | None, typer.Option("--dialect-seed", metavar="N", help="Seed of the random dialect draw (default: the scenario's [job] dialect_seed, else --seed).")] = None,
 ) -> None:
     """Write a realistic job directory for a scenario, with its truth in expected.toml."""
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.simulate import load_scenario
     from forensics.simulate import simulate as run
 
@@ -345,6 +348,7 @@ def fleet_ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
 ) -> None:
     """Analyze every job dir under ROOT... and replace its rows in the store (see docs/fleet.md)."""
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.fleet import ENGINES, EngineError
     from forensics.fleet import ingest as run
 
@@ -403,6 +407,7 @@ def weekly(
     week: Annotated[str | None, typer.Option("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the latest).")] = None,
 ) -> None:
     """The weekly fleet reliability report: goodput, failure mix, repeat-offender nodes, trends."""
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.weekly import WeeklyError, write_weekly
 
     _check_dir_out(out_dir)
@@ -423,6 +428,7 @@ def weekly(
 
 
 def _eval_real_samples(cases_dir: Path, out_dir: Path | None, json_path: str | None) -> None:
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.evaluate import evaluate_real_samples, real_sample_summary, real_sample_table
 
     with _status(f"analyzing the real samples under {escape(str(cases_dir))}"):
@@ -447,6 +453,7 @@ def eval_cmd(
     json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Score the analyzer on labelled cases: accuracy per field, confusion, calibration, failures."""
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.evaluate import FIELDS, evaluate, is_real_samples
 
     if not cases_dir.is_dir():
@@ -500,9 +507,11 @@ def train(
     json_path: Annotated[str | None, typer.Option("--json", metavar="PATH|-", help=JSON_HELP)] = None,
 ) -> None:
     """Train the attribution classifier on simulated scenarios and write its JSON artifact."""
+    # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     import tempfile
 
     from forensics import classifier as clf
+    from forensics.training import train_from_scenarios
 
     paths = sorted(scenarios.glob("*.toml")) if scenarios.is_dir() else []
     if not paths:
@@ -522,10 +531,10 @@ def train(
                 with Progress(TextColumn("simulating + analyzing"), BarColumn(), MofNCompleteColumn(),
                               TimeElapsedColumn(), console=err, transient=True) as prog:
                     task = prog.add_task("train", total=len(paths) * n)
-                    model, rep = clf.train_from_scenarios(paths, n, work, jobs=jobs,
-                                                          progress=lambda d, t: prog.update(task, completed=d))
+                    model, rep = train_from_scenarios(paths, n, work, jobs=jobs,
+                                                      progress=lambda d, t: prog.update(task, completed=d))
             else:
-                model, rep = clf.train_from_scenarios(paths, n, work, jobs=jobs)
+                model, rep = train_from_scenarios(paths, n, work, jobs=jobs)
         except ValueError as exc:
             _fail(str(exc), 1)
             return

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from parsers import source_names
+
 SKEW_THRESHOLD_S = 1.0
 MIN_HOSTS = 3
 
@@ -45,7 +47,7 @@ def estimate_offsets(tables: dict[str, pl.DataFrame], files: pl.DataFrame,
             "host", pl.col("ts").dt.epoch("us").cast(pl.Float64).alias("t"))))
     if file_attempt and not files.is_empty() and "host" in files.columns:
         f = files.filter(pl.col("first_ts").is_not_null() & pl.col("host").is_not_null()
-                         & ~pl.col("parser").is_in(["kernel", "dcgm", "sacct"]).fill_null(False)).with_columns(
+                         & ~pl.col("parser").is_in(list(source_names(not_scope="process"))).fill_null(False)).with_columns(
             pl.col("file_id").replace_strict(file_attempt, default=None, return_dtype=pl.Int32).alias("attempt"))
         f = f.filter(pl.col("attempt").is_not_null()).group_by("attempt", "host").agg(pl.col("first_ts").min())
         parts.append(_anchor_samples(f.select(

@@ -35,6 +35,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from forensics import __version__
+from forensics.config import load_job_config
+
 __all__ = ["ENGINES", "EngineError", "IngestResult", "TABLES", "find_job_dirs", "ingest", "iso_week", "job_key"]
 
 # directories (other than `job.toml` holders) that make their parent a job directory
@@ -147,10 +150,10 @@ def find_job_dirs(root: Path | str, exclude: Iterable[Path | str] = ()) -> list[
 # --------------------------------------------------------------------------- keys and weeks
 
 def job_name(path: Path) -> str:
-    from forensics.analysis import _job_name
-    from forensics.config import load_job_config
+    # lazy: the analyzer loads only where a job is analyzed or named, not to read the fleet store (weekly)
+    from forensics.analysis import resolve_job_name
 
-    return _job_name(path, load_job_config(path).name)
+    return resolve_job_name(path, load_job_config(path).name)
 
 
 def job_key(path: Path | str, name: str | None = None) -> str:
@@ -279,8 +282,6 @@ def _share_lost(rep: dict, inters: list[dict], gpus: int | None) -> list[tuple[f
 
 def rows_for(an, key: str) -> dict[str, list[dict]]:
     """The store rows of one analyzed job (an `Analysis`)."""
-    from forensics import __version__
-
     rep = an.report
     j, d, v = rep["job"], rep["downtime"], rep["verdict"]
     week = iso_week(j.get("start"))
@@ -329,6 +330,7 @@ def analyze_one(job_dir: str, store: str, options: dict | None = None) -> dict:
     """Analyze one job dir into `store/jobs/<key>/` and return its rows; never raises (runs in a
     worker process): a failure comes back as {"ok": False, "error": ...}. `options`: {"html":
     False} skips the job's report.html and plots."""
+    # lazy: the analyzer loads only where a job is analyzed, not to read the fleet store (weekly)
     from forensics.analysis import analyze
 
     path = Path(job_dir)

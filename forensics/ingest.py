@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -24,6 +24,19 @@ import numpy as np
 import polars as pl
 
 from forensics import discovery
+from forensics.accounting import (
+    ERRORISH,
+    MAX_KEPT_ERRORS,
+    SPAN_LINES,
+    FileResult,
+    check_unchanged,
+    fill_wrapper_host,
+    keep_errors,
+    line_span,
+    stamp_expr,
+    wrapper_hosts,
+)
+from forensics.bulk import Item, parse_screened, parse_whole, screen
 from forensics.config import JobConfig
 from forensics.discovery import (
     HEAD_BYTES,
@@ -35,8 +48,7 @@ from forensics.discovery import (
     read_head,
 )
 from forensics.report import MAX_UNPARSED_LISTED
-from parsers import ParserInfo, registry
-from parsers import timestamps as ts
+from parsers import ParserInfo, registry, source_with
 from parsers.elastic import parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
 from parsers.nccl import chatter
@@ -50,9 +62,6 @@ from parsers.records import (
 )
 from parsers.timestamps import derive_missing
 
-SPAN_LINES = 2000
-MAX_KEPT_ERRORS = 10_000  # error-like unparsed lines kept per file (all are counted)
-MAX_ERROR_CHARS = 2000  # of each kept line
 BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this much per batch
 SCREEN_SMALL_FILES = True  # tests turn it off to compare with file-by-file parsing
 BULK = True  # plain line logs parsed many files at a time (forensics/bulk.py); tests compare both
@@ -62,34 +71,9 @@ BULK_GROUP_BATCHES = 8  # screened batches parsed together (what screening leave
 # than in memory: a 4,096-GPU job sampled at 1 Hz has tens of millions (DuckDB reads them there).
 SPILL_ROWS = 10_000
 SPILLED_TABLES = ("dcgm_samples",)
-_ISO_ANY = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
-_GLOG = r"^\[?[IWEF](\d{3,4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
-ERRORISH = r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic"
 _BLANK_RUN = re.compile(r"\n(?:[ \t\r\f\v]*\n)+")
 _UPTIME_S = re.compile(rb"^\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)\s*$")
 _YEAR_RE = re.compile(r"\b((?:19|20)\d\d)-[01]\d-[0-3]\d[ T_]|\b\w{3} \w{3} +\d+ \d\d:\d\d:\d\d ((?:19|20)\d\d)\b")
-
-
-@dataclass
-class FileResult:
-    rel_path: str
-    size: int
-    sha256: str | None
-    parser: str | None
-    parsers: str | None
-    lines: int = 0
-    parsed: int = 0
-    ignored: int = 0
-    unparsed: int = 0
-    events: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EVENT_SCHEMA))
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    unparsed_errors: pl.DataFrame = field(
-        default_factory=lambda: pl.DataFrame(schema={"line_no": pl.Int64, "text": pl.Utf8}))
-    warnings: list[str] = field(default_factory=list)
-    unparsed_error_lines: int = 0  # all error-like unparsed lines; `unparsed_errors` keeps MAX_KEPT_ERRORS
-    spilled: dict[str, str] = field(default_factory=dict)  # table -> Parquet file holding it (see SPILL_ROWS)
-    first_ts: datetime | None = None  # earliest / latest stamped line among the file's first and
-    last_ts: datetime | None = None  # last SPAN_LINES lines (any stamp shape a process log prints)
 
 
 @dataclass
@@ -98,44 +82,6 @@ class Ingested:
     ref_year: int | None
     boot_times: dict[str, datetime]
     warnings: list[str]
-
-
-def line_span(lines: pl.DataFrame, ctx: ParseContext) -> tuple[datetime | None, datetime | None]:
-    """Earliest and latest time stamp printed on the first / last SPAN_LINES lines: the span a
-    process log covers (its first line may be a banner that no parser turns into an event)."""
-    if lines.is_empty():
-        return None, None
-    part = pl.concat([lines.head(SPAN_LINES), lines.tail(SPAN_LINES)]).unique("line_no", maintain_order=True)
-    if "body" not in part.columns:
-        part = with_body(part)
-    t = part.select(_stamp_expr(ctx).alias("t"))["t"].drop_nulls()
-    if t.is_empty():
-        return None, None
-    return t.min(), t.max()
-
-
-def wrapper_hosts(lines: pl.DataFrame) -> pl.DataFrame:
-    """line_no, prefix_host of the lines whose wrapper names a host (few or none in most files)."""
-    return lines.filter(pl.col("prefix_host").is_not_null()).select("line_no", "prefix_host")
-
-
-def fill_wrapper_host(events: pl.DataFrame, hosts: pl.DataFrame | None) -> pl.DataFrame:
-    """Events whose parser left `host` null take the host their line's wrapper names (before the
-    path's hint fills the rest): content first, then the wrapper, then the path."""
-    if hosts is None or hosts.is_empty() or events.is_empty():
-        return events
-    return events.join(hosts, on="line_no", how="left", maintain_order="left").with_columns(
-        pl.coalesce("host", "prefix_host").alias("host")).drop("prefix_host")
-
-
-def _stamp_expr(ctx: ParseContext) -> pl.Expr:
-    """The time stamp a line prints, in any shape a process log uses (null when none)."""
-    g = pl.col("body").str.extract_groups(_GLOG)
-    return pl.coalesce(
-        ts.iso(pl.col("body").str.extract(_ISO_ANY, 1).str.replace("_", " "), ctx.tz),
-        ts.mmdd_time(g.struct.field("1"), g.struct.field("2"), ctx.ref_year, ctx.tz),
-        ts.iso(pl.col("prefix_ts"), ctx.tz),  # a wrapper's stamp (docker, mpirun, web-UI export)
-    )
 
 
 def _boot_time_file(head: bytes, cfg: JobConfig) -> datetime | None:
@@ -231,7 +177,7 @@ def _run_parser(p: ParserInfo | None, fn: Callable[[], Extraction], warnings: li
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - one bad file or parser bug must not stop the analysis
-        name = p.name if p else "elastic"
+        name = p.name if p else source_with("launcher")  # error.json files
         warnings.append(f"parser {name} failed on this file ({type(exc).__name__}: {exc}); its lines count as unparsed")
         return None
 
@@ -264,7 +210,6 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     invalid_utf8 = False
     nul = 0
     if _whole_parser(sf, chosen, limits) is not None:  # a structured file its parser reads from the bytes
-        from forensics.bulk import Item, parse_whole
 
         try:
             got, _ = parse_whole([Item(0, sf, _read_whole(sf))], chosen[0], cfg, ref_year, limits.max_line_bytes)
@@ -303,7 +248,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             text = chunk.decode("utf-8", errors="replace")
             ext = _run_parser(None, lambda t=text: parse_error_json(t, ctx), res.warnings)
             if ext is not None:
-                exts.append(("elastic", ext))
+                exts.append((source_with("launcher"), ext))
         for p in chosen:
             ext = _run_parser(p, lambda p=p, lines=lines: p.module.parse(lines, ctx), res.warnings)
             if ext is not None:
@@ -328,9 +273,9 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         res.ignored += ignored.len()
         rest = lines.filter(~pl.col("line_no").is_in(claimed.implode()) & ~pl.col("line_no").is_in(ignored.implode()))
         res.unparsed += rest.height
-        _keep_errors(res, rest)
+        keep_errors(res, rest)
     res.sha256 = hasher.hexdigest() if hasher is not None else _sha256(sf)
-    _check_unchanged(sf, res)
+    check_unchanged(sf, res)
     if res.unparsed_error_lines > res.unparsed_errors.height:
         res.warnings.append(f"{res.unparsed_error_lines} error-like unparsed lines; the first "
                             f"{res.unparsed_errors.height} are kept")
@@ -373,7 +318,7 @@ def _whole_parser(sf: SourceFile, chosen: list[ParserInfo], limits: Limits) -> P
     """The structured parser that reads this file straight from its bytes (`bulk.parse_whole`),
     if the file is a plain one of at most one chunk and the one parser chosen for it can."""
     if (PARSE_BYTES and len(chosen) == 1 and chosen[0].exclusive and _bulk_candidate(sf, limits)
-            and hasattr(chosen[0].module, "parse_bytes_many")):
+            and chosen[0].spec.reads_bytes):
         return chosen[0]
     return None
 
@@ -391,7 +336,6 @@ def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limi
 
 def _whole_group(ids: list[int], disc: Discovery, p: ParserInfo, cfg: JobConfig, ref_year: int | None,
                  limits: Limits) -> dict[int, FileResult]:
-    from forensics.bulk import Item, parse_whole
 
     items = []
     for i in ids:
@@ -404,32 +348,6 @@ def _whole_group(ids: list[int], disc: Discovery, p: ParserInfo, cfg: JobConfig,
     except Exception:  # noqa: BLE001 - file by file instead: parse_one reports what fails, per file
         return {}
     return got  # type: ignore[return-value]
-
-
-def _keep_errors(res: FileResult, rest: pl.DataFrame) -> None:
-    """Unparsed lines that look like errors: counted, and the first MAX_KEPT_ERRORS kept (memory)."""
-    errs = rest.filter(pl.col("text").str.contains(ERRORISH))
-    res.unparsed_error_lines += errs.height
-    room = MAX_KEPT_ERRORS - res.unparsed_errors.height
-    if errs.is_empty() or room <= 0:
-        return
-    errs = errs.head(room).select("line_no", pl.col("text").str.slice(0, MAX_ERROR_CHARS))
-    res.unparsed_errors = pl.concat([res.unparsed_errors, errs])
-
-
-def _check_unchanged(sf: SourceFile, res: FileResult) -> None:
-    """A file that grew, shrank, was rewritten or vanished while it was read is analyzed as read,
-    with a warning (its sha256 is of the bytes read, for uncompressed files)."""
-    if sf.mtime_ns is None:
-        return
-    try:
-        st = os.stat(sf.real_path)
-    except OSError:
-        res.warnings.append("file disappeared while it was being analyzed; analyzed as read")
-        return
-    if st.st_size != sf.size or st.st_mtime_ns != sf.mtime_ns:
-        res.warnings.append(f"file changed while it was being analyzed (size {sf.size} -> {st.st_size} bytes); "
-                            "analyzed as read")
 
 
 def _safe_head(sf: SourceFile, limits: Limits) -> bytes:
@@ -509,7 +427,7 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
     tagged = tagged.with_columns(
         (pl.col("body").str.strip_chars() == "").alias("_blank"),
         pl.col("text").str.contains(ERRORISH).alias("_err"),
-        _stamp_expr(ctx).alias("_t"),
+        stamp_expr(ctx).alias("_t"),
     )
     per = tagged.group_by("_k").agg(pl.col("_blank").sum().alias("blank"), pl.col("_t").min().alias("lo"),
                                     pl.col("_t").max().alias("hi"))
@@ -531,7 +449,7 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
         e = err_by_k.get((k,))
         if e is not None:
             rest = e.select((pl.col("line_no") - starts[k] + 1).alias("line_no"), "text")
-            _keep_errors(res, rest)
+            keep_errors(res, rest)
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
@@ -577,7 +495,6 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
     """Screen the batches of a group one after the other (one batch's bytes in memory at a time),
     then parse what they left in one go (forensics/bulk.py): the parsers' fixed cost is paid once
     per group, not per batch."""
-    from forensics.bulk import parse_screened, screen
 
     try:
         screens, again = [], []
@@ -598,7 +515,6 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
 def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo]) -> tuple[list, list[int]]:
     """Read the files of one batch: the plain line logs among them (for forensics/bulk.py), and the
     indices of the others (structured formats, error files, binary, unreadable, changed)."""
-    from forensics.bulk import Item
 
     items, again = [], []
     for i, sf in batch:

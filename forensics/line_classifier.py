@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from forensics.classifier import Model, brier, train
+from forensics.classifier import Model
 from forensics.features import normalise_line
+from forensics.fitting import brier, train
 from forensics.signatures import HIT_SCHEMA, Catalog, load_catalog, xid_table
 
 NONE = "none"

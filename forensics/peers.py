@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from parsers import source_names
+
 IP_PORT = r"(\d{1,3}(?:\.\d{1,3}){3})(?:<\d+>|\]?:\d+)"
 NAMED_PEER = r"(?i)(?:remote peer|from peer|to peer|peer) ([A-Za-z][\w.-]*)<\d+>"
 PEER_RANK = r"(?i)(?:remote|peer) rank (\d+)"
-HOST_SOURCES = ("kernel", "nvsmi", "dcgm")  # a host's own logs, not what its peers say
+HOST_SOURCES = source_names("node")  # a host's own logs (kernel, GPU telemetry, BMC), not what its peers say
 HOST_DOMAINS = ("gpu_lost", "gpu_memory", "nvlink", "gpu_driver_firmware", "gpu_other_hardware", "network_fabric",
                 "host_hardware")
 

@@ -14,6 +14,8 @@ from importlib import resources
 
 import polars as pl
 
+from parsers import source_names
+
 ROLES = ("root", "cascade", "context")
 SEVERITIES = ("info", "warning", "error", "critical")
 CATEGORIES = (
@@ -22,8 +24,7 @@ CATEGORIES = (
     "numerics", "collective_desync", "comm_hang_unknown", "preemption", "time_limit", "user_cancelled",
     "straggler_hardware", "slowdown_transient", "slowdown_workload", "unknown",
 )
-SOURCES = ("kernel", "nccl", "pytorch", "elastic", "steps", "dcgm", "sacct", "slurm", "nvsmi", "k8s",
-           "ipmi", "sagemaker")
+SOURCES = source_names()  # every registered parser (parsers.PARSER_MODULES)
 # events no parser made: `error_line` (forensics/error_lines.py); a signature of source ANY matches
 # the events of every source (a message family that one parser claims in one log and nobody in another)
 GENERIC = "generic"

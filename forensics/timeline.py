@@ -11,9 +11,12 @@ from datetime import timedelta
 
 import polars as pl
 
+from parsers import source_names, source_with
 from parsers.records import UTC_DT
 
-PROCESS_SOURCES = ("nccl", "pytorch", "elastic", "steps", "slurm")
+PROCESS_SOURCES = source_names("process")  # a rank's or launcher's own output: it makes and stretches attempts
+COLLECTIVES, LAUNCHER, SCHEDULER, UPTIME_CLOCK = (source_with(r) for r in ("collectives", "launcher", "scheduler",
+                                                                         "uptime_clock"))
 POST_SLACK = timedelta(minutes=5)
 PRE_SLACK = timedelta(minutes=35)
 SCHED_OVERLAP = timedelta(seconds=5)  # sacct rounds End up to the second
@@ -42,12 +45,12 @@ def rank_map(events: pl.DataFrame, tables: dict[str, pl.DataFrame]) -> pl.DataFr
             c = c.filter(pl.col("nranks") == gmax)
             parts.append(c.select(
                 "rank", "host", pl.lit(None, dtype=pl.Int64).alias("local_rank"),
-                pl.coalesce("nvml_dev", "cuda_dev").alias("gpu"), "pci_bus_id", pl.lit("nccl").alias("source")))
+                pl.coalesce("nvml_dev", "cuda_dev").alias("gpu"), "pci_bus_id", pl.lit(COLLECTIVES).alias("source")))
     exits = tables.get("exits")
     if exits is not None and not exits.is_empty():
         parts.append(exits.filter(pl.col("rank").is_not_null()).select(
             "rank", "host", "local_rank", pl.lit(None, dtype=pl.Int64).alias("gpu"),
-            pl.lit(None, dtype=pl.Utf8).alias("pci_bus_id"), pl.lit("elastic").alias("source")))
+            pl.lit(None, dtype=pl.Utf8).alias("pci_bus_id"), pl.lit(LAUNCHER).alias("source")))
     if not events.is_empty():
         parts.append(events.filter(pl.col("rank").is_not_null() & pl.col("host").is_not_null()).select(
             "rank", "host", "local_rank", pl.lit(None, dtype=pl.Int64).alias("gpu"),
@@ -55,7 +58,7 @@ def rank_map(events: pl.DataFrame, tables: dict[str, pl.DataFrame]) -> pl.DataFr
     if not parts:
         return pl.DataFrame(schema=RANK_MAP_SCHEMA)
     allp = pl.concat([p.select([pl.col(k).cast(v) for k, v in RANK_MAP_SCHEMA.items()]) for p in parts])
-    prio = pl.col("source").replace_strict({"nccl": 0, "elastic": 1, "logs": 2}, return_dtype=pl.Int64)
+    prio = pl.col("source").replace_strict({COLLECTIVES: 0, LAUNCHER: 1, "logs": 2}, return_dtype=pl.Int64)
     # A rank can live on different hosts in different attempts (a restart without the bad
     # node puts a spare in its slot): one row per (rank, host).
     allp = allp.filter(pl.col("host").is_not_null()).with_columns(prio.alias("_p")).sort("rank", "host", "_p")
@@ -269,7 +272,7 @@ def boundaries(proc: pl.DataFrame, steps: pl.DataFrame | None, sched: pl.DataFra
     if proc.is_empty():
         return []
     t_first = proc["ts"].min()
-    cands: list[tuple] = [(t, "sacct") for t in sched_launches(sched)]
+    cands: list[tuple] = [(t, SCHEDULER) for t in sched_launches(sched)]
     launches = proc.filter(pl.col("kind") == "launch")["ts"]
     if launches.len():
         lt = launches.sort().to_list()
@@ -445,7 +448,7 @@ def derive_times(events: pl.DataFrame, tables: dict[str, pl.DataFrame], files: p
         return events.with_columns(pl.lit(None, dtype=UTC_DT).alias("_next_ts")), tables
     # a time the parsers carried forward from the line above (`derived`, not a kernel uptime
     # conversion) is replaced by the bracketed estimate
-    carried = (pl.col("ts_quality") == "derived") & (pl.col("source") != "kernel")
+    carried = (pl.col("ts_quality") == "derived") & (pl.col("source") != UPTIME_CLOCK)
     e = events.with_row_index("_i").with_columns(
         pl.when(carried).then(None).otherwise(pl.col("ts")).alias("ts"),
         pl.when(carried).then(pl.lit("missing")).otherwise(pl.col("ts_quality")).alias("ts_quality"),

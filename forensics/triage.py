@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from parsers.lines import is_plain, plain_lines
+
 ENGINE_ENV = "FORENSICS_TRIAGE_ENGINE"
 ENGINES = ("hyperscan", "polars")
 CHUNK_BYTES = 8 * 1024 * 1024
@@ -261,8 +263,6 @@ def _line_starts(data: bytes) -> np.ndarray:
 
 def _lines(data: bytes) -> pl.Series:
     """The lines of `data` as strings (invalid UTF-8 replaced: literals are matched on what stays)."""
-    from parsers.lines import is_plain, plain_lines
-
     s = plain_lines(data) if data and is_plain(data) else None
     if s is not None:
         return s

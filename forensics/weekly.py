@@ -14,7 +14,8 @@ from pathlib import Path
 
 import duckdb
 
-from forensics.fleet import TABLES, UNKNOWN_WEEK, parquet_files
+from forensics.fleet import BUCKETS, TABLES, UNKNOWN_WEEK, parquet_files
+from forensics.signatures import load_catalog
 
 __all__ = ["SIZE_BUCKETS", "WeeklyError", "build_weekly", "connect", "previous_weeks", "trend_figures",
            "write_weekly"]
@@ -170,8 +171,6 @@ def _by(con, week: str, cols: str) -> list[dict]:
 
 
 def _downtime(con, week: str) -> dict:
-    from forensics.fleet import BUCKETS
-
     cols = ", ".join(f"sum({b}_s * gpus) / 3600.0 AS {b}" for b in BUCKETS)
     r = _rows(con, f"SELECT {cols} FROM jobs WHERE week = ? AND gpus IS NOT NULL", [week])[0]
     return {f"{b}_gpu_hours": _r(r[b] or 0.0, 3) for b in BUCKETS}
@@ -263,8 +262,6 @@ def _signatures(con, weeks: list[str]) -> list[dict]:
 def _new_signatures(con, week: str) -> list[dict]:
     """Root-cause signatures first seen this week. Cascade and context signatures (the teardown
     every failure prints: sacct FAILED, SIGABRT, NCCL abort, ...) are not news, whatever week."""
-    from forensics.signatures import load_catalog
-
     not_news = {s.id for s in load_catalog().signatures if s.role != "root"}
     seen = {r["signature"] for r in _signatures(con, previous_weeks(week, LOOKBACK_WEEKS))}
     out = []
@@ -372,6 +369,7 @@ def build_weekly(store: Path | str, week: str | None = None) -> dict:
 def trend_figures(rep: dict) -> dict:
     """Week-over-week figures of a weekly report, at the job report's size and in its style
     (forensics.plots: width, dpi, fonts, spines): name -> matplotlib Figure."""
+    # lazy: matplotlib loads only when the trend figures are drawn
     import matplotlib
 
     from forensics import plots
@@ -435,6 +433,7 @@ def trend_figures(rep: dict) -> dict:
 
 def _plots(rep: dict) -> dict[str, bytes]:
     """The trend figures as PNG bytes (no timestamps or software tags: same report, same bytes)."""
+    # lazy: matplotlib loads only when the trend figures are drawn
     from forensics import plots
 
     return {name: plots.png_bytes(fig) for name, fig in trend_figures(rep).items()}

@@ -34,22 +34,8 @@ from parsers.records import (
     normalize_pci,
     table_frame,
 )
+from parsers.spec import ParserSpec
 from parsers.timestamps import epoch_seconds, iso
-
-NAME = "dcgm"
-EXCLUSIVE = True
-DESCRIPTION = ("DCGM telemetry: dcgm-exporter metrics, CSV time series, dcgmi dmon tables, Prometheus JSON, "
-               "dcgmi health and diag results")
-FORMATS = (
-    "dcgm-exporter Prometheus text (optional ms timestamps)",
-    "long CSV (timestamp, metric, label columns, value)",
-    "dcgmi dmon table",
-    "Prometheus query_range / query JSON",
-    "dcgmi health -c (old and new table layouts)",
-    "dcgmi diag -r N",
-    "dcgmi health -c -j, dcgmi diag -j JSON",
-)
-EXTRACTS = ("dcgm_xid", "dcgm_health", "dcgm_diag", "dcgm_samples")
 
 _DATA = Path(__file__).with_name("data")
 XID_FIELD = "DCGM_FI_DEV_XID_ERRORS"
@@ -162,7 +148,7 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None =
         pl.when(pl.col("value") >= 20).then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
     )
     ev = pl.concat([x.drop("_xid", "_prev"), h.drop("_prev")], how="diagonal_relaxed").sort("line_no", "_ord")
-    return events_frame(ev.with_columns(pl.lit(NAME).alias("source")))
+    return events_frame(ev.with_columns(pl.lit(SPEC.name).alias("source")))
 
 
 _EXTRA_COLS = ["err_code", "xid_label", "health_code", "health_watch"]
@@ -570,7 +556,7 @@ def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
             pl.lit("dcgm_diag").alias("kind"),
             pl.when(pl.col("code") == "Warn").then(pl.lit("warning")).otherwise(pl.lit("error")).alias("severity"))
     ev = ev.with_columns(
-        pl.lit(NAME).alias("source"), pl.lit("missing").alias("ts_quality"),
+        pl.lit(SPEC.name).alias("source"), pl.lit("missing").alias("ts_quality"),
         pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), t.alias("message"))
     events = events_frame(ev).sort("line_no")
     understood = df.filter(tableish | (t.str.strip_chars() == "")
@@ -587,7 +573,7 @@ def _dcgmi_json(lines: pl.DataFrame, ctx: ParseContext, kind: str) -> Extraction
     """`dcgmi health -c -j` / `dcgmi diag -j` (parsers/dcgmi_json.py): the table readers' events."""
     ev, claimed, ignored, warnings = dcgmi_json.read(lines, kind)
     events = events_frame(ev.with_columns(
-        pl.lit(NAME).alias("source"), pl.lit("missing").alias("ts_quality"),
+        pl.lit(SPEC.name).alias("source"), pl.lit("missing").alias("ts_quality"),
         pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"))).sort("line_no") if not ev.is_empty() else empty_events()
     return Extraction(events=events, tables={"dcgm_samples": empty_table("dcgm_samples")},
                       claimed=claimed, ignored=ignored, warnings=warnings)
@@ -647,3 +633,24 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if hdr is not None:
         return _csv(lines, ctx, hdr[0])
     return _prometheus(lines, ctx)
+
+
+SPEC = ParserSpec(
+    name="dcgm",
+    scope="node",
+    description="DCGM telemetry: dcgm-exporter metrics, CSV time series, dcgmi dmon tables, Prometheus JSON, "
+                "dcgmi health and diag results",
+    formats=(
+        "dcgm-exporter Prometheus text (optional ms timestamps)",
+        "long CSV (timestamp, metric, label columns, value)",
+        "dcgmi dmon table",
+        "Prometheus query_range / query JSON",
+        "dcgmi health -c (old and new table layouts)",
+        "dcgmi diag -r N",
+        "dcgmi health -c -j, dcgmi diag -j JSON",
+    ),
+    kinds=("dcgm_xid", "dcgm_health", "dcgm_diag"),
+    tables=("dcgm_samples",),
+    exclusive=True,
+    reads_bytes=True,
+)

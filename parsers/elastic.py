@@ -12,7 +12,7 @@ return code). Table: exits (one row per table entry / launcher exit).
 
 Error files: `parse_error_json(text, ctx)` reads the JSON written by `@record`. It is not routed
 through `parse`: discovery calls it when `sniff_error_json(head)` is true (the module stays
-EXCLUSIVE=False because the agent log is interleaved with other output). It yields one `exception`
+exclusive=False because the agent log is interleaved with other output). It yields one `exception`
 event (code = exception type, ts from extraInfo.timestamp).
 """
 
@@ -34,15 +34,8 @@ from parsers.records import (
     rank_hint,
     table_frame,
 )
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso, mmdd_time
-
-NAME = "elastic"
-EXCLUSIVE = False
-BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
-DESCRIPTION = "torchelastic agent lines, ChildFailedError tables, DeepSpeed launcher exits, error.json files"
-FORMATS = ("torchelastic_log", "childfailederror_table", "deepspeed_launcher", "torchelastic_error_json")
-EXTRACTS = ("worker_failed", "elastic_failure", "teardown_signal", "launcher_exit", "restart", "exception",
-            "exits")
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
            9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM",
@@ -309,7 +302,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                                                 pl.col("tb_message").alias("message")))
 
     parts = [p for p in parts if not p.is_empty()]
-    events = events_frame(pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(NAME).alias("source"))) \
+    events = events_frame(pl.concat(parts, how="diagonal_relaxed").with_columns(pl.lit(SPEC.name).alias("source"))) \
         if parts else empty_events()
     events = events.sort("line_no", maintain_order=True)
     exits = table_frame("exits", pl.concat(exits_parts, how="diagonal_relaxed").sort("line_no")) \
@@ -349,7 +342,7 @@ def parse_error_json(text: str, ctx: ParseContext) -> Extraction:
     em = re.match(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*): ", first)
     local = re.search(r"(?:^|/)(\d+)/[^/]*error[^/]*\.json$", ctx.path)
     ev = pl.DataFrame({
-        "line_no": [1], "source": [NAME], "kind": ["exception"], "ts": [ts],
+        "line_no": [1], "source": [SPEC.name], "kind": ["exception"], "ts": [ts],
         "ts_raw": [None if stamp is None else str(stamp)],
         "ts_quality": ["exact" if ts is not None else "missing"],
         "host": [ctx.host_hint], "rank": [ctx.rank_hint],
@@ -357,3 +350,15 @@ def parse_error_json(text: str, ctx: ParseContext) -> Extraction:
         "severity": ["error"], "code": [em.group(1) if em else None], "message": [message],
     })
     return Extraction(events_frame(ev), claimed=claimed, warnings=warnings)
+
+
+SPEC = ParserSpec(
+    name="elastic",
+    scope="process",
+    description="torchelastic agent lines, ChildFailedError tables, DeepSpeed launcher exits, error.json files",
+    formats=("torchelastic_log", "childfailederror_table", "deepspeed_launcher", "torchelastic_error_json"),
+    kinds=("worker_failed", "elastic_failure", "teardown_signal", "launcher_exit", "restart", "exception"),
+    tables=("exits",),
+    batch=True,
+    roles=("launcher",),
+)

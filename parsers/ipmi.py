@@ -25,14 +25,8 @@ import re
 import polars as pl
 
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso
-
-NAME = "ipmi"
-EXCLUSIVE = False
-BATCH = True  # many files' lines may be parsed in one frame (hints as columns; no per-file state)
-DESCRIPTION = "BMC System Event Log: ipmitool sel list / sel elist (memory, CPU, PSU, PCI, thermal faults)"
-FORMATS = ("ipmitool sel list", "ipmitool sel elist")
-EXTRACTS = ("bmc_sel",)
 
 # lib/ipmi_sdr.c sensor_type_desc (longest first, so that `Other FRU` is not read as `Other`)
 SENSOR_TYPES = sorted([
@@ -49,7 +43,7 @@ SEL_RE = (r"^\s*(?P<id>[0-9a-fA-F]{1,8})\s*\|\s*(?P<date>" + _DATE + r")\s*\|\s*
           r"\s*(?P<sensor>[^|]*?)\s*\|\s*(?P<event>[^|]*?)\s*\|\s*(?P<dir>Asserted|Deasserted)\s*"
           r"(?:\|\s*(?P<extra>.*?))?\s*$")
 TYPE_RE = r"^(" + "|".join(re.escape(t) for t in SENSOR_TYPES) + r")(?:\s|$)"
-TRIGGER = r"\|\s*(?:Asserted|Deasserted)\s*(?:\||$)"
+_TRIGGER = r"\|\s*(?:Asserted|Deasserted)\s*(?:\||$)"
 
 # (sensor type, event string as ipmitool prints it (regex, whole field), code, severity). Threshold
 # and generic-severity events of any sensor type are THRESHOLDS below.
@@ -162,7 +156,7 @@ def sniff(head: str) -> float:
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    cand = lines.filter(b.str.contains(TRIGGER))
+    cand = lines.filter(b.str.contains(_TRIGGER))
     if cand.is_empty():
         return Extraction(events=empty_events())
     g = b.str.extract_groups(SEL_RE)
@@ -175,9 +169,20 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     rec = rec.with_columns(code.alias("code"), sev.alias("severity"), ts.alias("ts"), ts_raw.alias("ts_raw"),
                            (pl.col("_g").struct.field("dir") == "Asserted").alias("_on"))
     ev = rec.filter(pl.col("_on") & pl.col("code").is_not_null()).select(
-        "line_no", pl.lit(NAME).alias("source"), pl.lit("bmc_sel").alias("kind"), "ts", "ts_raw",
+        "line_no", pl.lit(SPEC.name).alias("source"), pl.lit("bmc_sel").alias("kind"), "ts", "ts_raw",
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         line_host(ctx).alias("host"), "severity", "code", b.alias("message"))
     events = events_frame(ev) if not ev.is_empty() else empty_events()
     # every record is understood (parsed); only the faults are events
     return Extraction(events=events, claimed=rec["line_no"].sort())
+
+
+SPEC = ParserSpec(
+    name="ipmi",
+    scope="node",
+    description="BMC System Event Log: ipmitool sel list / sel elist (memory, CPU, PSU, PCI, thermal faults)",
+    formats=("ipmitool sel list", "ipmitool sel elist"),
+    kinds=("bmc_sel",),
+    batch=True,  # no per-file state: many files' lines may be parsed in one frame
+    trigger=_TRIGGER,
+)

@@ -29,14 +29,8 @@ import re
 import polars as pl
 
 from parsers.records import Extraction, ParseContext, empty_events, empty_table, events_frame, table_frame
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso
-
-NAME = "k8s"
-EXCLUSIVE = False
-DESCRIPTION = "Kubernetes pod termination reasons: kubectl describe / get -o yaml|json / get pods / events"
-FORMATS = ("kubectl describe pod", "kubectl get pod -o yaml", "kubectl get pod -o json", "kubectl get pods",
-           "kubectl get events", "kubectl describe tfjob/pytorchjob conditions", "cloud spot/preemption notices")
-EXTRACTS = ("k8s_terminated", "k8s_pod_status", "k8s_job_status", "cloud_preemption", "exits")
 
 TERM_REASONS = ["OOMKilled", "Error", "Completed", "ContainerCannotRun", "StartError", "DeadlineExceeded",
                 "Evicted", "ContainerStatusUnknown"]
@@ -59,8 +53,8 @@ CLOUD = (
     (r'"EventType"\s*:\s*"Preempt"', "azure_preempt"),
 )
 CLOUD_RE = "|".join(rx for rx, _ in CLOUD)
-# Parsed file by file (pod blocks run over lines), only in files with a line matching TRIGGER.
-TRIGGER = MARKERS + "|" + CLOUD_RE
+# Parsed file by file (pod blocks run over lines), only in files with a line matching _TRIGGER.
+_TRIGGER = MARKERS + "|" + CLOUD_RE
 # key / value in any of the three shapes: `Reason:   OOMKilled`, `reason: OOMKilled`, `"reason": "OOMKilled",`
 KV_RE = r'^\s*(?:-\s*)?"?(?P<key>[A-Za-z][A-Za-z ]*?)"?\s*:\s*(?:[{\[]\s*$|"?(?P<val>[^"{}\[]*?)"?\s*,?\s*$)'
 
@@ -91,7 +85,7 @@ def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         iso(stamp_raw, ctx.tz).alias("ts"), stamp_raw.alias("ts_raw"),
         pl.when(iso(stamp_raw, ctx.tz).is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
         .alias("ts_quality"),
-        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), pl.lit(NAME).alias("source"), b.alias("message"))
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), pl.lit(SPEC.name).alias("source"), b.alias("message"))
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
@@ -157,7 +151,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     host = host[0] if host.len() else None
     host = host or (df.filter(key == "nodename")["val"][0] if (df["key"] == "nodename").any() else None)
     ev = ev.join(msgs, on="line_no", how="left").with_columns(
-        pl.lit(NAME).alias("source"),
+        pl.lit(SPEC.name).alias("source"),
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.lit(host or ctx.host_hint, dtype=pl.Utf8).alias("host"),
         pl.lit(ctx.rank_hint, dtype=pl.Int64).alias("rank"),
@@ -176,3 +170,15 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     ignored = ignored.filter(~ignored.is_in(claimed.implode())).sort()
     return Extraction(events=events, tables={"exits": exits}, claimed=claimed.alias("line_no"),
                       ignored=ignored.alias("line_no"))
+
+
+SPEC = ParserSpec(
+    name="k8s",
+    scope="job",
+    description="Kubernetes pod termination reasons: kubectl describe / get -o yaml|json / get pods / events",
+    formats=("kubectl describe pod", "kubectl get pod -o yaml", "kubectl get pod -o json", "kubectl get pods",
+             "kubectl get events", "kubectl describe tfjob/pytorchjob conditions", "cloud spot/preemption notices"),
+    kinds=("k8s_terminated", "k8s_pod_status", "k8s_job_status", "cloud_preemption"),
+    tables=("exits",),
+    trigger=_TRIGGER,
+)

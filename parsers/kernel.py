@@ -35,28 +35,8 @@ from parsers.records import (
     normalize_pci,
     table_frame,
 )
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso, month_day_time
-
-NAME = "kernel"
-EXCLUSIVE = False
-BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
-DESCRIPTION = ("Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer, "
-               "hung tasks, lockups, filesystem / I/O errors, power key")
-FORMATS = (
-    "dmesg (uptime stamps, optional caller id)",
-    "dmesg -T",
-    "dmesg -H",
-    "journalctl short / short-iso / short-precise",
-    "syslog kern.log (wall clock + uptime)",
-    "rsyslog RFC3339",
-    "journalctl -o json",
-    "bare kernel: / prefix-less NVRM lines",
-)
-EXTRACTS = (
-    "xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer",
-    "nvswitch_sxid", "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key",
-    "kernel_panic", "boot", "xid_events",
-)
 
 # --------------------------------------------------------------------------------------------
 # Xid severity table (parsers/data/xid.csv, a copy of reference/xid.csv)
@@ -567,7 +547,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     )
     ev = cand.filter(pl.col("kind").is_not_null())
     events = events_frame(ev.with_columns(
-        pl.lit(NAME).alias("source"), pl.col("body").alias("message"),
+        pl.lit(SPEC.name).alias("source"), pl.col("body").alias("message"),
     ))
     # xid_events table
     xr = ev.filter(pl.col("kind") == "xid")
@@ -604,3 +584,28 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         ignored=ignored.sort().alias("line_no"),
         warnings=warnings,
     )
+
+
+SPEC = ParserSpec(
+    name="kernel",
+    scope="node",
+    description="Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer, "
+                "hung tasks, lockups, filesystem / I/O errors, power key",
+    formats=(
+        "dmesg (uptime stamps, optional caller id)",
+        "dmesg -T",
+        "dmesg -H",
+        "journalctl short / short-iso / short-precise",
+        "syslog kern.log (wall clock + uptime)",
+        "rsyslog RFC3339",
+        "journalctl -o json",
+        "bare kernel: / prefix-less NVRM lines",
+    ),
+    kinds=("xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer", "nvswitch_sxid",
+           "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key",
+           "kernel_panic", "boot"),
+    tables=("xid_events",),
+    batch=True,
+    roles=("uptime_clock",),
+    evidence="kernel logs (dmesg/journal)",
+)

@@ -31,19 +31,12 @@ from parsers.records import (
     rank_hint,
     table_frame,
 )
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso
 
-NAME = "nccl"
-EXCLUSIVE = False
-BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
 # Lines that can matter at all (a literal alternation: the regex engine runs it as a fast
 # multi-literal search). Bare error texts (no NCCL prefix) appear after PyTorch's `Last error:`.
-TRIGGER = r"NCCL|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"  # no match: nothing to do
-DESCRIPTION = "NCCL debug log: version, communicator init/abort, IB/socket/CUDA WARNs, RAS reports"
-FORMATS = ("nccl_log", "nccl_ras")
-EXTRACTS = ("nccl_version", "nccl_init", "nccl_abort", "nccl_warn", "nccl_ib_error",
-            "nccl_socket_error", "nccl_cuda_error", "nccl_ras", "nccl_iface",
-            "nccl_comms", "nccl_errors")
+_TRIGGER = r"NCCL|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"  # no match: nothing to do
 
 PREFIX_RE = (
     r"(?:\[(?P<nts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] )?"
@@ -200,7 +193,7 @@ def _parse_ras(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     warnings: list[str] = []
-    cand = lines.filter(pl.col("body").str.contains(TRIGGER))
+    cand = lines.filter(pl.col("body").str.contains(_TRIGGER))
     if cand.is_empty():
         return Extraction(empty_events())
     # Plain INFO/TRACE/CALL chatter: a cheap prefix check, no capture groups (the hot path).
@@ -420,7 +413,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             pl.coalesce(pl.col("body"), pl.col("message")).alias("message"),
             pl.coalesce(pl.col("host"), host_hint(ctx)).alias("host"),
             pl.coalesce(pl.col("prefix_rank"), pl.col("_map_rank"), rank_hint(ctx)).alias("rank"),
-            pl.lit(NAME).alias("source"),
+            pl.lit(SPEC.name).alias("source"),
             pl.col("ts_quality").fill_null("missing"),
         )
     events = events_frame(events).sort("line_no", maintain_order=True)
@@ -440,3 +433,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     ignored = ignored.filter(~ignored.is_in(claimed.implode()))
     return Extraction(events=events, tables=tables, claimed=claimed.rename("line_no"),
                       ignored=ignored.rename("line_no"), warnings=warnings)
+
+
+SPEC = ParserSpec(
+    name="nccl",
+    scope="process",
+    description="NCCL debug log: version, communicator init/abort, IB/socket/CUDA WARNs, RAS reports",
+    formats=("nccl_log", "nccl_ras"),
+    kinds=("nccl_version", "nccl_init", "nccl_abort", "nccl_warn", "nccl_ib_error", "nccl_socket_error",
+           "nccl_cuda_error", "nccl_ras", "nccl_iface"),
+    tables=("nccl_comms", "nccl_errors"),
+    batch=True,
+    trigger=_TRIGGER,
+    roles=("collectives",),
+    evidence="NCCL debug output",
+)

@@ -52,22 +52,8 @@ from parsers.records import (
     normalize_pci,
     table_frame,
 )
+from parsers.spec import ParserSpec
 from parsers.timestamps import ctime, iso
-
-NAME = "nvsmi"
-EXCLUSIVE = False
-DESCRIPTION = "nvidia-smi: -q reports, the GPU table, dmon, and NVML errors for lost GPUs"
-FORMATS = (
-    "nvidia-smi -q (ECC errors, retired pages, remapped rows, clocks event/throttle reasons)",
-    "nvidia-smi table",
-    "nvidia-smi dmon (optionally -o DT)",
-    "nvidia-smi / NVML error lines",
-    "NVML agent Xid lines (k8s device plugin, gpud)",
-    "nvidia-smi nvlink -s, dcgmi nvlink -s",
-    "nvidia-smi -q -x XML (whole or a fragment)",
-)
-EXTRACTS = ("gpu_lost", "nvml_error", "gpu_ecc", "gpu_row_remap", "gpu_retired_pages", "gpu_clock_event",
-            "xid", "gpu_unhealthy", "nvlink_status", "dcgm_samples")
 
 _PCI = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?"
 HANDLE_RE = rf"Unable to determine the device handle for (?:GPU|gpu)?\s*(?P<pci>{_PCI}):\s*(?P<why>.*?)\s*$"
@@ -112,8 +98,8 @@ def _unnamed(rx: str) -> str:
 
 
 NVL_ANY_RE = _unnamed(rf"{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}")
-# Parsed file by file (query blocks, tables), only in files with a line matching TRIGGER.
-TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
+# Parsed file by file (query blocks, tables), only in files with a line matching _TRIGGER.
+_TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
                    rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}"
                    rf"|{nvsmi_xml.MARKER_RE}")
 DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
@@ -527,7 +513,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if event_parts:
         ev = events_frame(pl.concat(event_parts, how="diagonal_relaxed"))
         events = ev.with_columns(
-            pl.lit(NAME).alias("source"),
+            pl.lit(SPEC.name).alias("source"),
             pl.col("host").fill_null(pl.lit(ctx.host_hint, dtype=pl.Utf8)),
             pl.col("ts_quality").fill_null("missing"),
         ).sort("line_no", maintain_order=True)
@@ -539,3 +525,23 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     ignored = ignored.filter(~ignored.is_in(claimed.implode())).sort()
     return Extraction(events=events, tables={"dcgm_samples": samples}, claimed=claimed.alias("line_no"),
                       ignored=ignored.alias("line_no"), warnings=warnings)
+
+
+SPEC = ParserSpec(
+    name="nvsmi",
+    scope="node",
+    description="nvidia-smi: -q reports, the GPU table, dmon, and NVML errors for lost GPUs",
+    formats=(
+        "nvidia-smi -q (ECC errors, retired pages, remapped rows, clocks event/throttle reasons)",
+        "nvidia-smi table",
+        "nvidia-smi dmon (optionally -o DT)",
+        "nvidia-smi / NVML error lines",
+        "NVML agent Xid lines (k8s device plugin, gpud)",
+        "nvidia-smi nvlink -s, dcgmi nvlink -s",
+        "nvidia-smi -q -x XML (whole or a fragment)",
+    ),
+    kinds=("gpu_lost", "nvml_error", "gpu_ecc", "gpu_row_remap", "gpu_retired_pages", "gpu_clock_event", "xid",
+           "gpu_unhealthy", "nvlink_status"),
+    tables=("dcgm_samples",),
+    trigger=_TRIGGER,
+)

@@ -38,17 +38,8 @@ from parsers.records import (
     rank_hint,
     table_frame,
 )
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso, mmdd_time
-
-NAME = "pytorch"
-EXCLUSIVE = False
-BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
-DESCRIPTION = ("PyTorch distributed: NCCL watchdog timeouts/status, heartbeat, NCCL/CUDA errors, c10d store errors; "
-               "Python tracebacks and exception lines; OOM (PyTorch, JAX/XLA, TensorFlow), NaN, native crashes")
-FORMATS = ("pytorch_log", "python_traceback")
-EXTRACTS = ("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error",
-            "ecc_error", "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error",
-            "collective_timeouts")
 
 ANCHORS = (
     r"ProcessGroupNCCL|[Ww]atchdog|WorkNCCL|NCCL error|NCCL operations|NCCL work|NCCLPG|TORCH_NCCL|Traceback|File \"|Error|error|Exception|CUDA|cuda"
@@ -440,7 +431,22 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     claimed.append(pl.Series("line_no", tb_claimed, dtype=pl.Int64))
 
     events = pl.concat(parts, how="diagonal_relaxed") if parts else empty_events()
-    events = events_frame(events.with_columns(pl.lit(NAME).alias("source"))) if parts else events
+    events = events_frame(events.with_columns(pl.lit(SPEC.name).alias("source"))) if parts else events
     events = events.sort("line_no", maintain_order=True)
     all_claimed = pl.concat([c.cast(pl.Int64, strict=False).rename("line_no") for c in claimed]).unique().sort()
     return Extraction(events=events, tables={"collective_timeouts": collective}, claimed=all_claimed)
+
+
+SPEC = ParserSpec(
+    name="pytorch",
+    scope="process",
+    description="PyTorch distributed: NCCL watchdog timeouts/status, heartbeat, NCCL/CUDA errors, c10d store errors; "
+                "Python tracebacks and exception lines; OOM (PyTorch, JAX/XLA, TensorFlow), NaN, native crashes",
+    formats=("pytorch_log", "python_traceback"),
+    kinds=("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error", "ecc_error",
+           "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error"),
+    tables=("collective_timeouts",),
+    batch=True,
+    roles=("framework",),
+    evidence="rank logs with PyTorch output",
+)

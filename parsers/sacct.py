@@ -18,13 +18,8 @@ from typing import Any
 import polars as pl
 
 from parsers.records import Extraction, ParseContext, empty_events, empty_table, events_frame, table_frame
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso
-
-NAME = "sacct"
-EXCLUSIVE = True
-DESCRIPTION = "Slurm sacct output (-P, -p, fixed-width): job/step states, exit codes, nodes"
-FORMATS = ("sacct -P / --parsable2", "sacct -p / --parsable", "sacct fixed-width (default)", "sacct --json")
-EXTRACTS = ("sched_state", "sched_records")
 
 STATE_SEVERITY = {
     "COMPLETED": "info", "RUNNING": "info", "PENDING": "info", "COMPLETING": "info",
@@ -113,7 +108,7 @@ def _state_events(rec: pl.DataFrame, ctx: ParseContext, *extra: pl.Expr) -> pl.D
     """One `sched_state` event per record with a state (text and --json output alike); the host is
     the failed node, else a single-node node list, else the path's."""
     return events_frame(rec.filter(pl.col("state").is_not_null()).with_columns(
-        pl.lit(NAME).alias("source"), pl.lit("sched_state").alias("kind"), _TS.alias("ts"),
+        pl.lit(SPEC.name).alias("source"), pl.lit("sched_state").alias("kind"), _TS.alias("ts"),
         pl.when(_TS.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.coalesce(pl.col("failed_node"),
                     pl.when(~pl.col("node_list").str.contains(r"[\[,]")).then(pl.col("node_list")),
@@ -286,3 +281,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         ignored=ignored.sort().alias("line_no"),
         warnings=warnings,
     )
+
+
+SPEC = ParserSpec(
+    name="sacct",
+    scope="job",
+    description="Slurm sacct output (-P, -p, fixed-width): job/step states, exit codes, nodes",
+    formats=("sacct -P / --parsable2", "sacct -p / --parsable", "sacct fixed-width (default)", "sacct --json"),
+    kinds=("sched_state",),
+    tables=("sched_records",),
+    exclusive=True,
+    roles=("scheduler",),
+    evidence="scheduler records (sacct)",
+)

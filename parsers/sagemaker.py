@@ -23,14 +23,8 @@ import re
 import polars as pl
 
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso
-
-NAME = "sagemaker"
-EXCLUSIVE = False
-BATCH = True  # no per-file state: many files' lines may be parsed in one frame
-DESCRIPTION = "Amazon SageMaker training-job status history (SecondaryStatusTransitions table)"
-FORMATS = ("SageMaker status history table (console / DescribeTrainingJob SecondaryStatusTransitions)",)
-EXTRACTS = ("sched_state",)
 
 IN_PROGRESS = ("Starting", "LaunchingMLInstances", "PreparingTrainingStack", "Downloading",
                "DownloadingTrainingImage", "Training", "Uploading", "Updating", "Pending")
@@ -43,7 +37,7 @@ _TIME = r"[A-Z][a-z]{2} \d{1,2}, \d{4} \d\d:\d\d(?::\d\d)?(?: [A-Z]{2,5})?|\d{4}
 _SEP = r"\s*(?:\||\t)\s*"
 ROW_RE = (r"^\s*(?P<status>" + "|".join(IN_PROGRESS + TERMINAL) + r")" + _SEP + r"(?P<start>" + _TIME + r")"
           + _SEP + r"(?P<end>" + _TIME + r"|-)" + _SEP + r"(?P<msg>.*?)\s*$")
-TRIGGER = r"^\s*(?:" + "|".join(IN_PROGRESS + TERMINAL) + r")\s*(?:\||\t)"
+_TRIGGER = r"^\s*(?:" + "|".join(IN_PROGRESS + TERMINAL) + r")\s*(?:\||\t)"
 
 
 def _time(raw: pl.Expr, ctx: ParseContext) -> pl.Expr:
@@ -65,7 +59,7 @@ def sniff(head: str) -> float:
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    cand = lines.filter(b.str.contains(TRIGGER))
+    cand = lines.filter(b.str.contains(_TRIGGER))
     if cand.is_empty():
         return Extraction(events=empty_events())
     rec = cand.with_columns(b.str.extract_groups(ROW_RE).alias("_g")).filter(
@@ -73,9 +67,20 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     status = pl.col("_g").struct.field("status")
     start = pl.col("_g").struct.field("start")
     ev = rec.filter(status.is_in(TERMINAL)).with_columns(_time(start, ctx).alias("ts")).select(
-        "line_no", pl.lit(NAME).alias("source"), pl.lit("sched_state").alias("kind"), "ts", start.alias("ts_raw"),
+        "line_no", pl.lit(SPEC.name).alias("source"), pl.lit("sched_state").alias("kind"), "ts", start.alias("ts_raw"),
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         line_host(ctx).alias("host"), status.replace_strict(SEVERITY, default="warning").alias("severity"),
         status.alias("code"), b.alias("message"))
     events = events_frame(ev) if not ev.is_empty() else empty_events()
     return Extraction(events=events, claimed=rec["line_no"].sort())
+
+
+SPEC = ParserSpec(
+    name="sagemaker",
+    scope="job",
+    description="Amazon SageMaker training-job status history (SecondaryStatusTransitions table)",
+    formats=("SageMaker status history table (console / DescribeTrainingJob SecondaryStatusTransitions)",),
+    kinds=("sched_state",),
+    batch=True,  # no per-file state: many files' lines may be parsed in one frame
+    trigger=_TRIGGER,
+)

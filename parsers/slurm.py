@@ -26,14 +26,8 @@ import re
 import polars as pl
 
 from parsers.records import Extraction, ParseContext, events_frame, line_host
+from parsers.spec import ParserSpec
 from parsers.timestamps import iso
-
-NAME = "slurm"
-EXCLUSIVE = False
-BATCH = True  # many files' lines may be parsed in one frame (hints and per-file state as columns)
-DESCRIPTION = "slurmstepd/srun messages: cancellations (time limit, preemption, node failure), task exits, OOM"
-FORMATS = ("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices")
-EXTRACTS = ("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail", "slurm_error", "pbs_job")
 
 CANCEL_RE = (
     r"\*\*\* (?P<what>JOB|STEP) (?P<id>\S+) ON (?P<host>\S+) CANCELLED AT (?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
@@ -184,7 +178,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                              (b.str.contains(r"^\s*srun: ") & ~b.str.contains(r"srun: error: ")).alias("_srun_info"))
     ev = cand.filter(pl.col("kind").is_not_null())
     events = events_frame(ev.with_columns(
-        pl.lit(NAME).alias("source"),
+        pl.lit(SPEC.name).alias("source"),
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.coalesce(pl.col("rank"), pl.col("prefix_rank")).alias("rank"),
         pl.col("body").alias("message"),
@@ -193,3 +187,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     ignored = cand.filter(pl.col("kind").is_null() & ~pl.col("_reason") & pl.col("_srun_info"))["line_no"]
     return Extraction(events=events, claimed=claimed.unique().sort().alias("line_no"),
                       ignored=ignored.unique().sort().alias("line_no"))
+
+
+SPEC = ParserSpec(
+    name="slurm",
+    scope="process",
+    description="slurmstepd/srun messages: cancellations (time limit, preemption, node failure), task exits, OOM",
+    formats=("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices"),
+    kinds=("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail", "slurm_error", "pbs_job"),
+    batch=True,
+)

@@ -68,17 +68,8 @@ from parsers.records import (
     events_frame,
     table_frame,
 )
+from parsers.spec import ParserSpec
 from parsers.timestamps import epoch_seconds, iso
-
-NAME = "steps"
-EXCLUSIVE = False
-# Parsed file by file (step times come from consecutive lines), and only in files with a line
-# holding one of these: without one `parse` finds nothing (the KEYWORDS pre-filter).
-DESCRIPTION = ("Training step and checkpoint lines (Megatron-LM, NeMo, HF Trainer, DeepSpeed, "
-               "torchtitan, Lightning, JSON lines)")
-FORMATS = ("megatron", "nemo", "hf_trainer", "deepspeed", "torchtitan", "lightning", "jsonl")
-EXTRACTS = ("step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "train_start",
-            "train_end", "nan", "train_steps", "checkpoints")
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(?:inity)?)"
 STAMP = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
@@ -113,6 +104,8 @@ PREFIX = (
 )
 
 # Literal pre-filter: a line none of these occur in is not looked at further.
+# Parsed file by file (step times come from consecutive lines), and only in files with a line
+# holding one of these: without one `parse` finds nothing (the KEYWORDS pre-filter; SPEC.trigger).
 KEYWORDS = [
     "iteration", "checkpoint", "Checkpoint", "datetime:", "loss", "step", "Running training",
     "train_runtime", "Training", "Num ", "Total ", "Number of", "Gradient Accumulation",
@@ -126,7 +119,6 @@ KEYWORDS = [
     "Epoch[", "Speed:", "/step", "s/it", "/batch", "num_updates", "DLL ", "Iteration", "Step ",
     "Straggler Report", "Grad Norm", "ETA:",
 ]
-TRIGGER = KEYWORDS
 
 # Megatron timer blocks.
 TIMER_HEADER = r"^(?:\(min, max\) time|max time|times) across ranks \(ms\):\s*$"
@@ -861,7 +853,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.col("step").cast(pl.Utf8).alias("code"), pl.col("severity").fill_null("info"))
     other = m.filter(pl.col("kind").is_not_null() & pl.col("tbl").is_null()).with_columns(
         host, pl.col("severity").fill_null("info"))
-    parts = [events_frame(x.with_columns(pl.lit(NAME).alias("source")))
+    parts = [events_frame(x.with_columns(pl.lit(SPEC.name).alias("source")))
              for x in (step_events, nan_events, ck_events, other) if not x.is_empty()]
     events = pl.concat(parts).sort("line_no", "kind") if parts else empty_events()
 
@@ -877,3 +869,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         ignored=ignored.alias("line_no").cast(pl.Int64, strict=False),
         warnings=warnings,
     )
+
+
+SPEC = ParserSpec(
+    name="steps",
+    scope="process",
+    description="Training step and checkpoint lines (Megatron-LM, NeMo, HF Trainer, DeepSpeed, "
+                "torchtitan, Lightning, JSON lines)",
+    formats=("megatron", "nemo", "hf_trainer", "deepspeed", "torchtitan", "lightning", "jsonl"),
+    kinds=("step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "train_start",
+           "train_end", "nan"),
+    tables=("train_steps", "checkpoints"),
+    trigger=tuple(KEYWORDS),
+)

@@ -2,7 +2,7 @@
 (many files parsed at once) against parsing each alone (ingest.parse_one), on every fixture folder,
 the labelled real-sample jobs and simulated jobs with NCCL INFO chatter; a parser's `parse_bytes`
 (whole structured files read from their bytes) against its `parse` of the lines; and the per-file
-parsers' TRIGGER contract holds on every fixture."""
+parsers' trigger contract (`spec.trigger`) holds on every fixture."""
 
 from __future__ import annotations
 
@@ -178,10 +178,10 @@ def test_unclean_bytes_are_left_to_parse_one() -> None:
         assert not clean(bad)
 
 
-@pytest.mark.parametrize("parser", [p for p in registry() if hasattr(p.module, "TRIGGER") and not p.exclusive],
+@pytest.mark.parametrize("parser", [p for p in registry() if p.spec.trigger is not None and not p.exclusive],
                          ids=lambda p: p.name)
 def test_trigger_contract(parser) -> None:  # noqa: ANN001
-    """A file without a TRIGGER line gives the parser nothing to claim, ignore or report, so the
+    """A file without a trigger line gives the parser nothing to claim, ignore or report, so the
     bulk path may skip it: checked on every fixture file."""
     checked = 0
     for f in sorted(FIXTURES.rglob("*")):
@@ -189,7 +189,7 @@ def test_trigger_contract(parser) -> None:  # noqa: ANN001
             continue
         lines = with_body(decode_lines(f.read_bytes()).lines)
         mod = parser.module
-        trig = mod.TRIGGER
+        trig = parser.spec.trigger
         hit = lines["body"].str.contains_any(list(trig)) if isinstance(trig, list | tuple) else \
             lines["body"].str.contains(trig)
         if hit.any():

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from forensics import classifier as clf
+from forensics import fitting, training
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "forensics" / "data" / "classifier.json"
@@ -48,8 +49,8 @@ def test_char_wb_ngrams_match_scikit_learn() -> None:
 
 @pytest.mark.parametrize("labels", [Y, [y if y == "oom" else "gpu_lost" for y in Y]], ids=["multiclass", "binary"])
 def test_json_round_trip_gives_the_scikit_learn_probabilities(tmp_path: Path, labels: list[str]) -> None:
-    fitted = clf.fit_sklearn(F, T, labels, min_df=1)
-    model = clf.model_from_sklearn(fitted)
+    fitted = fitting.fit_sklearn(F, T, labels, min_df=1)
+    model = fitting.model_from_sklearn(fitted)
     path = model.to_json(tmp_path / "m.json")
     back = clf.Model.from_json(path)
     queries_f = F + [{"sig:xid-79": 0.5, "unseen-feature": 3.0}, {}]
@@ -67,7 +68,7 @@ def test_json_round_trip_gives_the_scikit_learn_probabilities(tmp_path: Path, la
 
 
 def test_predict_returns_category_confidence_and_probabilities() -> None:
-    model = clf.train(F, T, Y, min_df=1)
+    model = fitting.train(F, T, Y, min_df=1)
     cat, conf, proba = clf.predict(model, F[0], T[0])
     assert cat == "gpu_lost" and conf == proba["gpu_lost"] == max(proba.values())
     assert set(proba) == {"gpu_lost", "oom", "comm_hang_unknown"}
@@ -75,15 +76,15 @@ def test_predict_returns_category_confidence_and_probabilities() -> None:
 
 
 def test_training_is_deterministic(tmp_path: Path) -> None:
-    a = clf.train(F, T, Y, min_df=1, meta={"x": 1}).to_json(tmp_path / "a.json")
+    a = fitting.train(F, T, Y, min_df=1, meta={"x": 1}).to_json(tmp_path / "a.json")
     order = [5, 2, 8, 0, 7, 1, 3, 6, 4]  # input order does not matter either
-    b = clf.train([F[i] for i in order], [T[i] for i in order], [Y[i] for i in order], min_df=1,
+    b = fitting.train([F[i] for i in order], [T[i] for i in order], [Y[i] for i in order], min_df=1,
                   meta={"x": 1}).to_json(tmp_path / "b.json")
     assert a.read_bytes() == b.read_bytes()
 
 
 def test_from_json_rejects_a_foreign_or_broken_artifact(tmp_path: Path) -> None:
-    d = clf.train(F, T, Y, min_df=1).to_dict()
+    d = fitting.train(F, T, Y, min_df=1).to_dict()
     with pytest.raises(ValueError):
         clf.Model.from_dict({**d, "format": "something-else"})
     with pytest.raises(ValueError):
@@ -91,13 +92,14 @@ def test_from_json_rejects_a_foreign_or_broken_artifact(tmp_path: Path) -> None:
 
 
 def test_no_unpickling_anywhere_in_the_classifier() -> None:
-    tree = ast.parse((ROOT / "forensics" / "classifier.py").read_text())
     imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
+    for name in ("classifier.py", "fitting.py", "training.py", "line_classifier.py"):
+        tree = ast.parse((ROOT / "forensics" / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module.split(".")[0])
     assert not imported & {"pickle", "cPickle", "joblib", "skops", "dill", "cloudpickle", "shelve"}
 
 
@@ -135,8 +137,8 @@ def test_arbitrate_is_the_policy_attribution_uses() -> None:
 def test_smoke_prediction_on_a_simulated_gpu_lost_case(tmp_path: Path) -> None:
     """The training-data path (simulate -> analyze -> store frames -> features) on one case, then
     the shipped model's verdict on it."""
-    samples, failed = clf.build_samples([ROOT / "fixtures" / "scenarios" / "gpu_fell_off_bus.toml"], [3], tmp_path,
-                                        jobs=1, variants=False)
+    samples, failed = training.build_samples([ROOT / "fixtures" / "scenarios" / "gpu_fell_off_bus.toml"], [3], tmp_path,
+                                             jobs=1, variants=False)
     assert not failed
     assert [(s.label, s.attempt) for s in samples] == [("gpu_lost", 0)]
     s = samples[0]

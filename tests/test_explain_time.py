@@ -13,7 +13,7 @@ import pytest
 
 from forensics.analysis import analyze
 from forensics.downtime import BUCKETS, AttemptSpan, account
-from forensics.explain import explain_path, explain_time, render
+from forensics.explain_time import explain_path, explain_time, render
 from forensics.simulate import load_scenario, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +85,7 @@ def test_cited_lines_hold_what_they_are_cited_for(demo: tuple[Path, Path, dict])
     f = a0["evidence"]["fault"]
     (x,) = rep["interruptions"]
     assert (f["interruption"], f["time"]) == (x["id"], x["time"])
-    assert "Xid" in _line(job, f) or "fell off the bus" in _line(job, f)
+    assert "Xid" in _line(job, f) or "fallen off the bus" in _line(job, f)
     saves = a0["evidence"]["saves"]
     assert saves["count"] == 3 and [s["step"] for s in saves["listed"]] == [500, 1000, 1500]
     for s in saves["listed"]:

@@ -1,5 +1,5 @@
-"""The seam between the parsers and the catalog: every event kind a parser can emit (its EXTRACTS,
-less its typed tables) is judged by at least one signature of its source (or of source `any`), or
+"""The seam between the parsers and the catalog: every event kind a parser can emit (its spec.kinds;
+typed tables are not kinds) is judged by at least one signature of its source (or of source `any`), or
 is declared context-only in signatures/context.toml; nothing is both, and nothing declared is a kind
 its parser does not emit. A failure names the kind."""
 
@@ -11,13 +11,12 @@ from forensics.line_classifier import KINDS as LINE_KINDS
 from forensics.line_classifier import SIGNATURE_ID as LINE_CLASSIFIER
 from forensics.signatures import ANY, load_catalog
 from parsers import registry
-from parsers.records import TABLE_SCHEMAS
 
 CATALOG = load_catalog()
 
 
 def _emitted() -> dict[str, set[str]]:
-    out = {p.name: {k for k in p.extracts if k not in TABLE_SCHEMAS} for p in registry()}
+    out = {p.name: set(p.spec.kinds) for p in registry()}
     out[GENERIC] = {ERROR_LINE}
     return out
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import forensics.analysis as analysis_mod
+import forensics.outputs as outputs_mod
 from forensics.analysis import OutputDirError, analyze
 
 XID = ("[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, "
@@ -64,7 +64,7 @@ def test_failure_while_writing_leaves_old_output_intact(tmp_path: Path, monkeypa
         path.write_text("# half a report")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(analysis_mod, "write_markdown", broken)
+    monkeypatch.setattr(outputs_mod, "write_markdown", broken)
     with pytest.raises(OSError, match="No space left"):
         analyze(job, out)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == old
@@ -78,7 +78,7 @@ def test_failure_on_first_run_leaves_nothing_that_looks_complete(tmp_path: Path,
     def broken(*a, **k):  # noqa: ANN002, ANN003, ANN202
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(analysis_mod, "write_markdown", broken)
+    monkeypatch.setattr(outputs_mod, "write_markdown", broken)
     with pytest.raises(KeyboardInterrupt):
         analyze(job, tmp_path / "out")
     assert not (tmp_path / "out").exists() and _leftovers(tmp_path, "out") == []
@@ -118,7 +118,8 @@ def test_leftovers_of_a_killed_run_are_removed(tmp_path: Path) -> None:
     import subprocess
     import time as _time
 
-    from forensics.analysis import STALE_TMP_S, analyze
+    from forensics.analysis import analyze
+    from forensics.outputs import STALE_TMP_S
 
     job = tmp_path / "job"
     job.mkdir()

@@ -440,9 +440,9 @@ def test_fixture_readme_lists_every_file() -> None:
 
 
 def test_module_contract() -> None:
-    assert steps.NAME == "steps" and steps.EXCLUSIVE is False
+    assert steps.SPEC.name == "steps" and steps.SPEC.exclusive is False
     assert {"step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "train_start",
-            "train_end", "nan", "train_steps", "checkpoints"} == set(steps.EXTRACTS)
+            "train_end", "nan", "train_steps", "checkpoints"} == set(steps.SPEC.extracts)
 
 
 # --------------------------------------------------------------------------- properties

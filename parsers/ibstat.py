@@ -1,0 +1,105 @@
+"""`ibstat` output (rdma-core, infiniband-diags/ibstat.c): the state of each InfiniBand / RoCE port
+of a host, as a support bundle or a post-mortem script captures it.
+
+What ibstat prints (its `ca_dump` and `port_dump`): a header per device, `CA 'mlx5_0'` (or
+`Switch`, `Router`, `iWARP RNIC`), its `CA type`, `Number of ports`, firmware and hardware
+versions and GUIDs, one tab deeper; then per port `Port N:` and, one tab deeper again, `State:`
+(one of `???`, `Down`, `Initializing`, `Armed`, `Active`), `Physical state:` (`No state change`,
+`Sleep`, `Polling`, `Disabled`, `PortConfigurationTraining`, `LinkUp`, `LinkErrorRecovery`,
+`PhyTest`), `Rate`, `Base lid`, `LMC`, `SM lid`, `Capability mask`, `Port GUID`, `Link layer`.
+`ibstat <ca> <port>` prints `CA: 'mlx5_0'` and one port's lines without indentation.
+
+A port that is not `Active`, or whose physical state is not `LinkUp`, is an `ib_port_state` event
+at its `State:` line (`code` = the physical state; claimed with its `Physical state:` line); every
+other line of the output is recognised and ignored. The output carries no time stamp (`ts` null,
+`ts_quality` missing) and no host name: the host comes from the file's path.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from parsers.records import Extraction, ParseContext, empty_events, events_frame
+from parsers.spec import ParserSpec
+
+DEVICE_RE = r"^\s*(?:CA|Switch|Router|iWARP RNIC|\?\?\?):? '([^']+)'\s*$"
+PORT_RE = r"^\s*Port (\d+):\s*$"
+FIELDS = ("CA type", "Switch type", "Router type", "iWARP RNIC type", "Number of ports", "Firmware version",
+          "Hardware version", "Node GUID", "System image GUID", "State", "Physical state", "Rate", "Base lid",
+          "LMC", "SM lid", "Capability mask", "Port GUID", "Link layer")
+FIELD_RE = r"^\s*(" + "|".join(re.escape(f) for f in FIELDS) + r"): ?(.*?)\s*$"
+PORT_STATES = ("???", "Down", "Initializing", "Armed", "Active")
+PHYS_STATES = ("No state change", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
+               "LinkErrorRecovery", "PhyTest")
+# a port that can carry traffic is Active; Initializing/Armed wait for the subnet manager
+WARN_STATES = ("Initializing", "Armed")
+
+
+def sniff(head: str) -> float:
+    """ibstat's device header with its port lines; 0.95 when both port-state lines follow."""
+    if not re.search(r"(?m)" + DEVICE_RE, head):
+        return 0.0
+    has_state = re.search(r"(?m)^\s*State: (?:" + "|".join(re.escape(s) for s in PORT_STATES) + r")\s*$", head)
+    has_phys = re.search(r"(?m)^\s*Physical state: (?:" + "|".join(re.escape(s) for s in PHYS_STATES) + r")\s*$",
+                         head)
+    if has_state and has_phys:
+        return 0.95
+    if re.search(r"(?m)^\s*(?:CA type|Number of ports|Node GUID): ", head):
+        return 0.6
+    return 0.0
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    if lines.is_empty():
+        return Extraction(empty_events())
+    body = pl.col("body") if "body" in lines.columns else pl.col("text")
+    df = lines.select(
+        "line_no",
+        body.alias("b"),
+        body.str.extract(DEVICE_RE, 1).alias("device"),
+        body.str.extract(PORT_RE, 1).cast(pl.Int64, strict=False).alias("port"),
+        body.str.extract(FIELD_RE, 1).alias("key"),
+        body.str.extract(FIELD_RE, 2).alias("val"),
+    ).with_columns(
+        pl.col("device").forward_fill().alias("dev_f"),
+        # a port's lines belong to it until the next device header
+        pl.col("port").forward_fill().over(pl.col("device").is_not_null().cum_sum()).alias("port_f"),
+    )
+    known = df.filter(pl.col("device").is_not_null() | pl.col("port").is_not_null() | pl.col("key").is_not_null())
+    ports = known.filter(pl.col("key").is_in(["State", "Physical state"]) & pl.col("port_f").is_not_null())
+    wide = ports.group_by("dev_f", "port_f", maintain_order=True).agg(
+        pl.col("line_no").filter(pl.col("key") == "State").first().alias("state_line"),
+        pl.col("line_no").filter(pl.col("key") == "Physical state").first().alias("phys_line"),
+        pl.col("val").filter(pl.col("key") == "State").first().alias("state"),
+        pl.col("val").filter(pl.col("key") == "Physical state").first().alias("phys"),
+        pl.col("b").filter(pl.col("key") == "State").first().alias("message"),
+    )
+    bad = wide.filter(pl.col("state_line").is_not_null()
+                      & ((pl.col("state") != "Active") | (pl.col("phys").fill_null("LinkUp") != "LinkUp")))
+    events = events_frame(bad.select(
+        pl.col("state_line").alias("line_no"),
+        pl.lit(SPEC.name).alias("source"),
+        pl.lit("ib_port_state").alias("kind"),
+        pl.lit("missing").alias("ts_quality"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
+        pl.lit(ctx.rank_hint, dtype=pl.Int64).alias("rank"),
+        pl.when(pl.col("state").is_in(WARN_STATES) & (pl.col("phys").fill_null("LinkUp") == "LinkUp"))
+        .then(pl.lit("warning")).otherwise(pl.lit("error")).alias("severity"),
+        pl.col("phys").alias("code"),
+        pl.col("message"),
+    )) if not bad.is_empty() else empty_events()
+    claimed = pl.concat([bad["state_line"], bad["phys_line"].drop_nulls()]).unique().sort().alias("line_no")
+    ignored = known.filter(~pl.col("line_no").is_in(claimed.implode()))["line_no"].sort()
+    return Extraction(events=events, claimed=claimed, ignored=ignored)
+
+
+SPEC = ParserSpec(
+    name="ibstat",
+    scope="node",
+    description="InfiniBand port state: ibstat output (rdma-core), ports not Active or not LinkUp",
+    formats=("ibstat (all devices)", "ibstat <ca> <port>"),
+    kinds=("ib_port_state",),
+    exclusive=True,
+)

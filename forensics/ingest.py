@@ -388,7 +388,7 @@ def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, 
     of the file is held in Python); None when that fails (the line path reads it then)."""
     with tempfile.TemporaryDirectory(prefix="forensics-table-") as work:
         try:
-            ext, n_lines = p.module.read_csv_file(str(sf.real_path), layout, ctx, work, threads=TABLE_THREADS,
+            ext, n_lines, n_read = p.module.read_csv_file(str(sf.real_path), layout, ctx, work, threads=TABLE_THREADS,
                                                   memory_limit=TABLE_MEMORY)
         except Exception as exc:  # noqa: BLE001 - a reader failure: the line path reports what it can
             res.warnings.append(f"parser {p.name}: the CSV reader failed ({type(exc).__name__}: {exc}); "
@@ -396,7 +396,7 @@ def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, 
             return None
     res.parser = res.parsers = p.name
     res.lines = n_lines
-    res.parsed = ext.claimed.len()
+    res.parsed = n_read
     res.ignored = ext.ignored.len()
     res.unparsed = max(0, n_lines - res.parsed - res.ignored)
     res.warnings.extend(ext.warnings)

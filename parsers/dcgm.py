@@ -714,14 +714,15 @@ def _sql_str(s: str) -> str:
 
 
 def read_csv_file(path: str, layout: CsvLayout, ctx: ParseContext, work_dir: str, threads: int = 2,
-                  memory_limit: str = "256MB") -> tuple[Extraction, int]:
+                  memory_limit: str = "256MB") -> tuple[Extraction, int, int]:
     """A DCGM CSV of any size read by DuckDB's CSV reader straight from the file (only the columns
     the rules use, every cell as text), into a DuckDB table on disk in `work_dir` (memory bounded
     by `memory_limit`; row i of the table is data line i), then aggregated to one row per GPU,
     field and BUCKET_S seconds: the mean value (the OR of bit-mask fields, the maximum of
     counters), stamped at the bucket's start, line_no null (a row stands for several lines).
     Events (Xid, health) come from the raw rows, each at its own line. Returns the Extraction and
-    the number of data rows read. Values are cleaned as `clean_value` does (sentinels, N/A)."""
+    the file's number of lines and of data lines read (`claimed` holds only the events' lines: the
+    others are many millions). Values are cleaned as `clean_value` does (sentinels, N/A)."""
     import duckdb
 
     con = duckdb.connect(str(Path(work_dir) / "dcgm-csv.duckdb"))
@@ -739,51 +740,48 @@ def read_csv_file(path: str, layout: CsvLayout, ctx: ParseContext, work_dir: str
         def c(role: str) -> str:
             return _q(r[role]) if role in r else "CAST(NULL AS VARCHAR)"
 
-        num = ("CASE WHEN v IS NULL OR v >= 9.2233720368547758e18 OR (v >= 2147483632 AND v <= 2147483635 AND "
-               "regexp_full_match(raw, '-?[0-9]+')) OR (v >= 1.40737488355328e14 AND NOT regexp_full_match(raw, "
-               "'-?[0-9]+') AND isfinite(v)) THEN NULL ELSE v END")
+        # clean_value's rules (sentinels, N/A), each branch evaluated only on the rows that reach it
+        num = ("CASE WHEN v IS NULL THEN NULL WHEN v < 2147483632 THEN v "
+               "WHEN v >= 9.2233720368547758e18 AND isfinite(v) THEN NULL "
+               "WHEN regexp_full_match(raw, '-?[0-9]+') THEN (CASE WHEN v <= 2147483635 THEN NULL ELSE v END) "
+               "WHEN v >= 1.40737488355328e14 AND isfinite(v) THEN NULL ELSE v END")
         label = ", ".join(f"{c(k)} AS {k}" for k in ("err_code", "xid_label", "health_code", "health_watch"))
         if layout.wide:  # one row per line and field (INCLUDE NULLS: row k * n_fields + j is line k's field j)
             unp = ", ".join(f"trim({_q(n)}) AS {_q(f)}" for n, f in layout.wide.items())
             base = (f"SELECT {c('ts')} AS ts_raw, {c('host')} AS host, {c('gpu')} AS gpu, {c('uuid')} AS uuid, "
                     f"{c('pci')} AS pci, {label}, {unp} FROM {src}")
             body = (f"SELECT ts_raw, host, gpu, uuid, pci, field, raw, err_code, xid_label, health_code, "
-                    f"health_watch FROM (UNPIVOT INCLUDE NULLS ({base}) "
-                    f"ON {', '.join(_q(f) for f in layout.wide.values())} INTO NAME field VALUE raw)")
+                    f"health_watch FROM ({base}) b UNPIVOT INCLUDE NULLS "
+                    f"(raw FOR field IN ({', '.join(_q(f) for f in layout.wide.values())}))")
         else:
             body = (f"SELECT {c('ts')} AS ts_raw, {c('host')} AS host, {c('gpu')} AS gpu, {c('uuid')} AS uuid, "
                     f"{c('pci')} AS pci, trim({c('field')}) AS field, trim({c('value')}) AS raw, {label} FROM {src}")
         con.execute(f"CREATE OR REPLACE TABLE s AS SELECT ts_raw, host, TRY_CAST(gpu AS BIGINT) AS gpu, uuid, pci, "
-                    f"field, raw, TRY_CAST(raw AS DOUBLE) AS v, err_code, xid_label, health_code, health_watch "
-                    f"FROM ({body})")
+                    f"field, {num} AS value, err_code, xid_label, health_code, health_watch "
+                    f"FROM (SELECT *, TRY_CAST(raw AS DOUBLE) AS v FROM ({body}))")
         n_rows = con.sql("SELECT count(*) FROM s").fetchall()[0][0]
         # every distinct stamp and field name converted once, by the rules of the small-file path
         stamps = con.sql("SELECT DISTINCT ts_raw FROM s WHERE ts_raw IS NOT NULL").pl()
         conv = stamps.with_columns(_csv_ts(pl.col("ts_raw").str.strip_chars(), ctx).alias("ts")).with_columns(
             (pl.col("ts").dt.epoch("us")).alias("ts_us")).select("ts_raw", "ts_us")
-        fields = con.sql("SELECT DISTINCT field FROM s WHERE field IS NOT NULL").pl()
-        fmap = pl.DataFrame({"field": fields["field"], "canon": [canonical_or_id(f) for f in fields["field"]]},
-                            schema={"field": pl.Utf8, "canon": pl.Utf8})
+        raw_fields = con.sql("SELECT DISTINCT field FROM s WHERE field IS NOT NULL").pl()["field"].to_list()
+        canon = {f: canonical_or_id(f) for f in raw_fields}
+
+        def spelled(wanted: tuple[str, ...]) -> str:  # the names this file gives those fields
+            return ", ".join(_sql_str(f) for f, cf in canon.items() if cf in wanted) or "NULL"
+
         con.register("conv", conv.to_arrow())
-        con.register("fmap", fmap.to_arrow())
-        con.execute(f"CREATE OR REPLACE TEMP VIEW t AS SELECT s.rowid AS rid, conv.ts_us, s.host, s.gpu, s.uuid, s.pci, "
-                    f"fmap.canon AS field, ({num}) AS value, "
-                    f"s.err_code, s.xid_label, s.health_code, s.health_watch, s.field AS raw_field FROM s "
-                    f"LEFT JOIN conv USING (ts_raw) LEFT JOIN fmap USING (field)")
-        bits = ", ".join(_sql_str(f) for f in BITMASK_FIELDS)
-        ctrs = ", ".join(_sql_str(f) for f in COUNTER_FIELDS)
+        us = BUCKET_S * 1_000_000
         agg = con.sql(
-            f"SELECT (ts_us // {BUCKET_S * 1_000_000}) * {BUCKET_S * 1_000_000} AS ts_us, host, gpu, "
-            f"any_value(uuid) AS uuid, any_value(pci) AS pci, field, "
-            f"CASE WHEN field IN ({bits}) THEN CAST(bit_or(TRY_CAST(value AS BIGINT)) AS DOUBLE) "
-            f"WHEN field IN ({ctrs}) THEN max(value) ELSE avg(value) END AS value "
-            f"FROM t GROUP BY 1, host, gpu, field ORDER BY ts_us, host, gpu, field").pl()
-        # the event fields by the names this file spells them (a filter on the table's own column)
-        evf = ", ".join(_sql_str(f) for f, cf in fmap.iter_rows() if cf in EVENT_FIELDS) or "NULL"
+            f"SELECT (conv.ts_us // {us}) * {us} AS ts_us, host, gpu, any_value(uuid) AS uuid, any_value(pci) AS pci, "
+            f"field, CASE WHEN field IN ({spelled(BITMASK_FIELDS)}) THEN CAST(bit_or(TRY_CAST(value AS BIGINT)) AS "
+            f"DOUBLE) WHEN field IN ({spelled(COUNTER_FIELDS)}) THEN max(value) ELSE avg(value) END AS value "
+            f"FROM s LEFT JOIN conv USING (ts_raw) GROUP BY 1, host, gpu, field ORDER BY 1, host, gpu, field").pl()
         ev = con.sql(
-            f"SELECT * EXCLUDE (prev) FROM (SELECT *, lag(value) OVER (PARTITION BY host, gpu, field, health_watch "
-            f"ORDER BY rid) AS prev FROM t WHERE raw_field IN ({evf})) WHERE value IS DISTINCT FROM prev "
-            f"ORDER BY rid").pl().drop("raw_field")
+            f"SELECT * EXCLUDE (prev, ts_raw) FROM (SELECT rid, conv.ts_us, e.* EXCLUDE (rid), lag(value) OVER "
+            f"(PARTITION BY host, gpu, field, health_watch ORDER BY rid) AS prev FROM (SELECT rowid AS rid, * FROM s "
+            f"WHERE field IN ({spelled(EVENT_FIELDS)})) e LEFT JOIN conv USING (ts_raw)) "
+            f"WHERE value IS DISTINCT FROM prev ORDER BY rid").pl()
     finally:
         con.close()
         for p in (Path(work_dir) / "dcgm-csv.duckdb", Path(work_dir) / "dcgm-csv.duckdb.wal"):
@@ -793,6 +791,8 @@ def read_csv_file(path: str, layout: CsvLayout, ctx: ParseContext, work_dir: str
     def ts_of(us: pl.Expr) -> pl.Expr:
         return pl.from_epoch(us, time_unit="us").dt.replace_time_zone("UTC")
 
+    agg = agg.with_columns(pl.col("field").replace(canon))
+    ev = ev.with_columns(pl.col("field").replace(canon))
     samples = agg.select(
         pl.lit(None, dtype=pl.Int64).alias("line_no"), ts_of(pl.col("ts_us")).alias("ts"),
         pl.when(pl.col("ts_us").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
@@ -818,11 +818,9 @@ def read_csv_file(path: str, layout: CsvLayout, ctx: ParseContext, work_dir: str
                 f"({BUCKET_S} s per GPU and field; line numbers only on events)"]
     if lines + 1 != total:
         warnings.append(f"CSV rows ({lines}) do not match data lines ({total - 1}); line numbers approximate")
-    data = pl.Series("line_no", np.arange(2, lines + 2, dtype=np.int64)) if lines + 1 == total else \
-        pl.Series("line_no", [], dtype=pl.Int64)
     ext = Extraction(events=events, tables={"dcgm_samples": table_frame("dcgm_samples", samples)},
-                     claimed=data, ignored=pl.Series("line_no", [1], dtype=pl.Int64), warnings=warnings)
-    return ext, total
+                     claimed=events["line_no"], ignored=pl.Series("line_no", [1], dtype=pl.Int64), warnings=warnings)
+    return ext, total, min(lines, max(0, total - 1))
 
 
 def _csv_ts(raw: pl.Expr, ctx: ParseContext) -> pl.Expr:

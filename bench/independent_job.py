@@ -406,16 +406,66 @@ def generate(out: Path, scale: float = 1.0, seed: int = 11) -> Path:
     return job
 
 
+def measure(out: Path, repeat: int) -> dict:
+    """`forensics analyze` of OUT/job against `cat` and `grep -E -c` with the catalog's literals over
+    the same files, in the same run, timed as bench/run.py times them (output read through a pipe,
+    CPU beside wall, peak RSS from os.wait4); whether the DCGM file was read, the stragglers and the
+    culprit are right (OUT/truth.toml)."""
+    import json
+    import os
+    import tomllib
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import run as bench  # bench/run.py: the same timing and baselines
+
+    job = out / "job"
+    files = sorted(str(p) for p in job.rglob("*") if p.is_file())
+    size = sum(os.path.getsize(f) for f in files)
+    cat = bench.timed(["cat", *files], repeat, bench.BASELINE_ENV)
+    if cat.pop("output") is not None and cat["output_bytes"] != size:
+        raise SystemExit("cat did not read every byte")
+    grep = bench.timed(["grep", "-E", "-c", "-e", bench.grep_pattern(), *files], repeat, bench.BASELINE_ENV)
+    if len(bench.grep_counts(grep.pop("output"))) != len(files):
+        raise SystemExit("grep -c did not report every file")
+    res = out / "analysis"
+    shutil.rmtree(res, ignore_errors=True)
+    fx = bench.timed([sys.executable, "-m", "forensics.cli", "analyze", str(job), "--out", str(res), "--quiet"],
+                     repeat)
+    fx.pop("output")
+    rep = json.loads((res / "report.json").read_text())
+    truth = tomllib.loads((out / "truth.toml").read_text())
+    src = next(s for s in rep["sources"] if s["path"] == truth["files"]["dcgm"])
+    want = {(s["host"], s["gpu"]) for s in truth["stragglers"]}
+    got = {(s["host"], s["gpu"]) for s in rep["stragglers"]}
+    v = rep["verdict"] or {}
+    row = {"files": len(files), "bytes": size, "load_avg": os.getloadavg(), "forensics": fx, "cat": cat,
+           "grep": grep, "ratio_to_grep": round(fx["wall_s"] / max(grep["wall_s"], 1e-6), 2),
+           "cpu_ratio_to_grep": round(fx["cpu_s"] / max(grep["cpu_s"], 1e-6), 2),
+           "dcgm_read": src["parser"] == "dcgm" and src["unparsed"] == 0 and src["parsed"] == src["lines"] - 1,
+           "stragglers_right": got == want,
+           "culprit_right": (v.get("culprit") or {}).get("host") == truth["culprit"]["host"]
+           and v.get("category") == truth["culprit"]["category"]}
+    (out / "measure.json").write_text(json.dumps(row, indent=2) + "\n")
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--measure", action="store_true", help="then time analyze, cat and grep -E -c over it")
+    ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
     t0 = time.perf_counter()
-    job = generate(args.out, args.scale, args.seed)
-    size = sum(p.stat().st_size for p in job.rglob("*") if p.is_file())
-    print(f"wrote {job} ({size / 1e6:,.0f} MB) in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    if not (args.measure and (args.out / "truth.toml").is_file()):  # --measure reuses a generated job
+        job = generate(args.out, args.scale, args.seed)
+        size = sum(p.stat().st_size for p in job.rglob("*") if p.is_file())
+        print(f"wrote {job} ({size / 1e6:,.0f} MB) in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    if args.measure:
+        import json
+
+        print(json.dumps(measure(args.out, args.repeat)))
 
 
 if __name__ == "__main__":

@@ -699,7 +699,7 @@ def csv_layout(header_line: str) -> CsvLayout | None:
         return CsvLayout(delim, names, roles, {})
     taken = set(roles.values())
     wide = {n: canonical_or_id(n) for n in names if n not in taken and canonical_or_id(n).startswith("DCGM_")}
-    wide = {n: f for n, f in wide.items() if f in FIELD_NAMES.values() or f.startswith("DCGM_EXP_")}
+    wide = {n: f for n, f in wide.items() if f in FIELD_NAMES.values() or re.fullmatch(r"DCGM_EXP_[A-Z0-9_]+", f)}
     if wide and ("ts" in roles or "gpu" in roles):
         return CsvLayout(delim, names, {r: c for r, c in roles.items() if r not in ("field", "value")}, wide)
     return None

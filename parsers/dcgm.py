@@ -756,9 +756,17 @@ def read_csv_file(path: str, layout: CsvLayout, ctx: ParseContext, work_dir: str
         else:
             body = (f"SELECT {c('ts')} AS ts_raw, {c('host')} AS host, {c('gpu')} AS gpu, {c('uuid')} AS uuid, "
                     f"{c('pci')} AS pci, trim({c('field')}) AS field, trim({c('value')}) AS raw, {label} FROM {src}")
-        con.execute(f"CREATE OR REPLACE TABLE s AS SELECT ts_raw, host, TRY_CAST(gpu AS BIGINT) AS gpu, uuid, pci, "
-                    f"field, {num} AS value, err_code, xid_label, health_code, health_watch "
+        # the table holds only the columns the header has (no column of nulls is written); the view
+        # `s` gives every role, null where the header has none
+        opt = [k for k in ("host", "uuid", "pci", "err_code", "xid_label", "health_code", "health_watch")
+               if k in r]
+        keep = ", ".join(["ts_raw", *opt, "TRY_CAST(gpu AS BIGINT) AS gpu" if "gpu" in r else "NULL AS gpu"])
+        con.execute(f"CREATE OR REPLACE TABLE raw_rows AS SELECT {keep}, field, {num} AS value "
                     f"FROM (SELECT *, TRY_CAST(raw AS DOUBLE) AS v FROM ({body}))")
+        fill = ", ".join(k if k in opt else f"CAST(NULL AS VARCHAR) AS {k}"
+                         for k in ("host", "uuid", "pci", "err_code", "xid_label", "health_code", "health_watch"))
+        con.execute(f"CREATE OR REPLACE TEMP VIEW s AS SELECT rowid AS rid, ts_raw, CAST(gpu AS BIGINT) AS gpu, "
+                    f"field, value, {fill} FROM raw_rows")
         n_rows = con.sql("SELECT count(*) FROM s").fetchall()[0][0]
         # every distinct stamp and field name converted once, by the rules of the small-file path
         stamps = con.sql("SELECT DISTINCT ts_raw FROM s WHERE ts_raw IS NOT NULL").pl()
@@ -776,12 +784,15 @@ def read_csv_file(path: str, layout: CsvLayout, ctx: ParseContext, work_dir: str
             f"SELECT (conv.ts_us // {us}) * {us} AS ts_us, host, gpu, any_value(uuid) AS uuid, any_value(pci) AS pci, "
             f"field, CASE WHEN field IN ({spelled(BITMASK_FIELDS)}) THEN CAST(bit_or(TRY_CAST(value AS BIGINT)) AS "
             f"DOUBLE) WHEN field IN ({spelled(COUNTER_FIELDS)}) THEN max(value) ELSE avg(value) END AS value "
-            f"FROM s LEFT JOIN conv USING (ts_raw) GROUP BY 1, host, gpu, field ORDER BY 1, host, gpu, field").pl()
+            f"FROM s LEFT JOIN conv USING (ts_raw) GROUP BY 1, host, gpu, field").pl().sort(
+            "ts_us", "host", "gpu", "field", nulls_last=True)
         ev = con.sql(
             f"SELECT * EXCLUDE (prev, ts_raw) FROM (SELECT rid, conv.ts_us, e.* EXCLUDE (rid), lag(value) OVER "
-            f"(PARTITION BY host, gpu, field, health_watch ORDER BY rid) AS prev FROM (SELECT rowid AS rid, * FROM s "
+            f"(PARTITION BY host, gpu, field, health_watch ORDER BY rid) AS prev FROM (SELECT * FROM s "
             f"WHERE field IN ({spelled(EVENT_FIELDS)})) e LEFT JOIN conv USING (ts_raw)) "
             f"WHERE value IS DISTINCT FROM prev ORDER BY rid").pl()
+        con.execute("DROP VIEW s")
+        con.execute("DROP TABLE raw_rows")  # nothing left for the checkpoint at close to write
     finally:
         con.close()
         for p in (Path(work_dir) / "dcgm-csv.duckdb", Path(work_dir) / "dcgm-csv.duckdb.wal"):

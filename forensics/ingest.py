@@ -372,7 +372,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
 
 
 TABLE_THREADS = 2  # DuckDB's threads and memory for a CSV table read by path (parsers' `read_csv_file`)
-TABLE_MEMORY = "256MB"
+TABLE_MEMORY = "128MB"
 
 
 def _table_layout(sf: SourceFile, chosen: list[ParserInfo], head_text: str, limits: Limits) -> Any:

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_SCENARIO := fixtures/scenarios/gpu_fell_off_bus.toml
 DEMO_CASE := forensics-out/demo-case
 
-.PHONY: install demo test test-fast notebooks lint bench fuzz clean
+.PHONY: install demo test test-fast notebooks lint bench bench-big fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,6 +40,11 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# The independent-job shape (1.4 GB: one quoted DCGM CSV of 512 GPUs, a pdsh dmesg of 128 nodes, 64
+# INFO-level rank logs), generated once, then analyze timed against cat and grep -E -c (bench/README.md).
+bench-big: install
+	$(BIN)/python bench/independent_job.py bench/work/independent --measure
 
 # Long random fuzzing (not part of `make test`): FORENSICS_FUZZ_EXAMPLES examples per fuzz test.
 fuzz: install

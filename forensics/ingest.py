@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
@@ -209,6 +210,11 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     wrapped_hosts: list[pl.DataFrame] = []  # line_no -> the host a line's wrapper names (pdsh, Ray, kubectl)
     invalid_utf8 = False
     nul = 0
+    layout = _table_layout(sf, chosen, head_text, limits)
+    if layout is not None:  # a CSV table of telemetry: the parser's reader takes the file by path
+        got = _parse_table(sf, chosen[0], layout, ctx, cfg, res)
+        if got is not None:
+            return got
     if _whole_parser(sf, chosen, limits) is not None:  # a structured file its parser reads from the bytes
 
         try:
@@ -305,6 +311,56 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         if "host" in t.columns:
             t = t.with_columns(pl.col("host").fill_null(pl.lit(host_hint, dtype=pl.Utf8)))
         res.tables[tname] = t
+    for w in sf.warnings:
+        res.warnings.append(w)
+    return res
+
+
+TABLE_THREADS = 2  # DuckDB's threads and memory for a CSV table read by path (parsers' `read_csv_file`)
+TABLE_MEMORY = "128MB"
+
+
+def _table_layout(sf: SourceFile, chosen: list[ParserInfo], head_text: str, limits: Limits) -> Any:
+    """The CSV layout of a plain file that its one parser reads by path (`table_layout`), or None."""
+    if sf.compression is not None or len(chosen) != 1 or not hasattr(chosen[0].module, "table_layout"):
+        return None
+    return chosen[0].module.table_layout(head_text, sf.size, limits.chunk_bytes)
+
+
+def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, cfg: JobConfig,
+                 res: FileResult) -> FileResult | None:
+    """A CSV table read by its parser straight from the file with DuckDB (bounded memory: nothing
+    of the file is held in Python); None when that fails (the line path reads it then)."""
+    with tempfile.TemporaryDirectory(prefix="forensics-table-") as work:
+        try:
+            ext, n_lines, n_read = p.module.read_csv_file(str(sf.real_path), layout, ctx, work, threads=TABLE_THREADS,
+                                                  memory_limit=TABLE_MEMORY)
+        except Exception as exc:  # noqa: BLE001 - a reader failure: the line path reports what it can
+            res.warnings.append(f"parser {p.name}: the CSV reader failed ({type(exc).__name__}: {exc}); "
+                                "read line by line instead")
+            return None
+    res.parser = res.parsers = p.name
+    res.lines = n_lines
+    res.parsed = n_read
+    res.ignored = ext.ignored.len()
+    res.unparsed = max(0, n_lines - res.parsed - res.ignored)
+    res.warnings.extend(ext.warnings)
+    host_hint = ctx.host_hint
+    if not ext.events.is_empty():
+        ev = conform(ext.events, EVENT_SCHEMA).with_columns(
+            pl.col("host").fill_null(pl.lit(host_hint, dtype=pl.Utf8)),
+            pl.col("rank").fill_null(pl.lit(sf.rank_hint, dtype=pl.Int64)))
+        if cfg.host_aliases:
+            ev = ev.with_columns(pl.col("host").replace(cfg.host_aliases))
+        res.events = derive_missing(ev).sort("line_no", "kind", maintain_order=True)
+    for tname, tdf in ext.tables.items():
+        if tname in TABLE_SCHEMAS and not tdf.is_empty():
+            t = conform(tdf, TABLE_SCHEMAS[tname])
+            if "host" in t.columns:
+                t = t.with_columns(pl.col("host").fill_null(pl.lit(host_hint, dtype=pl.Utf8)))
+            res.tables[tname] = t
+    res.sha256 = _sha256(sf)
+    check_unchanged(sf, res)
     for w in sf.warnings:
         res.warnings.append(w)
     return res

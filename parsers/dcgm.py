@@ -604,6 +604,9 @@ def sniff(head: str) -> float:
     cols = [c.strip().strip('"').lower() for c in first.split(",")]
     if "value" in cols and ("metric" in cols or "__name__" in cols) and re.search(r"DCGM_|dcgm_", head):
         return 0.95
+    layout = csv_layout(first)
+    if layout is not None and (layout.wide or re.search(r"DCGM_|dcgm_", head)):
+        return 0.95  # a header of any column order, quoting or delimiter (wide: DCGM field columns)
     n = len(re.findall(r"(?m)^\s*(?:DCGM_[A-Z0-9_]+|dcgm_[a-z0-9_]+)(?:\{[^\n]*\})?(?:[ \t]+\S+){0,2}[ \t]*$", head))
     if n >= 2 or "# TYPE DCGM_" in head or "# HELP DCGM_" in head:
         return 0.95
@@ -633,6 +636,247 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if hdr is not None:
         return _csv(lines, ctx, hdr[0])
     return _prometheus(lines, ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# large CSV files: DuckDB's reader, straight from the file, aggregated
+
+BUCKET_S = 10  # samples of one GPU and field within this many seconds become one row (mean; OR of bit masks)
+BITMASK_FIELDS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS",)
+COUNTER_FIELDS = ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+EVENT_FIELDS = (XID_FIELD, XID_COUNT_FIELD, HEALTH_FIELD)
+_COLS = {  # role -> header names (lower case) that hold it
+    "ts": ("timestamp", "time", "ts", "datetime", "date_time", "sample_time"),
+    "host": ("hostname", "host", "instance", "node", "nodename"),
+    "gpu": ("gpu", "gpu_id", "gpuid", "gpu_index", "device_id", "entityid", "entity_id"),
+    "uuid": ("uuid", "gpu_uuid"),
+    "pci": ("pci_bus_id", "pcibusid", "bus_id"),
+    "field": ("metric", "__name__", "field", "field_name", "fieldname", "field_id", "fieldid", "metric_name"),
+    "value": ("value", "val", "sample"),
+    "err_code": ("err_code",), "xid_label": ("xid",), "health_code": ("health_error_code",),
+    "health_watch": ("health_watch",),
+}
+
+
+def _load_ids() -> dict[str, str]:
+    df = pl.read_csv(_DATA / "dcgm_fields.csv", columns=["id", "name"], infer_schema=False)
+    return {i.strip(): n for i, n in df.iter_rows() if i}
+
+
+FIELD_IDS = _load_ids()
+
+
+def canonical_or_id(name: str) -> str:
+    """`canonical_field`, also for a numeric DCGM field id ("100" -> DCGM_FI_DEV_SM_CLOCK)."""
+    s = name.strip()
+    return FIELD_IDS.get(s, s) if s.isdigit() else canonical_field(s)
+
+
+@dataclass(frozen=True)
+class CsvLayout:
+    """Where the roles sit in a DCGM CSV header: long (a field column and a value column) or wide
+    (one column per DCGM field, named by classic/alias name or numeric id)."""
+
+    delimiter: str
+    names: tuple[str, ...]  # the header's cells, unquoted
+    roles: dict[str, str]  # role -> column name
+    wide: dict[str, str]  # wide only: column name -> canonical DCGM field
+
+
+def csv_layout(header_line: str) -> CsvLayout | None:
+    """The layout of a DCGM CSV from its header line (quoted or not, comma, semicolon or tab
+    delimited, any column order), or None when the header is not one."""
+    import csv
+
+    line = header_line.strip().lstrip("\ufeff")
+    if not line or line.startswith("#"):
+        return None
+    delim = max((",", ";", "\t", "|"), key=line.count)
+    if line.count(delim) < 1:
+        return None
+    names = tuple(c.strip() for c in next(csv.reader([line], delimiter=delim)))
+    low = {n.lower(): n for n in names}
+    roles = {r: next(low[c] for c in cands if c in low) for r, cands in _COLS.items() if any(c in low for c in cands)}
+    if "field" in roles and "value" in roles:
+        return CsvLayout(delim, names, roles, {})
+    taken = set(roles.values())
+    wide = {n: canonical_or_id(n) for n in names if n not in taken and canonical_or_id(n).startswith("DCGM_")}
+    wide = {n: f for n, f in wide.items() if f in FIELD_NAMES.values() or re.fullmatch(r"DCGM_EXP_[A-Z0-9_]+", f)}
+    if wide and ("ts" in roles or "gpu" in roles):
+        return CsvLayout(delim, names, {r: c for r, c in roles.items() if r not in ("field", "value")}, wide)
+    return None
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def read_csv_file(path: str, layout: CsvLayout, ctx: ParseContext, work_dir: str, threads: int = 2,
+                  memory_limit: str = "256MB") -> tuple[Extraction, int, int]:
+    """A DCGM CSV of any size read by DuckDB's CSV reader straight from the file (only the columns
+    the rules use, every cell as text), into a DuckDB table on disk in `work_dir` (memory bounded
+    by `memory_limit`; row i of the table is data line i), then aggregated to one row per GPU,
+    field and BUCKET_S seconds: the mean value (the OR of bit-mask fields, the maximum of
+    counters), stamped at the bucket's start, line_no null (a row stands for several lines).
+    Events (Xid, health) come from the raw rows, each at its own line. Returns the Extraction and
+    the file's number of lines and of data lines read (`claimed` holds only the events' lines: the
+    others are many millions). Values are cleaned as `clean_value` does (sentinels, N/A)."""
+    import duckdb
+
+    con = duckdb.connect(str(Path(work_dir) / "dcgm-csv.duckdb"))
+    try:
+        con.execute(f"SET memory_limit = '{memory_limit}'")
+        con.execute(f"SET threads = {int(threads)}")
+        con.execute(f"SET temp_directory = {_sql_str(str(Path(work_dir) / 'dcgm-tmp'))}")
+        con.execute("SET preserve_insertion_order = true")  # table row i = data line i
+        r = layout.roles
+        names = list(layout.names)
+        cols = "{" + ", ".join(f"{_sql_str(n)}: 'VARCHAR'" for n in names) + "}"
+        src = (f"read_csv({_sql_str(path)}, header = true, delim = {_sql_str(layout.delimiter)}, quote = '\"', "
+               f"columns = {cols}, auto_detect = false, strict_mode = false, null_padding = true)")
+
+        def c(role: str) -> str:
+            return _q(r[role]) if role in r else "CAST(NULL AS VARCHAR)"
+
+        # clean_value's rules (sentinels, N/A), each branch evaluated only on the rows that reach it
+        num = ("CASE WHEN v IS NULL THEN NULL WHEN v < 2147483632 THEN v "
+               "WHEN v >= 9.2233720368547758e18 AND isfinite(v) THEN NULL "
+               "WHEN regexp_full_match(raw, '-?[0-9]+') THEN (CASE WHEN v <= 2147483635 THEN NULL ELSE v END) "
+               "WHEN v >= 1.40737488355328e14 AND isfinite(v) THEN NULL ELSE v END")
+        label = ", ".join(f"{c(k)} AS {k}" for k in ("err_code", "xid_label", "health_code", "health_watch"))
+        if layout.wide:  # one row per line and field (INCLUDE NULLS: row k * n_fields + j is line k's field j)
+            unp = ", ".join(f"trim({_q(n)}) AS {_q(f)}" for n, f in layout.wide.items())
+            base = (f"SELECT {c('ts')} AS ts_raw, {c('host')} AS host, {c('gpu')} AS gpu, {c('uuid')} AS uuid, "
+                    f"{c('pci')} AS pci, {label}, {unp} FROM {src}")
+            body = (f"SELECT ts_raw, host, gpu, uuid, pci, field, raw, err_code, xid_label, health_code, "
+                    f"health_watch FROM ({base}) b UNPIVOT INCLUDE NULLS "
+                    f"(raw FOR field IN ({', '.join(_q(f) for f in layout.wide.values())}))")
+        else:
+            body = (f"SELECT {c('ts')} AS ts_raw, {c('host')} AS host, {c('gpu')} AS gpu, {c('uuid')} AS uuid, "
+                    f"{c('pci')} AS pci, trim({c('field')}) AS field, trim({c('value')}) AS raw, {label} FROM {src}")
+        # the table holds only the columns the header has (no column of nulls is written); the view
+        # `s` gives every role, null where the header has none
+        opt = [k for k in ("host", "uuid", "pci", "err_code", "xid_label", "health_code", "health_watch")
+               if k in r]
+        keep = ", ".join(["ts_raw", *opt, "TRY_CAST(gpu AS BIGINT) AS gpu" if "gpu" in r else "NULL AS gpu"])
+        con.execute(f"CREATE OR REPLACE TABLE raw_rows AS SELECT {keep}, field, {num} AS value "
+                    f"FROM (SELECT *, TRY_CAST(raw AS DOUBLE) AS v FROM ({body}))")
+        fill = ", ".join(k if k in opt else f"CAST(NULL AS VARCHAR) AS {k}"
+                         for k in ("host", "uuid", "pci", "err_code", "xid_label", "health_code", "health_watch"))
+        con.execute(f"CREATE OR REPLACE TEMP VIEW s AS SELECT rowid AS rid, ts_raw, CAST(gpu AS BIGINT) AS gpu, "
+                    f"field, value, {fill} FROM raw_rows")
+        n_rows = con.sql("SELECT count(*) FROM s").fetchall()[0][0]
+        # every distinct stamp and field name converted once, by the rules of the small-file path
+        stamps = con.sql("SELECT DISTINCT ts_raw FROM s WHERE ts_raw IS NOT NULL").pl()
+        conv = stamps.with_columns(_csv_ts(pl.col("ts_raw").str.strip_chars(), ctx).alias("ts")).with_columns(
+            (pl.col("ts").dt.epoch("us")).alias("ts_us")).select("ts_raw", "ts_us")
+        raw_fields = con.sql("SELECT DISTINCT field FROM s WHERE field IS NOT NULL").pl()["field"].to_list()
+        canon = {f: canonical_or_id(f) for f in raw_fields}
+
+        def spelled(wanted: tuple[str, ...]) -> str:  # the names this file gives those fields
+            return ", ".join(_sql_str(f) for f, cf in canon.items() if cf in wanted) or "NULL"
+
+        con.register("conv", conv.to_arrow())
+        us = BUCKET_S * 1_000_000
+        agg = con.sql(
+            f"SELECT (conv.ts_us // {us}) * {us} AS ts_us, host, gpu, any_value(uuid) AS uuid, any_value(pci) AS pci, "
+            f"field, CASE WHEN field IN ({spelled(BITMASK_FIELDS)}) THEN CAST(bit_or(TRY_CAST(value AS BIGINT)) AS "
+            f"DOUBLE) WHEN field IN ({spelled(COUNTER_FIELDS)}) THEN max(value) ELSE avg(value) END AS value "
+            f"FROM s LEFT JOIN conv USING (ts_raw) GROUP BY 1, host, gpu, field").pl().sort(
+            "ts_us", "host", "gpu", "field", nulls_last=True)
+        ev = con.sql(
+            f"SELECT * EXCLUDE (prev, ts_raw) FROM (SELECT rid, conv.ts_us, e.* EXCLUDE (rid), lag(value) OVER "
+            f"(PARTITION BY host, gpu, field, health_watch ORDER BY rid) AS prev FROM (SELECT * FROM s "
+            f"WHERE field IN ({spelled(EVENT_FIELDS)})) e LEFT JOIN conv USING (ts_raw)) "
+            f"WHERE value IS DISTINCT FROM prev ORDER BY rid").pl()
+        con.execute("DROP VIEW s")
+        con.execute("DROP TABLE raw_rows")  # nothing left for the checkpoint at close to write
+    finally:
+        con.close()
+        for p in (Path(work_dir) / "dcgm-csv.duckdb", Path(work_dir) / "dcgm-csv.duckdb.wal"):
+            p.unlink(missing_ok=True)
+    per_line = max(1, len(layout.wide))
+
+    def ts_of(us: pl.Expr) -> pl.Expr:
+        return pl.from_epoch(us, time_unit="us").dt.replace_time_zone("UTC")
+
+    agg = agg.with_columns(pl.col("field").replace(canon))
+    ev = ev.with_columns(pl.col("field").replace(canon))
+    samples = agg.select(
+        pl.lit(None, dtype=pl.Int64).alias("line_no"), ts_of(pl.col("ts_us")).alias("ts"),
+        pl.when(pl.col("ts_us").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
+        pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
+        pl.col("gpu"), pl.col("uuid"), normalize_pci(pl.col("pci")).alias("pci_bus_id"),
+        pl.col("field"), pl.col("value").cast(pl.Float64), pl.lit(None, dtype=pl.Utf8).alias("message"))
+    evs = ev.select(
+        (pl.col("rid") // per_line + 2).cast(pl.Int64).alias("line_no"), ts_of(pl.col("ts_us")).alias("ts"),
+        pl.when(pl.col("ts_us").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
+        pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
+        pl.col("gpu"), pl.col("uuid"), normalize_pci(pl.col("pci")).alias("pci_bus_id"),
+        pl.col("field"), pl.col("value").cast(pl.Float64), pl.lit(None, dtype=pl.Utf8).alias("message"),
+        "err_code", "xid_label", "health_code", "health_watch")
+    extra = evs.select(_EXTRA_COLS)
+    events = _events(evs.select([c for c in evs.columns if c not in _EXTRA_COLS]), extra)
+    texts, total = _line_texts(path, events["line_no"])
+    if not events.is_empty():
+        events = events.drop("message").join(texts, on="line_no", how="left").select(events.columns)
+    lines = n_rows // per_line
+    warnings = [f"{n_rows:,} DCGM samples read by DuckDB and aggregated to {samples.height:,} rows "
+                f"({BUCKET_S} s per GPU and field; line numbers only on events)"]
+    if lines + 1 != total:
+        warnings.append(f"CSV rows ({lines}) do not match data lines ({total - 1}); line numbers approximate")
+    ext = Extraction(events=events, tables={"dcgm_samples": table_frame("dcgm_samples", samples)},
+                     claimed=events["line_no"], ignored=pl.Series("line_no", [1], dtype=pl.Int64), warnings=warnings)
+    return ext, total, min(lines, max(0, total - 1))
+
+
+def _csv_ts(raw: pl.Expr, ctx: ParseContext) -> pl.Expr:
+    num = raw.cast(pl.Float64, strict=False)
+    return (pl.when(num.is_not_null() & (num > 1e11)).then(epoch_seconds(num / 1000.0))
+            .when(num.is_not_null()).then(epoch_seconds(num))
+            .otherwise(iso(raw, ctx.tz)))
+
+
+def _line_texts(path: str, line_nos: pl.Series) -> tuple[pl.DataFrame, int]:
+    """The text of a few lines of a large file (the events' messages) and its number of lines, in
+    one pass over 16 MiB blocks (newlines counted by bytes.count; only blocks holding a wanted
+    line are split)."""
+    want = sorted({int(n) for n in line_nos.drop_nulls().to_list()})
+    got: dict[int, str] = {}
+    seen, carry, k = 0, b"", 0  # lines ended before this block; the unfinished line; next wanted index
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 24):
+            n = block.count(b"\n")
+            if k < len(want) and want[k] <= seen + n:
+                parts = (carry + block).split(b"\n")
+                while k < len(want) and want[k] <= seen + n:
+                    got[want[k]] = parts[want[k] - seen - 1].rstrip(b"\r").decode("utf-8", errors="replace")
+                    k += 1
+            last = block.rfind(b"\n")
+            carry = carry + block if last < 0 else block[last + 1:]
+            seen += n
+    total = seen + (1 if carry else 0)
+    return pl.DataFrame({"line_no": list(got), "message": list(got.values())},
+                        schema={"line_no": pl.Int64, "message": pl.Utf8}), total
+
+
+def table_layout(head: str, size: int, chunk_bytes: int) -> CsvLayout | None:
+    """The layout of a file whose first line is a DCGM CSV header, when DuckDB's reader
+    (`read_csv_file`) should take the file: it is larger than one chunk the line path reads (whose
+    later chunks would lack the header), or a shape the line path does not read (wide, field ids,
+    other delimiters). None: the line path reads it (or it is no CSV)."""
+    first = head.split("\n", 1)[0].rstrip("\r")
+    layout = csv_layout(first)
+    if layout is None:
+        return None
+    small_ok = _is_csv_header(first) and layout.delimiter == "," and not layout.wide
+    return layout if size > chunk_bytes or not small_ok else None
 
 
 SPEC = ParserSpec(

@@ -233,10 +233,11 @@ def literal_set(patterns: Iterable[str]) -> tuple[LiteralSet, list[str]]:
 
 
 def trigger_patterns(parsers: Sequence) -> dict[str, list[str]]:  # noqa: ANN001 - ParserInfo list
-    """Each line parser's TRIGGER as regexes (a literal list becomes escaped alternatives)."""
+    """Each line parser's trigger (its spec's `trigger`) as regexes (a literal list becomes escaped
+    alternatives)."""
     out = {}
     for p in parsers:
-        trig = getattr(p.module, "TRIGGER", None)
+        trig = p.spec.trigger
         if trig is None:
             continue
         out[p.name] = [re.escape(t) for t in trig] if isinstance(trig, list | tuple) else [trig]
@@ -244,7 +245,7 @@ def trigger_patterns(parsers: Sequence) -> dict[str, list[str]]:  # noqa: ANN001
 
 
 def catalog_patterns(catalog, parsers: Sequence) -> list[str]:  # noqa: ANN001 - Catalog, ParserInfo list
-    """Every signature pattern and every parser TRIGGER: what the catalog's literal set covers."""
+    """Every signature pattern and every parser trigger: what the catalog's literal set covers."""
     pats = [s.pattern for s in catalog.signatures]
     for trig in trigger_patterns(parsers).values():
         pats += trig

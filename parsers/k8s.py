@@ -39,13 +39,22 @@ POD_REASONS = ["Evicted", "Preempting", "Preempted", "NodeShutdown", "Terminated
 DISRUPTION = ["PreemptionByScheduler", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC",
               "TerminationByKubelet"]
 WAITING = ["CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError"]
-SEVERITY = {"OOMKilled": "error", "Error": "error", "Completed": "info", "Evicted": "error",
+SEVERITY = {"MemoryPressure": "error", "DiskPressure": "error", "OOMKilled": "error", "Error": "error", "Completed": "info", "Evicted": "error",
             "CrashLoopBackOff": "error", "ContainerCannotRun": "error", "StartError": "error"}
 
 JOB_REASON_RE = r"^(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)?Job(?:Failed|Restarting|Succeeded)$"
 MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Namespace:\s+\S|^NAME\s+READY\s+STATUS\b|' \
-          r'^LAST SEEN\s+TYPE\s+REASON\b|' \
+          r'^LAST SEEN\s+TYPE\s+REASON\b|The node was low on resource: |The node had condition: \[|' \
           r'^[ \t]*"?[Rr]eason"?:[ \t]*"?(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)Job(?:Failed|Restarting)\b'
+# kubelet's eviction manager (pkg/kubelet/eviction/helpers.go): the evicted pod's message names the
+# starved resource (`The node was low on resource: %v. ` with memory, ephemeral-storage, pids or
+# inodes; newer kubelets add `Threshold quantity: ..., available: ...`) or, when admission is refused
+# under pressure, the node condition (`The node had condition: [%v]. `). The code is the node
+# condition the resource maps to, so a memory eviction is not read as a scheduler preemption (pids /
+# PIDPressure keep the plain `Evicted` code: no category of the taxonomy fits better).
+EVICT_RESOURCE_RE = r"The node was low on resource: \[?([A-Za-z-]+)"
+EVICT_CONDITION_RE = r"The node had condition: \[(MemoryPressure|DiskPressure)\]"
+EVICT_PRESSURE = {"memory": "MemoryPressure", "ephemeral-storage": "DiskPressure", "inodes": "DiskPressure"}
 CLOUD = (
     (r"EC2 Spot Instance Interruption Warning|Spot ITN received|spot/instance-action|Spot Instance interruption notice",
      "aws_spot"),
@@ -131,8 +140,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     job_reason = (key == "reason") & ~in_blk & val.str.contains(JOB_REASON_RE)
     event_row = b.str.extract(r"^\s*(?:\S+\s+)?Warning\s+(\w+)\s", 1)
     table_row = b.str.extract(r"^\S+\s+\d+/\d+\s+(\w+)\s+\d+", 1)
+    pressure = pl.coalesce(
+        b.str.extract(EVICT_RESOURCE_RE, 1).replace_strict(EVICT_PRESSURE, default=None, return_dtype=pl.Utf8),
+        b.str.extract(EVICT_CONDITION_RE, 1))
     other = df.with_columns(
-        pl.when(pod_reason | job_reason).then(val)
+        pl.when(pressure.is_not_null()).then(pressure)
+        .when(pod_reason | job_reason).then(val)
         .when(event_row.is_in(POD_REASONS + ["BackOff", "Killing", "OOMKilling", "FailedScheduling", "NodeNotReady"]))
         .then(event_row)
         .when(table_row.is_in(TERM_REASONS + WAITING + ["ContainerStatusUnknown"]) & (table_row != "Completed"))

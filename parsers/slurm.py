@@ -158,9 +158,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_pbs & pbs_code.is_in(["DELETED", "PREEMPTED", "WALLTIME"])).then(pl.lit("warning"))
         .otherwise(pl.lit("error"))
     )
-    host = pl.coalesce(F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
-                       F("_t").struct.field("host"), F("_nf").struct.field("host"),
-                       line_host(ctx))
+    # a host the poster redacted (`ON ... CANCELLED`, `ON <node> CANCELLED`) names no node: null
+    host = pl.coalesce(*[pl.when(h.str.contains(r"^[A-Za-z0-9]")).then(h) for h in (
+        F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
+        F("_t").struct.field("host"), F("_nf").struct.field("host"))], line_host(ctx))
     # a PBS mail names the job's first execution host above its notices (`Exec host:  gpu-2-17/5`)
     keys = [k for k in ("hint_file",) if k in cand.columns]
     exec_host = b.str.extract(r"^\s*Exec host:\s+([^/\s+]+)", 1)

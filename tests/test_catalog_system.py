@@ -134,6 +134,18 @@ CASES = [
         "Status:           Failed\nReason:           NodeShutdown\n"
         "Message:          Pod was terminated in response to imminent node shutdown.\n")},
      "preemption", "pod.txt", 5, "gke-pool-1-abcd"),
+    # kubelet node-pressure eviction (pkg/kubelet/eviction/helpers.go): the newer message with the
+    # threshold, and the admission refusal naming the node condition in an events table
+    ("k8s-evicted-memory-threshold", {"pod.txt": (
+        "Name:             trainer-worker-1\nNamespace:        default\nNode:             gpu-node-12/10.0.0.7\n"
+        "Status:           Failed\nReason:           Evicted\n"
+        "Message:          The node was low on resource: memory. Threshold quantity: 100Mi, available: 81240Ki. "
+        "Container trainer was using 62Gi, request is 32Gi, has larger consumption of memory. \n")},
+     "oom", "pod.txt", 6, "gpu-node-12"),
+    ("k8s-evicted-disk-condition", {"events.txt": (
+        "LAST SEEN   TYPE      REASON    OBJECT                 MESSAGE\n"
+        "2m          Warning   Evicted   pod/trainer-worker-0   The node had condition: [DiskPressure].\n")},
+     "storage", "events.txt", 2, None),
 ]
 
 

@@ -55,7 +55,8 @@ def test_yaml_terminated_error_disruption_and_crashloop() -> None:
 
 def test_json_evicted_pod() -> None:
     ex = run((FIX / "pod_evicted.json").read_text())
-    assert rows(ex) == [(9, "k8s_pod_status", "Evicted", "hint"),
+    # the kubelet's eviction message names the node condition (memory -> MemoryPressure)
+    assert rows(ex) == [(7, "k8s_pod_status", "MemoryPressure", "hint"), (9, "k8s_pod_status", "Evicted", "hint"),
                         (17, "k8s_terminated", "ContainerStatusUnknown", "hint")]
     assert ex.tables["exits"]["exitcode"].to_list() == [137]
     assert ex.tables["exits"]["message"].to_list() == [

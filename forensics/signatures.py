@@ -214,20 +214,34 @@ def load_catalog() -> Catalog:
 _REGEX_META = set(".^$*+?{}[]()|\\")
 
 
-def _top_level_alternatives(pattern: str) -> list[str]:
-    out, cur, depth, i = [], "", 0, 0
+def top_level_alternatives(pattern: str) -> list[str]:
+    """Top-level alternatives of a regex (groups and classes kept whole): the one splitter for
+    `literal_prefixes` here and `forensics.triage.required_literals`."""
+    out, cur, depth, cls, i = [], "", 0, False, 0
     while i < len(pattern):
         c = pattern[i]
         if c == "\\" and i + 1 < len(pattern):
             cur += pattern[i:i + 2]
             i += 2
             continue
-        depth += (c == "(") - (c == ")")
-        if c == "|" and depth == 0:
+        if cls:
+            cls = c != "]"
+        elif c == "[":
+            cls = True
+            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":
+                cur += pattern[i:i + (2 if pattern[i + 1] == "]" else 3)]
+                i += 2 if pattern[i + 1] == "]" else 3
+                continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
             out.append(cur)
             cur = ""
-        else:
-            cur += c
+            i += 1
+            continue
+        cur += c
         i += 1
     return [*out, cur]
 
@@ -238,7 +252,7 @@ def literal_prefixes(pattern: str, min_len: int = 3) -> list[str]:
     `min_len` characters long: the words a `grep -E` alternation can search for."""
     body = re.sub(r"^\(\?[a-zA-Z]+\)", "", pattern)
     out = []
-    for alt in _top_level_alternatives(body):
+    for alt in top_level_alternatives(body):
         lit, i = "", 0
         while i < len(alt):
             c = alt[i]

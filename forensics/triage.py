@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from forensics.signatures import top_level_alternatives
 from parsers.lines import is_plain, plain_lines
 
 ENGINE_ENV = "FORENSICS_TRIAGE_ENGINE"
@@ -66,37 +67,6 @@ def engine_name(requested: str | None = None) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # required literals
-
-
-def _alternatives(pattern: str) -> list[str]:
-    """Top-level alternatives of a regex (groups and classes kept whole)."""
-    out, cur, depth, cls, i = [], "", 0, False, 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            cur += pattern[i:i + 2]
-            i += 2
-            continue
-        if cls:
-            cls = c != "]"
-        elif c == "[":
-            cls = True
-            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":
-                cur += pattern[i:i + (2 if pattern[i + 1] == "]" else 3)]
-                i += 2 if pattern[i + 1] == "]" else 3
-                continue
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append(cur)
-            cur = ""
-            i += 1
-            continue
-        cur += c
-        i += 1
-    return [*out, cur]
 
 
 def _runs(alt: str, min_len: int = MIN_LITERAL) -> list[tuple[str, ...]]:
@@ -152,7 +122,7 @@ def _runs(alt: str, min_len: int = MIN_LITERAL) -> list[tuple[str, ...]]:
             inner = inner[head.end():]  # (?:, (?-i:, (?P<name>
             if inner.startswith("?"):  # a lookaround or a flag group: nothing required
                 continue
-            alts = _alternatives(inner)
+            alts = top_level_alternatives(inner)
             if len(alts) == 1:
                 runs.extend(_runs(inner, min_len))  # a group of one alternative: its runs are required
             else:
@@ -194,7 +164,7 @@ def required_literals(pattern: str, min_len: int = MIN_LITERAL) -> tuple[list[st
     flags = m.group(1) if m else ""
     body = pattern[m.end():] if m else pattern
     lits: list[str] = []
-    for alt in _alternatives(body):
+    for alt in top_level_alternatives(body):
         best = _best(alt, min_len)
         if best is None:
             return None

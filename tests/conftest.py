@@ -19,3 +19,38 @@ def job_of(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
             p.write_text(text, encoding="utf-8")
         return job
     return write
+
+
+DOWNTIME_BUCKETS = ("wall_s", "productive_s", "startup_s", "checkpoint_s", "lost_work_s", "termination_s",
+                    "restart_s", "slowdown_s")
+
+
+def _downtime_holds(got: dict, truth: dict, *context: object) -> None:
+    """DESIGN §7: every bucket within max(30 s, 1 % of wall) of the truth, goodput within 0.01."""
+    tol = max(30.0, 0.01 * truth["wall_s"])
+    for bucket in DOWNTIME_BUCKETS:
+        assert abs(got[bucket] - truth[bucket]) <= tol, (bucket, got, truth, *context)
+    assert abs(got["goodput"] - truth["goodput"]) <= 0.01, (got, truth, *context)
+
+
+def _primary(expected: dict, report: dict) -> tuple[dict, dict]:
+    """(expected, got) for the verdict; for a job that completed after an interruption (a
+    preemption that was requeued, a straggler), its first interruption."""
+    ev = expected["verdict"]
+    if ev["kind"] == "completed" and expected.get("interruptions"):
+        got = report["interruptions"][0] if report["interruptions"] else {"kind": None, "category": None,
+                                                                          "culprit": {"host": None}}
+        return expected["interruptions"][0], got
+    return ev, report["verdict"]
+
+
+@pytest.fixture
+def downtime_holds() -> Callable[..., None]:
+    """`downtime_holds(report_downtime, truth_downtime, *context)`: the scenario tolerance check."""
+    return _downtime_holds
+
+
+@pytest.fixture
+def primary() -> Callable[[dict, dict], tuple[dict, dict]]:
+    """`primary(expected, report)`: the (expected, got) pair a scenario's verdict is judged on."""
+    return _primary

@@ -22,7 +22,7 @@ import polars as pl
 
 from forensics.classifier import arbitrate, classify_incident
 from forensics.peers import GraphCulprit, decide, edges
-from forensics.precedence import Precedence, apply_outranks, apply_phase, load_precedence
+from forensics.precedence import Precedence, apply_outranks, apply_phase, load_precedence, restart_recovers
 from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from parsers import evidence_wanted, source_with
@@ -172,7 +172,21 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
         if inter is not None:
             out.append(inter)
     _recurrence(out)
+    hosts = set(events["host"].drop_nulls().to_list()) if "host" in events.columns else set()
+    if not rmap.is_empty() and "host" in rmap.columns:
+        hosts |= set(rmap["host"].drop_nulls().to_list())
+    _restart_decision(out, hosts, load_precedence())
     return out
+
+
+def _restart_decision(inters: list[Interruption], job_hosts: set[str], prec: Precedence) -> None:
+    """`auto_recoverable` of each interruption, after its action is final (precedence.toml
+    `[restart]`): a fault that stays in its node needs another node of the job to restart on."""
+    for x in inters:
+        x.auto_recoverable = restart_recovers(x.action, x.category, x.culprit_host, job_hosts, prec)
+        if x.action in AUTO_RECOVERABLE and not x.auto_recoverable:
+            x.summary += (" (the logs show no other node to restart on: the node must be repaired or "
+                          "another one provided)")
 
 
 def _exit_times(ae: pl.DataFrame) -> pl.DataFrame:
@@ -453,5 +467,3 @@ def _recurrence(inters: list[Interruption]) -> None:
                 and cur.domain == "user" and cur.category == prev.category and cur.code == prev.code):
             cur.recurring = True
             cur.action = "stop_and_fix"
-    for x in inters:
-        x.auto_recoverable = x.action in AUTO_RECOVERABLE

@@ -13,7 +13,7 @@ from importlib import resources
 import polars as pl
 
 from forensics.signatures import CATEGORIES
-from forensics.taxonomy import ACTIONS
+from forensics.taxonomy import ACTIONS, AUTO_RECOVERABLE
 
 # tie_break key -> (column of the candidates frame, descending)
 TIE_KEYS: dict[str, tuple[str, bool]] = {
@@ -82,6 +82,7 @@ class Precedence:
     actions: dict[str, str]
     many_peers: int = 3
     many_reporters: int = 2
+    needs_spare_node: tuple[str, ...] = ()
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
@@ -147,6 +148,8 @@ def parse_precedence(doc: dict) -> Precedence:
             errors.append(f"action {sid}: unknown action {act!r}")
     _check_categories("hang.may_hang", _t(hang.get("may_hang")), errors)
     _check_categories("app_fault_repeats", _t(app.get("category", "gpu_other_hardware")), errors)
+    spare = _t(doc.get("restart", {}).get("needs_spare_node"))
+    _check_categories("restart.needs_spare_node", spare, errors)
     if errors:
         raise PrecedenceError("precedence.toml invalid:\n" + "\n".join(f"  - {e}" for e in errors))
     return Precedence(
@@ -158,7 +161,20 @@ def parse_precedence(doc: dict) -> Precedence:
         follow_on_xids=_t(doc.get("follow_on", {}).get("xids")), actions=actions,
         many_peers=int(doc.get("culprit_graph", {}).get("many_peers", 3)),
         many_reporters=int(doc.get("culprit_graph", {}).get("many_reporters", 2)),
+        needs_spare_node=spare,
     )
+
+
+def restart_recovers(action: str, category: str, culprit_host: str | None, job_hosts: set[str],
+                     prec: Precedence) -> bool:
+    """Whether an automatic restart fixes the interruption (the report's `auto_recoverable`): the
+    action is a restart, and, when the fault stays in the culprit's node (`restart.needs_spare_node`),
+    the job's logs show another node for the restart to run on."""
+    if action not in AUTO_RECOVERABLE:
+        return False
+    if action == "exclude_node_and_restart" and category in prec.needs_spare_node:
+        return bool(job_hosts - {culprit_host})
+    return True
 
 
 @cache

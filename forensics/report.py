@@ -19,8 +19,9 @@ MAX_UNPARSED_LISTED = 200
 
 # A verdict that needs no action (`none`: no interruption in the sources read; `completed` without
 # a node to drain) is auto-recoverable: nothing needs a human for the job to go on. An
-# interruption's `auto_recoverable` stays true exactly for `restart` and `exclude_node_and_restart`
-# (DESIGN §5); see docs/architecture.md "Verdict".
+# interruption's `auto_recoverable` is true for `restart` and `exclude_node_and_restart` (DESIGN §5)
+# unless its node must be replaced and the job shows no other (precedence.restart_recovers); see
+# docs/architecture.md "Verdict".
 NOTHING_TO_RECOVER = True
 
 def iso(t: datetime | None) -> str | None:

@@ -84,6 +84,24 @@ def test_an_nvlink_xid_outranks_the_contained_xid_it_causes(
         assert (v["category"], v["action"], v["auto_recoverable"]) == ("gpu_memory", "restart", True), v["summary"]
 
 
+@pytest.mark.parametrize(("xid", "other_node", "recovers"), [
+    (XID79, False, False),  # the GPU is off the bus and the job has no other node: a human must act
+    (XID79, True, True),    # another node of the job is there: restart without node-01
+    (XID48, False, False),  # uncorrectable memory stays in the device
+    (XID74, False, True),   # an NVLink error is cleared by a GPU reset: restart in place
+])
+def test_a_fault_that_stays_in_its_node_needs_another_node_to_restart_on(
+        job_of: Callable[[dict[str, str]], Path], tmp_path: Path, xid: str, other_node: bool, recovers: bool) -> None:
+    files = {"node-01/dmesg.log": dmesg(("09:10:00", xid))}
+    if other_node:
+        files["node-02/dmesg.log"] = dmesg(("09:09:00", "EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode."))
+    v = verdict(job_of(files), tmp_path)
+    assert v["action"] == "exclude_node_and_restart" and v["culprit"]["host"] == "node-01", v["summary"]
+    assert v["auto_recoverable"] is recovers, v["summary"]
+    assert ("no other node to restart on" in v["summary"]) is not recovers
+    assert load_precedence().needs_spare_node == ("gpu_lost", "gpu_memory", "gpu_other_hardware")
+
+
 STEPS = ("[2026-12-01 09:01:{s:02d}] iteration {i:8d}/    1000 | consumed samples: {n:12d} | elapsed time per iteration "
          "(ms): 2000.1 | learning rate: 3.000E-04 | global batch size:   128 | lm loss: 7.123456E+00 | loss scale: 1.0 |")
 CONNECT = ("[2026-12-01 09:05:00] node-a:3016:3235 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "

@@ -96,7 +96,7 @@ def test_report_json_matches_contract(tmp_path: Path) -> None:
     assert v["category"] == "gpu_lost" and v["culprit"]["host"] == "node-001"
     assert v["culprit"]["pci_bus_id"] == "0000:9a:00"
     assert {"path": "node-001/dmesg.log", "line": 3} in [{"path": e["path"], "line": e["line"]} for e in v["evidence"]]
-    for x in rep["interruptions"]:
+    for x in rep["interruptions"]:  # a GPU loss in a job of several nodes: restart without the node
         assert x["auto_recoverable"] == (x["action"] in ("restart", "exclude_node_and_restart"))
     assert (tmp_path / "out" / "report.md").is_file() and (tmp_path / "out" / "forensics.duckdb").is_file()
 

@@ -2,7 +2,12 @@
 fixed-width output (header + `----------` rule line, columns cut on the rule's dash runs) and
 `sacct --json` (data_parser plugins of every version: `state.current` as a string or a list,
 numbers plain or wrapped as `{"set", "infinite", "number"}`, `signal.id` or `signal_id`; one record
-per job and per step, at the line of its `job_id` / step `id`).
+per job and per step, at the line of its `job_id` / step `id`); and `scontrol show job` (`-o` one line
+per job or the default multi-line record, as slurm's src/api/job_info.c `slurm_sprint_job_info`
+prints it: `JobId=N [ArrayJobId=N ArrayTaskId=N] JobName=...`, `JobState=S Reason=R`,
+`Restarts=N ... ExitCode=E:S`, `StartTime=... EndTime=...`, `NodeList=...`, `BatchHost=...`; a
+record is a block of `Key=value` lines up to a blank line or the next `JobId=`, so an excerpt cut
+after its `JobId=` line is still read, with a null job id).
 
 Rows -> `sched_records`; one `sched_state` event per record (code = state, ts = End else Start).
 Columns are found by name in the header, in any order; missing columns stay null.
@@ -35,7 +40,13 @@ _RULE_RE = re.compile(r"^\s*-{3,}(?:\s+-{3,})*\s*$")
 _NULL_WORDS = ["", "Unknown", "None", "N/A", "(null)", "None assigned"]
 
 
+_SCONTROL_STATE = re.compile(r"(?m)(?:^|\s)JobState=[A-Z_]+\b")
+_SCONTROL_MORE = re.compile(r"(?m)(?:^|\s)(?:JobId=\d+|ExitCode=\d+:\d+|Requeue=\d+ Restarts=\d+)")
+
+
 def sniff(head: str) -> float:
+    if _SCONTROL_STATE.search(head) and _SCONTROL_MORE.search(head):
+        return 0.9
     h = head.lstrip()
     if h.startswith("{") and re.search(r'"jobs"\s*:', head) and re.search(r'"(?:job_id|exit_code|state)"\s*:', head):
         return 0.95
@@ -201,9 +212,69 @@ def _parse_json(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                       ignored=pl.Series("line_no", [], dtype=pl.Int64))
 
 
+# scontrol keys read (each `Key=value`, the value up to the next blank; JobName up to the next key)
+_SC_KEYS = {"job_id": "JobId", "array_job": "ArrayJobId", "array_task": "ArrayTaskId", "state": "JobState",
+            "reason": "Reason", "restarts": "Restarts", "exit": "ExitCode", "start": "StartTime",
+            "end": "EndTime", "node_list": "NodeList", "batch_host": "BatchHost"}
+_SC_KV = r"^\s*[A-Za-z][\w:/]*=\S*"  # a line of the record: it starts with Key=
+
+
+def _sc(key: str) -> pl.Expr:
+    return pl.col("text").str.extract(rf"(?:^|\s){key}=(\S*)", 1)
+
+
+def _parse_scontrol(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    t = pl.col("text")
+    blank = t.str.strip_chars() == ""
+    kv = t.str.contains(_SC_KV)
+    head = t.str.contains(r"^\s*JobId=\d+")
+    df = lines.select("line_no", "text").with_columns(
+        # a new record at each JobId= line and at the first Key= line after a blank or a non-record line
+        (head | (kv & ~kv.shift(1).fill_null(False))).cum_sum().alias("_rec"), kv.alias("_kv"), blank.alias("_blank"))
+    rows = df.filter(pl.col("_kv")).with_columns(
+        *[_sc(k).alias(c) for c, k in _SC_KEYS.items()],
+        t.str.extract(r"(?:^|\s)JobName=(.*?)(?:\s+[A-Z][\w:/]*=|\s*$)", 1).alias("name"),
+        pl.when(t.str.contains(r"(?:^|\s)JobState=")).then(pl.col("line_no")).alias("_state_no"))
+    cols = [*_SC_KEYS, "name"]
+    rec = rows.group_by("_rec", maintain_order=True).agg(
+        *[pl.col(c).drop_nulls().first() for c in cols], pl.col("_state_no").drop_nulls().first(),
+        pl.col("line_no").first().alias("_first_no"))
+    msg = rows.filter(pl.col("_state_no").is_not_null()).select("_rec", pl.col("text").str.strip_chars().alias("message"))
+    rec = rec.join(msg.unique("_rec", keep="first", maintain_order=True), on="_rec", how="left")
+    null = pl.lit(None, dtype=pl.Utf8)
+
+    def val(c: str) -> pl.Expr:
+        return pl.when(pl.col(c).is_in(_NULL_WORDS)).then(null).otherwise(pl.col(c))
+
+    exitc = pl.col("exit").str.extract_groups(r"^(\d+):(\d+)$")
+    stamp = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$"
+    out = rec.select(
+        pl.coalesce("_state_no", "_first_no").alias("line_no"), pl.col("message"),
+        val("job_id").alias("job_id"), null.alias("step_id"), val("name").alias("name"),
+        pl.col("state").str.extract(r"^([A-Z_]+)", 1).alias("state"),
+        exitc.struct.field("1").cast(pl.Int64, strict=False).alias("exit_code"),
+        exitc.struct.field("2").cast(pl.Int64, strict=False).alias("signal"),
+        iso(pl.col("start").str.extract(stamp, 1), ctx.tz).alias("start"),
+        iso(pl.col("end").str.extract(stamp, 1), ctx.tz).alias("end"),
+        val("node_list").alias("node_list"), null.alias("failed_node"),
+        pl.col("restarts").cast(pl.Int64, strict=False).alias("restarts"),
+        val("reason").alias("reason"),
+        pl.coalesce(pl.col("end").str.extract(stamp, 1), pl.col("start").str.extract(stamp, 1)).alias("ts_raw"),
+    )
+    events = _state_events(out, ctx)
+    return Extraction(
+        events=events,
+        tables={"sched_records": table_frame("sched_records", out)},
+        claimed=df.filter(pl.col("_kv"))["line_no"].sort(),
+        ignored=df.filter(pl.col("_blank"))["line_no"].sort(),
+    )
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return _empty()
+    if lines.head(200)["text"].str.contains(_SCONTROL_STATE.pattern).any():
+        return _parse_scontrol(lines, ctx)
     first = lines.filter(pl.col("text").str.strip_chars() != "").head(1)["text"]
     if first.len() and first[0].lstrip().startswith("{"):
         return _parse_json(lines, ctx)
@@ -286,8 +357,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 SPEC = ParserSpec(
     name="sacct",
     scope="job",
-    description="Slurm sacct output (-P, -p, fixed-width): job/step states, exit codes, nodes",
-    formats=("sacct -P / --parsable2", "sacct -p / --parsable", "sacct fixed-width (default)", "sacct --json"),
+    description="Slurm sacct output (-P, -p, fixed-width, --json) and scontrol show job: job/step states, exit codes, nodes",
+    formats=("sacct -P / --parsable2", "sacct -p / --parsable", "sacct fixed-width (default)", "sacct --json",
+             "scontrol show job (multi-line and -o)"),
     kinds=("sched_state",),
     tables=("sched_records",),
     exclusive=True,

@@ -126,3 +126,42 @@ def test_sacct_json_old_plain_numbers_single_line() -> None:
 def test_sacct_json_invalid_gives_a_warning() -> None:
     ex = run('{"jobs": [ {"job_id": 1, \n')
     assert ex.events.is_empty() and "could not be read" in ex.warnings[0]
+
+
+def test_scontrol_show_job_cut_before_its_jobid_line() -> None:
+    """A real excerpt (fixtures/sacct/README.md) that starts at `UserId=`: the record is still read,
+    its job id null, every line claimed."""
+    ex = fixture("scontrol_show_job_headerless.txt")
+    r = ex.tables["sched_records"].to_dicts()
+    assert [(x["line_no"], x["job_id"], x["state"], x["reason"], x["exit_code"], x["signal"], x["restarts"],
+             x["node_list"]) for x in r] == [(3, None, "FAILED", "NonZeroExitCode", 1, 0, 0, "asus")]
+    assert r[0]["start"] == r[0]["end"] == datetime(2018, 11, 1, 14, 54, 3, tzinfo=UTC)
+    e = ex.events.to_dicts()
+    assert [(x["line_no"], x["code"], x["severity"], x["host"]) for x in e] == [(3, "FAILED", "error", "asus")]
+    assert e[0]["message"] == "JobState=FAILED Reason=NonZeroExitCode Dependency=(null)"
+    assert ex.claimed.to_list() == list(range(1, 18)) and ex.ignored.to_list() == []
+    check_contract(ex, 17)
+
+
+def test_scontrol_show_job_multi_line_and_one_liner() -> None:
+    ex = fixture("scontrol_show_job_two.txt")
+    r = ex.tables["sched_records"].to_dicts()
+    assert [(x["line_no"], x["job_id"], x["name"], x["state"], x["reason"], x["restarts"], x["node_list"])
+            for x in r] == [(4, "48213", "llama pretrain", "NODE_FAIL", "NodeDown", 2, "gpu-[017-018]"),
+                            (18, "48300", "eval", "TIMEOUT", "TimeLimit", 0, "gpu-021")]
+    assert (r[1]["exit_code"], r[1]["signal"]) == (0, 15)
+    assert r[0]["end"] == datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    e = ex.events.to_dicts()
+    # a two-node list names no host; a one-node list does
+    assert [(x["code"], x["host"], x["ts"]) for x in e] == [
+        ("NODE_FAIL", None, datetime(2026, 5, 1, 12, 0, tzinfo=UTC)),
+        ("TIMEOUT", "gpu-021", datetime(2026, 5, 1, 14, 0, 5, tzinfo=UTC))]
+    assert ex.ignored.to_list() == [17]  # the blank line between the records
+    check_contract(ex, 18)
+
+
+def test_scontrol_sniff_and_not_sacct_lookalikes() -> None:
+    assert sacct.sniff((FIX / "scontrol_show_job_two.txt").read_text()) == 0.9
+    assert sacct.sniff((FIX / "scontrol_show_job_headerless.txt").read_text()) == 0.9
+    # a log line that mentions a state word is not a record
+    assert sacct.sniff("2026-05-01 12:00:00 INFO job state FAILED after 3 retries\n") == 0.0

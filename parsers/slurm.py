@@ -11,6 +11,16 @@ Also `slurm_error` (code `EXECVE` for `slurmstepd: error: execve(): <path>: <why
 for prolog/epilog failures), `slurm_node_fail` code `NOT_RESPONDING` (`Nodes n[1-2] not responding`)
 and the cgroup plugin's `oom-kill event count: N` as `slurm_oom`.
 
+slurmctld's node-failure lines (src/slurmctld/job_mgr.c, every era of its job format: `JobId=N`,
+`job_id N`, `job N`) are `slurm_node_fail` events naming the failed node: `Killing JobId=N on failed
+node H` (code FAILED_NODE_KILL), `requeue [job] JobId=N due to failure of node H`
+(FAILED_NODE_REQUEUE), `Removing failed node H from JobId=N` (FAILED_NODE_REMOVED). A node whose
+slurmd registers fewer GPUs than slurm.conf gives it (src/interfaces/gres.c: `gres/gpu count
+reported lower than configured (7 < 8)`, in slurmctld's `Setting node H state to INVAL with
+reason:...`, in `scontrol show node`'s `Reason=` or `sinfo -R`) is `slurm_node_fail` code
+GPU_COUNT_LOW: a GPU the node no longer sees; the host is the line's node, else the `NodeName=` of
+the `scontrol show node` record above it.
+
 PBS / Torque notices (the job mail body and the `=>> PBS:` lines MOM writes into the job's
 output) are `pbs_job` events: code `NODE_FAILURE` (`job preempted (node failure)`), `PREEMPTED`
 (`Job was preempted`, `job preempted`), `WALLTIME` (`job killed: walltime N exceeded limit M`,
@@ -44,6 +54,12 @@ NOT_RESP_RE = r"error: Nodes? (?P<host>\S+) not responding"
 PBS_RE = (r"job preempted \(node failure\)|[Jj]ob (?:was )?preempted|job killed: (?:walltime|mem|vmem|pmem) \d+\S* exceeded"
           r"|exceeded its walltime limit|Job deleted at request of \S+|\bExit_status=-?\d+")
 NODE_FAIL_RE = r"srun: error: Node failure on (?P<host>\S+)"
+_JOB = r"(?:JobId=|job_id |job )?(?P<job>[^\s,]+)"
+CTLD_KILL_RE = r"Killing " + _JOB + r" on failed node (?P<host>[^\s,]+)"
+CTLD_REQUEUE_RE = r"requeue (?:job )?" + _JOB + r" due to failure of node (?P<host>[^\s,]+)"
+CTLD_REMOVE_RE = r"Removing failed node (?P<host>[^\s,]+) from " + _JOB
+GPU_LOW_RE = r"\bgpu count reported lower than configured \(\d+ < \d+\)"
+INVAL_HOST_RE = r"Setting node (\S+) state to [A-Z_]+ with reason:"
 
 SIGNAL_NAMES = {
     "Killed": "SIGKILL", "Terminated": "SIGTERM", "Aborted": "SIGABRT", "Segmentation fault": "SIGSEGV",
@@ -68,7 +84,8 @@ def _due_code(due: pl.Expr) -> pl.Expr:
 
 def sniff(head: str) -> float:
     n = len(re.findall(r"slurmstepd(?:-\S+)?: error: \*\*\*|srun: error: |Detected \d+ oom[-_]kill event|"
-                       r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED|FAILED)", head))
+                       r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED|FAILED)|on failed node |due to failure of node "
+                       r"|Removing failed node |gpu count reported lower than configured", head))
     if n == 0:
         return 0.3 if ("slurmstepd" in head or "srun:" in head) else 0.0
     return min(0.5 + 0.1 * n, 0.7)
@@ -78,7 +95,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
     cand = lines.filter(b.str.contains_any(["***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", "pilog",
                                             "not responding", "preempted", "walltime", "exceeded limit",
-                                            "Job deleted at request", "Exit_status=", "Exec host:"]))
+                                            "Job deleted at request", "Exit_status=", "Exec host:", "failed node",
+                                            "failure of node", "count reported lower", "NodeName="]))
     cand = cand.with_columns(
         b.str.extract_groups(CANCEL_RE).alias("_c"),
         b.str.extract_groups(STEP_FAIL_RE).alias("_sf"),
@@ -86,6 +104,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         b.str.extract_groups(TASK_RE).alias("_t"),
         b.str.extract_groups(OOM_RE).alias("_o"),
         b.str.extract_groups(NODE_FAIL_RE).alias("_nf"),
+        pl.coalesce(b.str.extract(CTLD_KILL_RE, 2), b.str.extract(CTLD_REQUEUE_RE, 2),
+                    b.str.extract(CTLD_REMOVE_RE, 1)).alias("_ctld_host"),
     )
     F = pl.col  # noqa: N806
     is_cancel = F("_c").struct.field("id").is_not_null()
@@ -94,6 +114,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_task = F("_t").struct.field("host").is_not_null()
     is_oom = F("_o").struct.field("n").is_not_null()
     is_nodefail = F("_nf").struct.field("host").is_not_null()
+    is_ctld = F("_ctld_host").is_not_null()
+    ctld_code = (pl.when(b.str.contains(CTLD_KILL_RE)).then(pl.lit("FAILED_NODE_KILL"))
+                 .when(b.str.contains(CTLD_REQUEUE_RE)).then(pl.lit("FAILED_NODE_REQUEUE"))
+                 .otherwise(pl.lit("FAILED_NODE_REMOVED")))
+    is_gpu_low = b.str.contains(GPU_LOW_RE)
     is_aborted = b.str.contains(r"srun: Job step aborted", literal=False)
     is_force = b.str.contains(r"Force Terminated", literal=True)
     cg_oom = b.str.extract(CG_OOM_RE, 1)
@@ -120,7 +145,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                             what_core.str.to_uppercase().str.replace_all(r"[^A-Z0-9]+", "_"))
     kind = (
         pl.when(is_cancel).then(pl.lit("slurm_cancel"))
-        .when(is_notend | is_nodefail).then(pl.lit("slurm_node_fail"))
+        .when(is_notend | is_nodefail | is_ctld | is_gpu_low).then(pl.lit("slurm_node_fail"))
         .when(is_stepfail).then(pl.lit("slurm_task_exit"))
         .when(is_oom | (is_task & task_oom)).then(pl.lit("slurm_oom"))
         .when(is_task).then(pl.lit("slurm_task_exit"))
@@ -135,6 +160,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.when(is_cancel).then(cancel_code)
         .when(is_notend).then(pl.lit("NOT_ENDING_WITH_SIGNALS"))
         .when(is_nodefail).then(pl.lit("NODE_FAILURE"))
+        .when(is_ctld).then(ctld_code)
+        .when(is_gpu_low).then(pl.lit("GPU_COUNT_LOW"))
         .when(is_stepfail).then(pl.lit("STEP_FAILED"))
         .when(is_oom).then(F("_o").struct.field("n"))
         .when(is_task & task_oom).then(pl.lit("OUT_OF_MEMORY"))
@@ -151,7 +178,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.when(is_cancel & cancel_code.is_in(["TIME_LIMIT", "PREEMPTION", "JOB_REQUEUE", "SIGNAL", "CANCELLED"]))
         .then(pl.lit("warning"))
         .when(is_cancel).then(pl.lit("error"))
-        .when(is_notend | is_nodefail).then(pl.lit("critical"))
+        .when(is_notend | is_nodefail | is_ctld).then(pl.lit("critical"))
         .when(is_aborted).then(pl.lit("warning"))
         .when(is_task & (exit_code == "0")).then(pl.lit("info"))
         .when(is_pbs & pbs_code.str.starts_with("EXIT_STATUS=")).then(pl.lit("info"))
@@ -161,15 +188,22 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # a host the poster redacted (`ON ... CANCELLED`, `ON <node> CANCELLED`) names no node: null
     host = pl.coalesce(*[pl.when(h.str.contains(r"^[A-Za-z0-9]")).then(h) for h in (
         F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
-        F("_t").struct.field("host"), F("_nf").struct.field("host"))], line_host(ctx))
+        F("_t").struct.field("host"), F("_nf").struct.field("host"), F("_ctld_host"))], line_host(ctx))
     # a PBS mail names the job's first execution host above its notices (`Exec host:  gpu-2-17/5`)
     keys = [k for k in ("hint_file",) if k in cand.columns]
     exec_host = b.str.extract(r"^\s*Exec host:\s+([^/\s+]+)", 1)
     exec_host = exec_host.forward_fill().over(keys) if keys else exec_host.forward_fill()
+    # a `scontrol show node` record names its node on its first line (`NodeName=H Arch=...`)
+    node_name = b.str.extract(r"^\s*NodeName=(\S+)", 1)
+    node_name = node_name.forward_fill().over(keys) if keys else node_name.forward_fill()
     host = (pl.when(is_pbs).then(pl.coalesce(exec_host, line_host(ctx)))
+            .when(is_gpu_low).then(pl.coalesce(b.str.extract(INVAL_HOST_RE, 1), b.str.extract(r"\bnode=(\S+?):?\s", 1),
+                                               node_name, line_host(ctx)))
             .when(not_resp.is_not_null()).then(not_resp.str.extract(r"^([^\[,]+)$", 1))  # a node list: no one host
             .otherwise(host))
-    t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"))
+    # slurmctld/slurmd's own line stamp (LogTimeFormat iso8601[_ms] or rfc5424[_ms]): `[2026-05-01T12:00:00.101] `
+    own = b.str.extract(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ", 1)
+    t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"), own)
     ts = iso(t_raw.str.replace("T", " "), ctx.tz)
     cand = cand.with_columns(kind.alias("kind"), code.alias("code"), severity.alias("severity"),
                              host.alias("host"), ts.alias("ts"), t_raw.alias("ts_raw"),
@@ -194,7 +228,8 @@ SPEC = ParserSpec(
     name="slurm",
     scope="process",
     description="slurmstepd/srun messages: cancellations (time limit, preemption, node failure), task exits, OOM",
-    formats=("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices"),
+    formats=("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices",
+             "slurmctld failed-node and GPU-count lines"),
     kinds=("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail", "slurm_error", "pbs_job"),
     batch=True,
 )

@@ -138,3 +138,24 @@ def test_pbs_torque_mail_and_mom_lines() -> None:
         (8, "MEMLIMIT", "gpu-2-17"), (9, "PREEMPTED", "gpu-2-17"), (10, "EXIT_STATUS=-11", "gpu-2-17")]
     assert set(ex.events["kind"].to_list()) == {"pbs_job"}
     check_contract(ex, 10)
+
+
+def test_slurmctld_failed_node_lines_name_the_node() -> None:
+    ex = fixture("slurmctld_failed_node.log")
+    e = ex.events.to_dicts()
+    assert [(x["line_no"], x["kind"], x["code"], x["host"]) for x in e] == [
+        (2, "slurm_node_fail", "NOT_RESPONDING", "gpu-017"),
+        (3, "slurm_node_fail", "FAILED_NODE_KILL", "gpu-017"),
+        (4, "slurm_node_fail", "FAILED_NODE_REQUEUE", "gpu-017"),
+        (5, "slurm_node_fail", "FAILED_NODE_REMOVED", "gpu-018"),
+        (6, "slurm_node_fail", "GPU_COUNT_LOW", "gpu-021"),
+        (7, "slurm_node_fail", "FAILED_NODE_KILL", "gpu-019")]
+    # slurmctld's own line stamp
+    assert e[1]["ts"] == datetime(2026, 5, 1, 12, 0, 0, 102000, tzinfo=UTC) and e[1]["ts_quality"] == "exact"
+    assert e[5]["ts"] == datetime(2017, 5, 1, 12, 0, 0, 104000, tzinfo=UTC)
+    check_contract(ex, 7)
+
+
+def test_scontrol_show_node_reason_gpu_count_low_takes_the_record_node() -> None:
+    e = fixture("scontrol_show_node_gpu_low.txt").events.to_dicts()
+    assert [(x["line_no"], x["code"], x["host"]) for x in e] == [(6, "GPU_COUNT_LOW", "gpu-022")]

@@ -119,6 +119,10 @@ OOM_GPU = (
     r"|RESOURCE_EXHAUSTED: .*(?:[Oo]ut of memory|[Ff]ailed to allocate|[Rr]an out of memory|OOM)"
     r"|OOM when allocating tensor|ran out of memory trying to allocate|ResourceExhaustedError.*\bOOM\b"
     r"|OOM during optimization, irrecoverable"
+    # the TPU runtime's allocator (torch_xla / XRT, JAX, TF on TPU): `Attempting to reserve 6.48G at the
+    # bottom of memory. That was not possible.`, `Error allocating device buffer: Attempting to allocate
+    # 15.65G. That was not possible.` (the XLA:TPU compiler's `Ran out of memory in memory space hbm` is above)
+    r"|Attempting to (?:reserve|allocate) \S+(?: at the bottom of memory)?\. That was not possible"
 )
 OOM_HOST = r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
 OOM_SHM = (
@@ -127,7 +131,8 @@ OOM_SHM = (
 )
 # retried, not fatal: TF/XLA BFC allocator notices; fairseq catching an OOM and skipping the batch
 OOM_RETRY = r"The caller indicates that this is not a failure|OOM: Ran out of memory with exception|attempting to recover from OOM"
-OOM_COMPANION = (r"^BufferAssignment (?:OOM Debugging|stats:)|^\s+(?:[\w-]+ )*(?:allocation|fragmentation):\s+\d")
+OOM_COMPANION = (r"^BufferAssignment (?:OOM Debugging|stats:)|^\s+(?:[\w-]+ )*(?:allocation|fragmentation):\s+\d"
+                 r"|Hint: If you want to see a list of allocated tensors when OOM happens")
 # c10d TCPStore / socket / torchelastic rendezvous (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp,
 # torch/distributed/elastic/rendezvous): code = what failed
 STORE_BY_TEXT = [

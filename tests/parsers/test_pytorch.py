@@ -361,3 +361,16 @@ def test_tpu_allocator_oom_family():
         "2022-04-04 00:27:49.642399: E tensorflow/compiler/xla/xla_client/xla_util.cc:88] 0 successful operations.\n")
     assert ev(ex, "oom").select("line_no", "code").rows() == [(1, "gpu"), (3, "gpu"), (4, "gpu")]
     assert 2 in ex.claimed.to_list()
+
+
+def test_megatron_nan_checks_name_rank_node_and_device():
+    """Megatron's NaN checks say who found the NaN (global rank, os.uname node, CUDA device), in both the
+    assertion form and the rerun state machine's form; the parser takes host/rank/gpu from that content."""
+    ex = run(
+        "AssertionError: Rank 3: found NaN in local grad norm in backwards pass. Device: 3, node: set-zw04-kubernetes-pc133.mt\n"
+        "ValueError: Rank 12: found NaN in local forward loss calculation. Device: 4, node: gpu-node-017\n"
+        "RuntimeError: Rank 7, node ed04b71d5c00, device 7, iteration -1: Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n"
+        "ValueError: loss is nan on rank 2\n")
+    assert ev(ex, "nan").select("line_no", "host", "rank", "gpu").rows() == [
+        (1, "set-zw04-kubernetes-pc133.mt", 3, 3), (2, "gpu-node-017", 12, 4), (3, "ed04b71d5c00", 7, 7),
+        (4, None, None, None)]

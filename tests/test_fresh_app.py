@@ -39,3 +39,12 @@ def test_fresh_app_verdict(tmp_path: Path, case: str, category: str, host: str |
     assert v["category"] == category
     assert v["culprit"]["host"] == host
     assert v["evidence"], "a verdict with no cited line"
+
+
+def test_full_disk_is_not_restartable_but_an_io_error_is(tmp_path: Path) -> None:
+    """The capacity members of the storage family (ENOSPC/EDQUOT) get stop_and_fix: a restart fails at the
+    next write until space is freed; a bare I/O error keeps the storage default (restart)."""
+    full = analyze(ROOT.parent / "sched" / "torch-save-enospc", tmp_path / "full", html=False).report["verdict"]
+    assert (full["category"], full["action"], full["auto_recoverable"]) == ("storage", "stop_and_fix", False)
+    eio = analyze(ROOT / "slime326-megatron-async-ckpt-eio", tmp_path / "eio", html=False).report["verdict"]
+    assert (eio["category"], eio["action"], eio["auto_recoverable"]) == ("storage", "restart", True)

@@ -128,6 +128,9 @@ OOM_GPU = (
     # bottom of memory. That was not possible.`, `Error allocating device buffer: Attempting to allocate
     # 15.65G. That was not possible.` (the XLA:TPU compiler's `Ran out of memory in memory space hbm` is above)
     r"|Attempting to (?:reserve|allocate) \S+(?: at the bottom of memory)?\. That was not possible"
+    # TensorFlow's TF_CHECK_OK fatal (`F .../random_op_gpu.h:232] Non-OK-status: GpuLaunchKernel(...) status:
+    # Internal: out of memory`, `INTERNAL:` in newer TF): the CUDA status string of a failed launch
+    r"|Non-OK-status: .*\bstatus: [A-Za-z ]+: out of memory"
 )
 OOM_HOST = r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
 OOM_SHM = (

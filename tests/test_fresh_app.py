@@ -26,6 +26,10 @@ CASES = [
     ("torch10577-write-fd-eio-disk-full", "storage", None),
     ("h2o214-streamwriter-output-dir-full", "storage", None),
     ("determined5418-cuda-oom-rank-prefix", "oom", None),
+    ("docker1001-journald-oom-kill-python3", "oom", "ubuntu-s-1vcpu-2gb-ams3-01"),
+    ("rtx1680-dmesg-T-cgroup-oom-trace", "oom", None),
+    ("ronin51-torch-save-cannot-open-disk-full", "storage", None),
+    ("kubeflow1158-tf-philox-internal-oom", "oom", "worker-1"),  # the pod, from the file name
 ]
 
 

@@ -10,7 +10,8 @@ syslog dump (the kernel itself prints nothing when the power button is pressed).
 
 Every line that carries a kernel stamp/prefix (or starts with `NVRM:`) is understood: it becomes
 an event, is claimed as the continuation of a multi-line record (RPC history tables, the 3-line
-fallen-off-the-bus form, AER detail lines, OOM report headers, MCE detail), or is `ignored` as
+fallen-off-the-bus form, AER detail lines, OOM report headers, MCE detail; an OOM header with no
+kill, task or reaper line of its record after it is the record's event), or is `ignored` as
 kernel chatter. `claimed` and `ignored` are disjoint. Lines of a journal/syslog dump that come
 from another process (`slurmd[12]:`) are left to other parsers.
 """
@@ -122,6 +123,11 @@ OOM_RE = (r"(?:Out of memory|Memory cgroup out of memory)(?: \([^)]*\))?: Kill(?
 OOM_TASK_RE = r"oom-kill:constraint=\S*?task=(?P<name>[^,]*),pid=(?P<pid>\d+)"
 OOM_NEAR = 3  # lines: how far a record's task / reaper line stands from its own (same pid) `Killed process` line
 OOM_REAP_RE = r"oom_reaper: (?:reaped process |unable to reap pid:)(?P<pid>\d+) \((?P<name>[^)]*)\)"
+# the record's header (dump_header: `<comm> invoked oom-killer: gfp_mask=..., order=N, oom_score_adj=N`):
+# the kernel prints it only when it is about to kill, so it stands for its record when no kill, task or
+# reaper line of that record follows it (a dmesg cut inside the call trace / task list); the victim is
+# then unknown (code null)
+OOM_HEADER_RE = r"\S invoked oom-killer: gfp_mask="
 # kernel/hung_task.c; kernel/watchdog.c (pr_fmt "watchdog: "); kernel/rcu/tree_stall.h
 HUNG_RE = r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds"
 LOCKUP_RE = (r"BUG: soft lockup - CPU#\d+ stuck for|Watchdog detected hard LOCKUP on cpu"
@@ -343,6 +349,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             dist, pid = dist.over(keys), pid.over(keys)
         near.append((dist <= OOM_NEAR) & (pid == part_pid))
     cand = cand.with_columns(pl.any_horizontal(near).fill_null(False).alias("_killed_near"))
+    # a header with no record line (kill / task / reaper) after it before the next header
+    hdr = m.str.contains(OOM_HEADER_RE)
+    rec = pl.col("_killed") | part_pid.is_not_null()
+    next_rec = pl.when(rec).then(pl.col("line_no")).backward_fill()
+    next_hdr = pl.when(hdr).then(pl.col("line_no")).shift(-1).backward_fill()
+    if keys:
+        next_rec, next_hdr = next_rec.over(keys), next_hdr.over(keys)
+    cand = cand.with_columns(
+        (hdr & (next_rec.is_null() | (next_hdr.is_not_null() & (next_rec > next_hdr)))).fill_null(False)
+        .alias("_hdr_alone"))
     F = pl.col  # noqa: N806 (short alias)
     is_xid = F("_x").struct.field("xid").is_not_null()
     is_sxid = F("_sx").struct.field("sxid").is_not_null()
@@ -421,7 +437,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_oom_kill = F("_oom").struct.field("pid").is_not_null()
     oom_part = pl.when(~F("_killed_near")).then(
         pl.coalesce(F("_ot").struct.field("pid"), F("_or").struct.field("pid")))
-    is_oom = is_oom_kill | oom_part.is_not_null()
+    is_oom = is_oom_kill | oom_part.is_not_null() | F("_hdr_alone")
     oom_pid = pl.coalesce(F("_oom").struct.field("pid"), oom_part)
     oom_name = pl.when(is_oom_kill).then(F("_oom").struct.field("name")).otherwise(
         pl.coalesce(F("_ot").struct.field("name"), F("_or").struct.field("name")))

@@ -108,6 +108,11 @@ NAN = (
     r"|gradients are Nan/Inf|Detected nan/inf grad norm|for gradients from `parameters` is non-finite"
     r"|Tensor had (?:NaN|Inf) values|Invalid loss, terminating training|is not finite\. Previous best value"
 )
+# who reported it, in the reporter's own words: Megatron's NaN checks name rank, node (os.uname) and device,
+# `Rank 3: found NaN in local grad norm ... Device: 3, node: host-a` (param_and_grad_buffer, optimizer
+# clip_grads, loss functions) and its rerun state machine `Rank 7, node host-a, device 7, iteration 9: ...`
+SELF_REPORT = (r"\bRank (\d+)(?::.*?,|,) node:? ([A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?)(?:[,;)'\"]|\s|$)")
+SELF_DEVICE = r"\bRank \d+[:,].*?(?:Device: |, device )(\d+)\b"
 # Device memory exhaustion in every framework: PyTorch (CUDA/HIP/XPU/MPS caching allocator, cuBLAS/cuDNN
 # handles and workspaces), JAX/XLA (RESOURCE_EXHAUSTED, BFC allocator), TensorFlow (ResourceExhaustedError,
 # OOM when allocating), CUDA driver; host memory (CPU allocator, ENOMEM); shared memory (/dev/shm, used by
@@ -119,6 +124,13 @@ OOM_GPU = (
     r"|RESOURCE_EXHAUSTED: .*(?:[Oo]ut of memory|[Ff]ailed to allocate|[Rr]an out of memory|OOM)"
     r"|OOM when allocating tensor|ran out of memory trying to allocate|ResourceExhaustedError.*\bOOM\b"
     r"|OOM during optimization, irrecoverable"
+    # the TPU runtime's allocator (torch_xla / XRT, JAX, TF on TPU): `Attempting to reserve 6.48G at the
+    # bottom of memory. That was not possible.`, `Error allocating device buffer: Attempting to allocate
+    # 15.65G. That was not possible.` (the XLA:TPU compiler's `Ran out of memory in memory space hbm` is above)
+    r"|Attempting to (?:reserve|allocate) \S+(?: at the bottom of memory)?\. That was not possible"
+    # TensorFlow's TF_CHECK_OK fatal (`F .../random_op_gpu.h:232] Non-OK-status: GpuLaunchKernel(...) status:
+    # Internal: out of memory`, `INTERNAL:` in newer TF): the CUDA status string of a failed launch
+    r"|Non-OK-status: .*\bstatus: [A-Za-z ]+: out of memory"
 )
 OOM_HOST = r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
 OOM_SHM = (
@@ -127,7 +139,8 @@ OOM_SHM = (
 )
 # retried, not fatal: TF/XLA BFC allocator notices; fairseq catching an OOM and skipping the batch
 OOM_RETRY = r"The caller indicates that this is not a failure|OOM: Ran out of memory with exception|attempting to recover from OOM"
-OOM_COMPANION = (r"^BufferAssignment (?:OOM Debugging|stats:)|^\s+(?:[\w-]+ )*(?:allocation|fragmentation):\s+\d")
+OOM_COMPANION = (r"^BufferAssignment (?:OOM Debugging|stats:)|^\s+(?:[\w-]+ )*(?:allocation|fragmentation):\s+\d"
+                 r"|Hint: If you want to see a list of allocated tensors when OOM happens")
 # c10d TCPStore / socket / torchelastic rendezvous (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp,
 # torch/distributed/elastic/rendezvous): code = what failed
 STORE_BY_TEXT = [
@@ -208,9 +221,10 @@ def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.coalesce(pl.concat_str([pl.col("mmdd"), pl.col("hms")], separator=" "), pl.col("prefix_ts"))
         .alias("ts_raw"),
         pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"), pl.col("tag_rank").cast(pl.Int64, strict=False),
+                    pl.col("msg").str.extract(SELF_REPORT, 1).cast(pl.Int64, strict=False),
                     rank_hint(ctx)).alias("rank"),
         pl.col("prefix_local_rank").alias("local_rank"),
-        line_host(ctx).alias("host"),
+        pl.coalesce(pl.col("msg").str.extract(SELF_REPORT, 2), line_host(ctx)).alias("host"),
         pl.col("body").alias("message"),
         pl.coalesce(pl.col("pg"), pl.col("guid")).alias("pg"),
     ).with_columns(
@@ -401,7 +415,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     for pattern, name in reversed(SIGNAL_BY_TEXT):
         sig_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(sig_code)
     add(cand.filter(m.str.contains(SEGFAULT)), "segfault", "critical", sig_code.fill_null("SIGSEGV"))
-    add(cand.filter(m.str.contains(NAN)), "nan", "warning", pl.lit("nan"))
+    add(cand.filter(m.str.contains(NAN)).with_columns(
+        m.str.extract(SELF_DEVICE, 1).cast(pl.Int64, strict=False).alias("gpu")), "nan", "warning", pl.lit("nan"))
     store_code = pl.lit(None, dtype=pl.Utf8)
     for pattern, name in reversed(STORE_BY_TEXT):
         store_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(store_code)

@@ -15,7 +15,8 @@ Output:
   data_exhausted) events; `nan` events for fp16 dynamic-loss-scale skips as DeepSpeed, Megatron, apex
   and fairseq print them: `overflow` (warning: a skipped step during warm-up or an occasional spike,
   which loss scaling recovers from), `loss_scale_min` (error: the scale is at its floor -- new scale
-  not below the attempted one, or at most 1 -- or the minimum-loss-scale abort), `overflow_persistent`
+  not below the attempted one, or at most 1; for fairseq, whose floor is 1e-4, at most 8e-4 -- or the
+  minimum-loss-scale abort), `overflow_persistent`
   (error: a run of PERSISTENT_RUN or more skips that ends the file with nothing after it).
 
 Decisions:
@@ -77,8 +78,17 @@ STAMP = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
 OVERFLOW = (
     r"^(?:\[deepspeed\] )?(?:OVERFLOW! (?:Rank \d+ )?Skipping step|fp16 dynamic loss scale overflow! Skipping step"
     r"|Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|OVERFLOW within closure! Skipping step"
-    r"|Reducing dynamic loss scale from|(?:NOTE: )?gradient overflow detected, ignoring gradient|AMP: overflow detected)"
+    r"|Reducing dynamic loss scale from|AMP: overflow detected)"
 )
+# fairseq's trainer catching the OverflowError its fp16 optimizer / DynamicLossScaler raises
+# ("setting loss scale to: X"), as each era prints it: `print("| WARNING: overflow detected, " + str(e))`
+# (<= 0.8), `logger.info("NOTE: overflow detected, " + str(e))` (0.9-0.10), `NOTE: gradient overflow
+# detected, ignoring gradient, ...` (0.12). fairseq's floor is `--min-loss-scale` (default 1e-4), not 1.
+FAIRSEQ_OVERFLOW = r"^(?:\| )?(?:WARNING: |NOTE: )?(?:gradient )?overflow detected, (?:ignoring gradient, )?setting loss scale to"
+FAIRSEQ_MIN_LOSS_SCALE = 1e-4
+# a fairseq scale within this many halvings of its default floor: the next overflows raise
+# `FloatingPointError: Minimum loss scale reached` (the loss is exploding, fairseq's own words)
+FAIRSEQ_NEAR_FLOOR_HALVINGS = 3
 # the scale an overflow line attempted and the one it fell to
 SCALE_FROM = rf"(?:Attempted loss scale: |loss scale from )({NUM})"
 SCALE_TO = rf"(?:reducing to |reducing loss scale to |setting loss scale to:? |setting scale to (?:to )?|from {NUM} to )({NUM})"
@@ -326,6 +336,7 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
         # tacotron's fp16 optimizers, apex amp and fp16_utils, fairseq): one `nan` event per skipped step;
         # `_overflow_states` decides which are a healthy warm-up and which a cascade
         (OVERFLOW, ev("nan", "overflow", "warning", aux=pl.lit("ovf"))),
+        (FAIRSEQ_OVERFLOW, ev("nan", "overflow", "warning", aux=pl.lit("ovf_fs"), framework=pl.lit("fairseq"))),
         (r"^\n?Grad overflow on iteration:? \d+|^Using static loss scale of", {"aux": pl.lit("ovf_note")}),
         (r"^No Grad overflow for \d+ iterations|^Increasing dynamic loss scale from", IGNORE),
         (r"^(?:\w+: )?(?:Current loss scale already at minimum|(?:AMP: )?Minimum loss scale reached)",
@@ -773,19 +784,23 @@ def _checkpoints(ck: pl.DataFrame, steps: pl.DataFrame, dur: pl.DataFrame) -> pl
 def _overflow_states(m: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
     """Tell a healthy loss-scale warm-up from a numerics failure. Each skipped-step line stays `overflow`
     (a warning: dynamic loss scaling doing its job) unless the scale is at its floor (the new scale is not
-    below the attempted one, or either is at most 1: every later step will overflow too) -> `loss_scale_min`,
+    below the attempted one, or either is at most 1: every later step will overflow too; for fairseq, whose
+    floor is 1e-4, a scale within FAIRSEQ_NEAR_FLOOR_HALVINGS halvings of it) -> `loss_scale_min`,
     or it belongs to the run of PERSISTENT_RUN or more skipped steps that ends the file with no other line
     after it (the run never recovered) -> `overflow_persistent`."""
     aux = pl.col("aux").fill_null("")
-    is_ovf = aux == "ovf"
+    is_fs = aux == "ovf_fs"
+    is_ovf = (aux == "ovf") | is_fs
     if m.filter(is_ovf).is_empty():
         return m
     msg = pl.col("message_m")
     frm = fnum(msg.str.extract(SCALE_FROM, 1))
     to = fnum(msg.str.extract(SCALE_TO, 1))
-    floor = ((to <= 1.0) | (frm <= 1.0) | (to >= frm)).fill_null(False)
+    fs_floor = FAIRSEQ_MIN_LOSS_SCALE * 2 ** FAIRSEQ_NEAR_FLOOR_HALVINGS
+    floor = (pl.when(is_fs).then(to <= fs_floor)
+             .otherwise((to <= 1.0) | (frm <= 1.0) | (to >= frm))).fill_null(False)
     # the last line of the file that is neither blank nor part of an overflow record
-    family = m.filter(aux.is_in(["ovf", "ovf_note"]) | (pl.col("code") == "loss_scale_min"))["line_no"]
+    family = m.filter(aux.is_in(["ovf", "ovf_fs", "ovf_note"]) | (pl.col("code") == "loss_scale_min"))["line_no"]
     others = lines.filter(~pl.col("line_no").is_in(family.implode()) & (pl.col("body").str.strip_chars() != ""))
     last_other = others["line_no"].max() if not others.is_empty() else 0
     trailing = m.filter(is_ovf & (pl.col("line_no") > last_other)).height

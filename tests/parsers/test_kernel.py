@@ -450,3 +450,21 @@ def test_gsp_heartbeat_and_rpc_timeout_are_not_gpu_lost() -> None:
         (1, "gsp_error", "HEARTBEAT_TIMEOUT"), (2, "nvrm_error", "THREAD_NODE_CHECK_TIMEOUT"),
         (3, "gsp_error", "RPC_TIMEOUT"), (4, "nvrm_error", "GPU_NOT_ATTACHED")]
     check_contract(ex, 4)
+
+
+def test_oom_header_stands_for_a_record_cut_before_its_kill_line() -> None:
+    """A dmesg cut inside the OOM report's call trace keeps only `<comm> invoked oom-killer`: that header
+    is the record's event (victim unknown); a header whose record goes on to its kill line is not."""
+    text = (
+        "[Wed Sep 29 07:10:00 2021] pt_main_thread invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0\n"
+        "[Wed Sep 29 07:10:00 2021] Memory cgroup out of memory: Killed process 4242 (python3) total-vm:1000kB, anon-rss:900kB\n"
+        "[Wed Sep 29 07:12:20 2021] GC Thread#9 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0\n"
+        "[Wed Sep 29 07:12:20 2021] Call Trace:\n"
+        "[Wed Sep 29 07:12:20 2021]  oom_kill_process+0xe6/0x120\n"
+        "[Wed Sep 29 07:12:20 2021]  mem_cgroup_out_of_memory+0xbb/0xd0\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["code"], e["pid"]) for e in ev(ex, "host_oom_kill")] == [
+        (2, "python3", 4242), (3, None, None)]
+    assert 1 in ex.claimed.to_list()
+    check_contract(ex, 6)

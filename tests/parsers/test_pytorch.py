@@ -347,3 +347,35 @@ def test_nan_families():
         "Rank 3, node n1, device 3, iteration 1201: Unexpected result inf (message='found Inf in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n"
         "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n")
     assert ev(ex, "nan")["line_no"].to_list() == [1, 2, 3, 4]
+
+
+def test_tpu_allocator_oom_family():
+    """The TPU runtime's allocator refusals (torch_xla/XRT glog lines, JAX on TPU, the bare continuation
+    line of TF1's `Resource exhausted: From /job:tpu_worker`) are device OOM; TF's OOM hint is a claimed
+    companion, not an error of its own; XLA's status summary is not an OOM. TF's TF_CHECK_OK fatal
+    `Non-OK-status: ... status: Internal: out of memory` is one too; the same line with another CUDA status
+    (no kernel image) is not."""
+    ex = run(
+        "2022-04-04 00:27:49.642380: E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   (1) RESOURCE_EXHAUSTED: Attempting to reserve 6.48G at the bottom of memory. That was not possible. There are 6.78G free, 0B reserved, and 3.33G reservable.\n"
+        "2022-04-04 00:27:49.642390: E tensorflow/compiler/xla/xla_client/xla_util.cc:88] Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom to RunOptions for current allocation info. This isn't available when running in Eager mode.\n"
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 15.65G. That was not possible. There are 11.08G free.; (0x0x0_HBM0)\n"
+        "Attempting to reserve 3.95G at the bottom of memory. That was not possible. There are 1.92G free, 0B reserved, and 1.92G reservable.; \n"
+        "2022-04-04 00:27:49.642399: E tensorflow/compiler/xla/xla_client/xla_util.cc:88] 0 successful operations.\n"
+        "2020-08-05 10:00:00.278898: F .\\tensorflow/core/kernels/random_op_gpu.h:232] Non-OK-status: GpuLaunchKernel(FillPhiloxRandomKernelLaunch<Distribution>, num_blocks, block_size, 0, d.stream(), gen, data, size, dist) status: Internal: out of memory\n"
+        "Non-OK-status: GpuLaunchKernel (FillPhiloxRandomKernelLaunch <Distribution>, num_blocks, block_size, 0, d.stream (), gen, data, size, dist) status: INTERNAL: out of memory\n"
+        "2020-10-09 20:52:00.278898: F .\\tensorflow/core/kernels/random_op_gpu.h:232] Non-OK-status: GpuLaunchKernel(FillPhiloxRandomKernelLaunch<Distribution>, num_blocks, block_size, 0, d.stream(), gen, data, size, dist) status: Internal: no kernel image is available for execution on the device\n")
+    assert ev(ex, "oom").select("line_no", "code").rows() == [(1, "gpu"), (3, "gpu"), (4, "gpu"), (6, "gpu"), (7, "gpu")]
+    assert 2 in ex.claimed.to_list()
+
+
+def test_megatron_nan_checks_name_rank_node_and_device():
+    """Megatron's NaN checks say who found the NaN (global rank, os.uname node, CUDA device), in both the
+    assertion form and the rerun state machine's form; the parser takes host/rank/gpu from that content."""
+    ex = run(
+        "AssertionError: Rank 3: found NaN in local grad norm in backwards pass. Device: 3, node: set-zw04-kubernetes-pc133.mt\n"
+        "ValueError: Rank 12: found NaN in local forward loss calculation. Device: 4, node: gpu-node-017\n"
+        "RuntimeError: Rank 7, node ed04b71d5c00, device 7, iteration -1: Unexpected result nan (message='found NaN in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n"
+        "ValueError: loss is nan on rank 2\n")
+    assert ev(ex, "nan").select("line_no", "host", "rank", "gpu").rows() == [
+        (1, "set-zw04-kubernetes-pc133.mt", 3, 3), (2, "gpu-node-017", 12, 4), (3, "ed04b71d5c00", 7, 7),
+        (4, None, None, None)]

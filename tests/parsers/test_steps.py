@@ -687,3 +687,26 @@ def test_lightning_hydra_prefix_checkpoint_real() -> None:
 def test_flagscale_straggler_report_step_real() -> None:
     x = fixture("flagscale_straggler_report_real.log")
     assert [(r["line_no"], r["framework"], r["step"]) for r in rows(x, "train_steps")] == [(2, "flagscale", 10)]
+
+
+def test_fairseq_overflow_family_and_its_floor() -> None:
+    """fairseq's three eras of the overflow line (`| WARNING:` print, `NOTE:` logger, 0.12's `NOTE: gradient
+    overflow detected, ignoring gradient`) are skipped steps; fairseq's floor is 1e-4, so a scale of 0.5 or
+    1.0 late in training stays a warning, and one within three halvings of 1e-4 is the collapse."""
+    x = parse(
+        "| WARNING: overflow detected, setting loss scale to: 0.5\n"
+        "| epoch 082 | loss 3.530 | nll_loss 1.816 | ppl 3.52 | wps 416037 | ups 0.7 | num_updates 20839\n"
+        "2020-03-23 11:39:44 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.0009765625\n"
+        "2022-10-04 10:00:03 | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, setting loss scale to: 4.0\n"
+        "2020-03-23 11:41:18 | INFO | fairseq.trainer | NOTE: overflow detected, setting loss scale to: 0.00048828125\n"
+        "| WARNING: overflow detected, setting loss scale to: 0.0001220703125\n"
+        "Traceback (most recent call last):\n")
+    nan = [(n, c) for n, k, c in kinds(x) if k == "nan"]
+    assert nan == [(1, "overflow"), (3, "overflow"), (4, "overflow"), (5, "loss_scale_min"), (6, "loss_scale_min")]
+    ev = x.events.filter(pl.col("kind") == "nan")
+    assert ev["severity"].to_list() == ["warning"] * 3 + ["error"] * 2
+
+
+def test_fairseq_overflow_run_to_the_end_of_the_log_is_persistent() -> None:
+    x = parse("".join(f"| WARNING: overflow detected, setting loss scale to: {2.0 ** (6 - i)}\n" for i in range(4)))
+    assert [(n, c) for n, k, c in kinds(x) if k == "nan"] == [(n, "overflow_persistent") for n in range(1, 5)]

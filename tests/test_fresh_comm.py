@@ -1,6 +1,7 @@
 """The real communication-layer excerpts of fixtures/fresh/comm (public threads held out from the real
 samples; sources and conclusions in its README.md), analyzed end to end: the verdict's category is the
-one the thread concluded, and none of them is a failure an automatic restart fixes."""
+one the thread concluded, and the restart decision is the thread's (only the network failure mid-run is
+one an automatic restart gets past)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,16 +12,18 @@ from forensics.analysis import analyze
 
 FRESH = Path(__file__).resolve().parents[1] / "fixtures" / "fresh" / "comm"
 
-# case -> (expected category, deciding signature)
-CASES: dict[str, tuple[str, str]] = {
-    "nccl969-ib-collective-mismatch-pdsh": ("nccl_config", "nccl-ib-collective-mismatch"),
-    "nccl928-ib-error4-acs-gdr": ("nccl_config", "nccl-ib-local-setup-error"),
-    "nccl296-mismatched-collective-headerless": ("collective_desync", "nccl-mismatched-collective"),
-    "opendde23-collective-fingerprint-shape": ("collective_desync", "pt-collective-mismatch"),
-    "horovod552-tf-cuda-oom-horovod-shutdown": ("oom", "pt-cuda-oom"),
-    "openr1mm7-rank0-bootstrap-no-socket-interface": ("nccl_config", "nccl-no-interface"),
-    "aml58-k8s-invalid-rank-requested": ("nccl_config", "nccl-invalid-usage"),
-    "pytorch69197-rdzv-tcpstore-connect-timeout": ("nccl_config", "pt-store-rendezvous-failed"),
+# case -> (expected category, deciding signature, would an automatic restart fix it)
+CASES: dict[str, tuple[str, str, bool]] = {
+    "nccl969-ib-collective-mismatch-pdsh": ("nccl_config", "nccl-ib-collective-mismatch", False),
+    "nccl928-ib-error4-acs-gdr": ("nccl_config", "nccl-ib-local-setup-error", False),
+    "nccl296-mismatched-collective-headerless": ("collective_desync", "nccl-mismatched-collective", False),
+    "opendde23-collective-fingerprint-shape": ("collective_desync", "pt-collective-mismatch", False),
+    "horovod552-tf-cuda-oom-horovod-shutdown": ("oom", "pt-cuda-oom", False),
+    "openr1mm7-rank0-bootstrap-no-socket-interface": ("nccl_config", "nccl-no-interface", False),
+    "aml58-k8s-invalid-rank-requested": ("nccl_config", "nccl-invalid-usage", False),
+    "pytorch69197-rdzv-tcpstore-connect-timeout": ("nccl_config", "pt-store-rendezvous-failed", False),
+    "torchtune392-store-port-in-use-two-jobs": ("user_code", "pt-store-port-in-use", False),
+    "horovod3611-k8s-socket-recv-timeout": ("network_fabric", "nccl-socket-io-timeout", True),
 }
 
 
@@ -31,12 +34,11 @@ def test_every_fixture_dir_has_a_case() -> None:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_fresh_comm_verdict(case: str, tmp_path: Path) -> None:
-    category, signature = CASES[case]
+    category, signature, restart = CASES[case]
     v = analyze(FRESH / case, tmp_path / "out", html=False).report["verdict"]
     assert v["category"] == category
     assert v["evidence"][0]["signature"] == signature
-    # configuration, desync and OOM: a restart runs into the same failure
-    assert v["auto_recoverable"] is False
+    assert v["auto_recoverable"] is restart
 
 
 def test_last_error_echo_names_the_nccl_setup_failure(tmp_path: Path) -> None:

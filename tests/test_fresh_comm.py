@@ -55,3 +55,20 @@ def test_last_error_echo_names_the_nccl_setup_failure(tmp_path: Path) -> None:
     v = analyze(job, tmp_path / "out", html=False).report["verdict"]
     assert (v["category"], v["evidence"][0]["signature"], v["evidence"][0]["line"]) == (
         "nccl_config", "nccl-no-interface", 4)
+
+
+@pytest.mark.parametrize(("warn", "category", "signature"), [
+    ("misc/socket.cc:503 NCCL WARN Net : Call to recv from 10.0.4.1<41468> failed : Connection timed out",
+     "network_fabric", "nccl-socket-io-timeout"),
+    ("misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.4.1<41468> failed : Connection timed out",
+     "nccl_config", "nccl-socket-connect-failed"),
+])
+def test_socket_timeout_on_a_connection_vs_on_connecting(tmp_path: Path, warn: str, category: str,
+                                                         signature: str) -> None:
+    """Both lines end in ETIMEDOUT and neither job ran a step: failing to connect is a launch setting
+    (precedence.toml init-socket-is-configuration), a connected socket that stops answering is not."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "rank5.log").write_text(f"gpu-b:4242:4300 [5] {warn}\n")
+    v = analyze(job, tmp_path / "out", html=False).report["verdict"]
+    assert (v["category"], v["evidence"][0]["signature"]) == (category, signature)

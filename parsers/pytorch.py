@@ -148,7 +148,8 @@ STORE_BY_TEXT = [
     (r"server socket has failed to listen on any local network address|server could not be initialized on any address",
      "listen_failed"),
     (r"client socket has timed out after|RendezvousTimeoutError|Timed out after \d+ seconds waiting for clients"
-     r"|rendezvous .*timed out|Socket Timeout", "timeout"),
+     r"|rendezvous .*timed out|Socket Timeout|connect\(\) timed out\. Original timeout was"
+     r"|wait timeout after \d+ ?ms", "timeout"),
     (r"RendezvousConnectionError|client socket has failed to connect to any network address"
      r"|network addresses of \(.*\) cannot be retrieved", "connect_failed"),
     (r"Connection reset by peer|recvBytes failed|failed to recv, got 0 bytes|Broken pipe|RendezvousClosedError",
@@ -158,6 +159,8 @@ STORE_BY_TEXT = [
 STORE = (
     r"\[c10d\]|TCPStore|socket\.cpp|Rendezvous\w*Error|DistNetworkError|DistStoreError|c10d store"
     r"|server socket has failed|client socket has (?:timed out|failed)"
+    # PyTorch <= 1.12 tcputil::connect (torch/csrc/distributed/c10d/Utils.hpp): a bare RuntimeError
+    r"|connect\(\) timed out\. Original timeout was"
 )
 # Python exception line with no traceback around it (an excerpt, or a logger printing str(e)):
 # a dotted name ending in Error/Exception/Interrupt, a colon, then the message

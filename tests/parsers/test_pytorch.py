@@ -340,6 +340,17 @@ def test_store_and_rendezvous_errors():
         (6, "connect_failed"), (7, "peer_closed")]
 
 
+def test_store_timeouts_of_older_and_newer_torch():
+    """tcputil::connect of PyTorch <= 1.12 raised a bare `RuntimeError: connect() timed out. Original timeout
+    was N ms.` (no [c10d] tag); TCPStore::wait of 2.x raises `DistStoreError: wait timeout after N ms`. Both
+    are store timeouts; a plain `connect() timed out` from some other library is not."""
+    ex = run(
+        "RuntimeError: connect() timed out. Original timeout was 60000 ms.\n"
+        "torch.distributed.DistStoreError: wait timeout after 600000ms, keys: /default_pg/0//cuda//0\n"
+        "requests.exceptions.ConnectTimeout: connect() timed out after 10s\n")
+    assert ev(ex, "store_error").select("line_no", "code").rows() == [(1, "timeout"), (2, "timeout")]
+
+
 def test_nan_families():
     ex = run(
         "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.\n"

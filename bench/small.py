@@ -5,11 +5,12 @@
 
 Each case folder is copied without its label (`case.toml`), as `score_real_samples.py` does, into
 WORK/<case>/job; then every run is a new `python -m forensics.cli analyze JOB --out OUT`
-(OUT removed before each run; its terminal summary goes to a file), timed by wall clock and by CPU (user + system of the child,
+(OUT removed before each run; its terminal summary goes to a file; one untimed run first, so
+bytecode and page cache are warm, as for any installed tool), timed by wall clock and by CPU (user + system of the child,
 `os.wait4`), with the 1-minute load average read before it: the machine is shared, so wall times
 move with the load and CPU times much less. Per case and mode it keeps the median and the minimum
 of REPEAT runs. Then `python -X importtime` of one `--no-html` run gives where the import time goes
-(cumulative microseconds per top-level package). Writes its part of bench/results.json (the key
+(the modules' own microseconds, summed per top-level package). Writes its part of bench/results.json (the key
 `small`, one entry per LABEL, the other keys left alone) and the table between the `small:` markers
 in bench/README.md. Targets (issue 17): `--no-html` <= 0.5 s and full <= 1.2 s wall, median of 10.
 """
@@ -104,24 +105,28 @@ _IMPORT = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", re.M)
 
 
 def import_profile(job: Path, out: Path, env: dict[str, str]) -> dict:
-    """Cumulative import time (us) of each top-level package imported at the outermost level of
-    one `--no-html` run, largest first, with the sum of every module's own time."""
+    """Import time (us) of one `--no-html` run: each module's own time summed per top-level package
+    (polars, numpy, duckdb, forensics, parsers, ...), largest first, and the total."""
     shutil.rmtree(out, ignore_errors=True)
     run = subprocess.run([sys.executable, "-X", "importtime", "-m", "forensics.cli", "analyze", str(job), "--out",
                           str(out), "--no-html"], capture_output=True, text=True, env=env, check=True)
     per: dict[str, int] = {}
-    total = 0
     for m in _IMPORT.finditer(run.stderr):
-        total += int(m.group(1))
-        if len(m.group(3)) == 1:  # outermost level: "| name" (deeper imports are indented more)
-            top = m.group(4).split(".")[0]
-            per[top] = per.get(top, 0) + int(m.group(2))
-    top = dict(sorted(per.items(), key=lambda kv: -kv[1]))
-    return {"self_total_us": total, "cumulative_us_by_package": top}
+        top = m.group(4).split(".")[0]
+        per[top] = per.get(top, 0) + int(m.group(1))
+    return {"self_total_us": sum(per.values()), "self_us_by_package": dict(sorted(per.items(), key=lambda kv: -kv[1]))}
 
 
-def measure(samples: Path, work: Path, repeat: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def child_env(tree: Path, work: Path) -> dict[str, str]:
+    """The tree's code on PYTHONPATH, and bytecode cached as in any installation (pip compiles
+    it): a PYTHONDONTWRITEBYTECODE in the caller's environment would make every run compile every
+    module from source (0.3-0.6 s here). The cache goes under WORK, never into the source tree."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": str(tree), "PYTHONPYCACHEPREFIX": str(work / "pycache")}
+
+
+def measure(samples: Path, work: Path, repeat: int, tree: Path) -> dict:
+    env = child_env(tree, work)
     cases = {}
     for case in CASES:
         job = stage_case(samples, case, work)
@@ -129,6 +134,8 @@ def measure(samples: Path, work: Path, repeat: int) -> dict:
         for mode, flags in MODES.items():
             out = work / case / f"out-{mode}"
             runs, digests = [], set()
+            shutil.rmtree(out, ignore_errors=True)  # one untimed run first: bytecode and page cache warm
+            run_once([sys.executable, "-m", "forensics.cli", "analyze", str(job), "--out", str(out), *flags], env)
             for _ in range(repeat):
                 shutil.rmtree(out, ignore_errors=True)
                 runs.append(run_once([sys.executable, "-m", "forensics.cli", "analyze", str(job), "--out", str(out),
@@ -144,7 +151,7 @@ def measure(samples: Path, work: Path, repeat: int) -> dict:
               f"(CPU {row['no_html']['cpu_median_s']:.2f} / {row['full']['cpu_median_s']:.2f} s)", file=sys.stderr)
         cases[case] = row
     imports = import_profile(stage_case(samples, CASES[0], work), work / CASES[0] / "out-importtime", env)
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True).stdout.strip()
     return {"commit": head or None, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "repeat": repeat,
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
@@ -167,10 +174,10 @@ def table(entries: dict[str, dict]) -> str:
     text = "\n".join(lines) + "\n"
     for label, e in entries.items():
         imp = e["importtime_no_html"]
-        top = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in list(imp["cumulative_us_by_package"].items())[:8])
+        top = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in list(imp["self_us_by_package"].items())[:10])
         text += (f"\n{label}: {e['repeat']} runs per case and mode, {e['date']}, {e['machine']['cpus']} cores; "
                  f"`-X importtime` of `--no-html` on {imp['case'][:3]}: {imp['self_total_us'] / 1e6:.2f} s of imports "
-                 f"in all; by top-level package, cumulative (s): {top}.\n")
+                 f"in all (wall clock, at that moment's load); by top-level package (s): {top}.\n")
     return text
 
 
@@ -180,11 +187,16 @@ def main() -> None:
     ap.add_argument("--samples", type=Path, default=default_samples())
     ap.add_argument("--label", default="current", help="the key of this run in results.json's `small` (e.g. before, after)")
     ap.add_argument("--work", type=Path, default=ROOT / "bench" / "work" / "small")
+    ap.add_argument("--tree", type=Path, default=ROOT,
+                    help="the source tree to measure (its forensics/ and parsers/ on PYTHONPATH); default this one")
+    ap.add_argument("--commit", default=None, help="the commit TREE holds, when it is no git checkout")
     ap.add_argument("--no-readme", action="store_true", help="do not rewrite the table in bench/README.md")
     args = ap.parse_args()
     if args.samples is None or not all((args.samples / c).is_dir() for c in CASES):
         raise SystemExit(f"the real samples are not at {args.samples}: pass --samples DIR (../shared/real-samples)")
-    res = measure(args.samples, args.work, args.repeat)
+    res = measure(args.samples, args.work, args.repeat, args.tree.resolve())
+    if args.commit:
+        res["commit"] = args.commit
     data = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     data.setdefault("small", {})[args.label] = res
     RESULTS.write_text(json.dumps(data, indent=2) + "\n")

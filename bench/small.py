@@ -174,10 +174,13 @@ def table(entries: dict[str, dict]) -> str:
     text = "\n".join(lines) + "\n"
     for label, e in entries.items():
         imp = e["importtime_no_html"]
-        top = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in list(imp["self_us_by_package"].items())[:10])
+        # an entry of the first version of this script kept cumulative times of the outermost imports
+        per, how = (imp["self_us_by_package"], "own time per top-level package") if "self_us_by_package" in imp \
+            else (imp["cumulative_us_by_package"], "cumulative time of the outermost imports")
+        top = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in list(per.items())[:10])
         text += (f"\n{label}: {e['repeat']} runs per case and mode, {e['date']}, {e['machine']['cpus']} cores; "
                  f"`-X importtime` of `--no-html` on {imp['case'][:3]}: {imp['self_total_us'] / 1e6:.2f} s of imports "
-                 f"in all (wall clock, at that moment's load); by top-level package (s): {top}.\n")
+                 f"in all (wall clock, at that moment's load); {how} (s): {top}.\n")
     return text
 
 
@@ -190,16 +193,19 @@ def main() -> None:
     ap.add_argument("--tree", type=Path, default=ROOT,
                     help="the source tree to measure (its forensics/ and parsers/ on PYTHONPATH); default this one")
     ap.add_argument("--commit", default=None, help="the commit TREE holds, when it is no git checkout")
+    ap.add_argument("--table-only", action="store_true", help="rewrite the table from results.json, measure nothing")
     ap.add_argument("--no-readme", action="store_true", help="do not rewrite the table in bench/README.md")
     args = ap.parse_args()
-    if args.samples is None or not all((args.samples / c).is_dir() for c in CASES):
+    if not args.table_only and (args.samples is None or not all((args.samples / c).is_dir() for c in CASES)):
         raise SystemExit(f"the real samples are not at {args.samples}: pass --samples DIR (../shared/real-samples)")
-    res = measure(args.samples, args.work, args.repeat, args.tree.resolve())
-    if args.commit:
-        res["commit"] = args.commit
     data = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
-    data.setdefault("small", {})[args.label] = res
-    RESULTS.write_text(json.dumps(data, indent=2) + "\n")
+    if not args.table_only:
+        res = measure(args.samples, args.work, args.repeat, args.tree.resolve())
+        if args.commit:
+            res["commit"] = args.commit
+        data.setdefault("small", {})[args.label] = res
+        RESULTS.write_text(json.dumps(data, indent=2) + "\n")
+    res = data["small"][args.label]
     text = table(data["small"])
     print(text)
     print(json.dumps(res["targets"]))

@@ -197,7 +197,11 @@ def main() -> None:
     ap.add_argument("--no-readme", action="store_true", help="do not rewrite the table in bench/README.md")
     args = ap.parse_args()
     if not args.table_only and (args.samples is None or not all((args.samples / c).is_dir() for c in CASES)):
-        raise SystemExit(f"the real samples are not at {args.samples}: pass --samples DIR (../shared/real-samples)")
+        msg = f"the real samples ({', '.join(CASES)}) are not at {args.samples}: pass --samples DIR"
+        if "--samples" in sys.argv:
+            raise SystemExit(msg)
+        print(f"bench/small.py skipped: {msg}", file=sys.stderr)  # `make bench` in a checkout without them
+        return
     data = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     if not args.table_only:
         res = measure(args.samples, args.work, args.repeat, args.tree.resolve())

@@ -11,12 +11,13 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from forensics import __version__
+from forensics.cli_params import install as plain_params
 from forensics.outpaths import dir_problem, file_problem
 from forensics.terminal import console_for, interactive
+
+plain_params()  # str / Path / bool options without pydantic's adapters (forensics/cli_params.py)
 
 # Plain (click) help: no rich markup to swallow "[ray]", no "<bool>" beside flags; -h as --help.
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -98,6 +99,20 @@ def _check_file_out(path: str | Path | None, what: str = "--json") -> None:
         _fail(msg)
 
 
+def _progress(text: str):  # noqa: ANN202 - a rich Progress
+    """A transient progress bar on stderr (rich.progress loads only when one is shown)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn(text), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                    transient=True)
+
+
+def _table(title: str):  # noqa: ANN202 - a rich Table
+    from rich.table import Table  # loads only for the commands that print a table
+
+    return Table(title=title)
+
+
 def _status(text: str):  # noqa: ANN202 - a context manager
     """A spinner with `text` on a terminal; nothing when piped."""
     import contextlib
@@ -137,13 +152,13 @@ def analyze(
                                           "sooner; report.json, report.md and the store are still written).")] = False,
 ) -> None:
     """Analyze a job directory: verdict, culprit, action, evidence, downtime."""
+    _check_job_path(job_dir)  # a wrong path fails before the analysis' imports
     # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.analysis import OutputDirError
     from forensics.analysis import analyze as run
     from forensics.discovery import JobDirError
     from forensics.outpaths import inside
 
-    _check_job_path(job_dir)
     if json_path and json_path != "-" and job_dir.is_dir() and inside(json_path, job_dir):
         _fail(f"refusing to write inside the job directory (it is evidence): {json_path}")
     if out_dir is not None and job_dir.is_dir() and inside(out_dir, job_dir):
@@ -161,8 +176,7 @@ def analyze(
 
     try:
         if show_progress:
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=err, transient=True) as prog:
+            with _progress("{task.description}") as prog:
                 task = prog.add_task("reading logs", total=None)
 
                 def stage(name: str) -> None:  # later steps have no count: the bar pulses
@@ -254,7 +268,7 @@ def sources(
         _emit_json(json_path, {"sources": rows, "warnings": ing.warnings})
         if json_path == "-":
             return
-    t = Table(title=f"{len(rows)} files")
+    t = _table(title=f"{len(rows)} files")
     for col in ("path", "parser", "lines", "parsed", "ignored", "unparsed", "events"):
         t.add_column(col, justify="right" if col not in ("path", "parser") else "left")
     for r in rows:
@@ -364,8 +378,7 @@ def fleet_ingest(
     global _on_interrupt
     _on_interrupt = (f"interrupted; the jobs reported ingested are in {store}, the others were not ingested "
                      "(run the same command again to finish)")
-    bar = Progress(TextColumn("analyzing jobs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=err, transient=True) if interactive(sys.stderr) and not quiet else None
+    bar = _progress("analyzing jobs") if interactive(sys.stderr) and not quiet else None
     task = bar.add_task("fleet", total=None) if bar else None
 
     def progress(item: dict) -> None:
@@ -471,7 +484,7 @@ def eval_cmd(
             return
     if not res.cases:
         _fail(f"no case (a directory with expected.toml) under {cases_dir}", 1)
-    t = Table(title=f"{len(res.cases)} cases")
+    t = _table(title=f"{len(res.cases)} cases")
     t.add_column("field")
     t.add_column("accuracy", justify="right")
     t.add_column("scored", justify="right")
@@ -479,14 +492,14 @@ def eval_cmd(
         acc = res.accuracy.get(k)
         t.add_row(k, "-" if acc is None else f"{acc:.3f}", str(res.counts.get(k, 0)))
     out.print(t)
-    cm = Table(title="confusion (expected -> got)")
+    cm = _table(title="confusion (expected -> got)")
     for col in ("expected", "got", "n"):
         cm.add_column(col)
     for r in res.confusion.iter_rows(named=True):
         cm.add_row(str(r["expected"]), str(r["got"]), str(r["n"]))
     out.print(cm)
     out.print(f"Brier score (confidence vs category correct): {res.brier}")
-    rel = Table(title="reliability")
+    rel = _table(title="reliability")
     for col in ("from", "to", "n", "mean confidence", "accuracy"):
         rel.add_column(col, justify="right")
     for r in res.reliability.iter_rows(named=True):
@@ -528,8 +541,7 @@ def train(
         work = workdir or Path(tmp)
         try:
             if show:
-                with Progress(TextColumn("simulating + analyzing"), BarColumn(), MofNCompleteColumn(),
-                              TimeElapsedColumn(), console=err, transient=True) as prog:
+                with _progress("simulating + analyzing") as prog:
                     task = prog.add_task("train", total=len(paths) * n)
                     model, rep = train_from_scenarios(paths, n, work, jobs=jobs,
                                                       progress=lambda d, t: prog.update(task, completed=d))

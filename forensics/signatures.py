@@ -8,12 +8,15 @@ Xid signatures are generated from the Xid table (`parsers/data/xid.csv`, a copy 
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
+from pathlib import Path
 
 import polars as pl
 
+from forensics.cache import cached_json
 from parsers import source_names
 
 ROLES = ("root", "cascade", "context")
@@ -196,6 +199,33 @@ NOT_SIGNATURES = ("precedence.toml",)
 
 
 def load_catalog() -> Catalog:
+    """The validated catalog, compiled once and then read from the user cache (forensics/cache.py)
+    while the files it is built from, this module and the regex engines are unchanged."""
+    return _catalog_from_json(cached_json("catalog", _catalog_inputs(), lambda: _catalog_to_json(build_catalog())))
+
+
+def _catalog_inputs() -> list[bytes]:
+    base = resources.files("forensics").joinpath("signatures")
+    out = [sys.version.encode(), pl.__version__.encode(), "\n".join(SOURCES).encode(), Path(__file__).read_bytes(),
+           resources.files("parsers").joinpath("data/xid.csv").read_bytes()]
+    for entry in sorted(base.iterdir(), key=lambda e: e.name):
+        if entry.is_file():
+            out += [entry.name.encode(), entry.read_bytes()]
+    return out
+
+
+def _catalog_to_json(cat: Catalog) -> dict:
+    return {"signatures": [asdict(s) for s in cat.signatures], "context_only": cat.context_only}
+
+
+def _catalog_from_json(doc: dict) -> Catalog:
+    tuples = {f.name for f in fields(Signature) if str(f.type).startswith("tuple")}
+    sigs = [Signature(**{k: tuple(v) if k in tuples else v for k, v in s.items()}) for s in doc["signatures"]]
+    return Catalog(sigs, {k: tuple(v) for k, v in doc["context_only"].items()})
+
+
+def build_catalog() -> Catalog:
+    """Read and validate every TOML of the catalog (what `load_catalog` caches)."""
     base = resources.files("forensics").joinpath("signatures")
     docs: dict[str, dict] = {}
     overrides: dict = {}
@@ -282,30 +312,49 @@ HIT_SCHEMA = {
 }
 
 
+MATCH_CELLS = 2_000_000  # (event, signature) cells one polars call evaluates: a small job's whole catalog at once
+
+
+def _condition(sig: Signature) -> pl.Expr:
+    cond = pl.col("message").str.contains(sig.pattern)
+    if sig.kind:
+        cond = cond & pl.col("kind").is_in(list(sig.kind))
+    if sig.code:
+        cond = cond & pl.col("code").is_in(list(sig.code))
+    if sig.unless:
+        cond = cond & ~pl.col("message").str.contains(sig.unless)
+    return cond.fill_null(False)
+
+
 def match(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
-    """Every (event, signature) hit, vectorized per signature over the events of its source."""
+    """Every (event, signature) hit, vectorized over the events of each signature's source: the
+    signatures of one source are evaluated together, as many per polars call as MATCH_CELLS allows
+    (one call per source for a small job, one per signature for a large one)."""
     parts = []
     by_source = {s: events.filter(pl.col("source") == s) for s in (*SOURCES, GENERIC)}
     by_source[ANY] = events
+    groups: dict[str, list[Signature]] = {}
     for sig in catalog.signatures:
-        ev = by_source.get(sig.source)
+        groups.setdefault(sig.source, []).append(sig)
+    for src, sigs in groups.items():
+        ev = by_source.get(src)
         if ev is None or ev.is_empty():
             continue
-        cond = pl.col("message").str.contains(sig.pattern)
-        if sig.kind:
-            cond = cond & pl.col("kind").is_in(list(sig.kind))
-        if sig.code:
-            cond = cond & pl.col("code").is_in(list(sig.code))
-        if sig.unless:
-            cond = cond & ~pl.col("message").str.contains(sig.unless)
-        hit = ev.filter(cond.fill_null(False)).select("event_id")
-        if hit.is_empty():
-            continue
-        parts.append(hit.with_columns(
-            pl.lit(sig.id).alias("signature"), pl.lit(sig.category).alias("category"),
-            pl.lit(sig.role).alias("role"), pl.lit(sig.severity).alias("severity"),
-            pl.lit(sig.summary).alias("summary"), pl.lit(sig.weight, dtype=pl.Int64).alias("weight"),
-        ))
+        step = max(1, MATCH_CELLS // ev.height)
+        for lo in range(0, len(sigs), step):
+            chunk = sigs[lo:lo + step]
+            flags = ev.select("event_id", *(_condition(s).alias(str(j)) for j, s in enumerate(chunk)))
+            cols = [str(j) for j in range(len(chunk))]
+            hits = flags.filter(pl.any_horizontal(cols)).unpivot(cols, index="event_id", variable_name="_j")
+            hits = hits.filter(pl.col("value"))
+            if hits.is_empty():
+                continue
+            meta = pl.DataFrame({
+                "_j": cols, "signature": [s.id for s in chunk], "category": [s.category for s in chunk],
+                "role": [s.role for s in chunk], "severity": [s.severity for s in chunk],
+                "summary": [s.summary for s in chunk], "weight": [s.weight for s in chunk]},
+                schema={"_j": pl.Utf8, **{k: v for k, v in HIT_SCHEMA.items() if k != "event_id"}})
+            parts.append(hits.join(meta, on="_j", how="inner").select(list(HIT_SCHEMA)))
     if not parts:
         return pl.DataFrame(schema=HIT_SCHEMA)
     return pl.concat(parts).sort("event_id", "signature")

@@ -14,6 +14,7 @@ from importlib import resources
 
 import polars as pl
 
+from forensics.triage import LiteralSet, literal_factor
 from parsers import source_names
 
 ROLES = ("root", "cascade", "context")
@@ -47,12 +48,31 @@ class Signature:
     examples: tuple[str, ...] = ()
     counter_examples: tuple[str, ...] = ()
     origin: str = ""  # file the entry came from
+    # literals every line the pattern matches holds one of, declared where the pattern has none of
+    # MIN_LITERAL characters that forensics.triage can derive (checked at load against the examples)
+    literals: tuple[str, ...] = ()
 
     def matches_text(self, message: str) -> bool:
         """Python-side match (used by tests and the catalog checker)."""
         if not re.search(self.pattern, message):
             return False
         return not (self.unless and re.search(self.unless, message))
+
+    @property
+    def kind_only(self) -> bool:
+        """A signature that matches every message (`.`) of its kinds or codes: the event's kind
+        selects its lines, not a literal."""
+        return self.pattern == "." and bool(self.kind or self.code)
+
+    def literal_set(self) -> LiteralSet | None:
+        """The literals every message this signature matches holds one of (its declared
+        `literals`, else those `forensics.triage.literal_factor` derives from the pattern); None
+        when there are none (a kind-only signature, or a pattern with no literal)."""
+        if self.literals:
+            ci = bool(re.compile(self.pattern).flags & re.IGNORECASE)
+            return LiteralSet.of((lit, ci) for lit in self.literals)
+        got = None if self.kind_only else literal_factor(self.pattern)
+        return LiteralSet.of(got) if got else None
 
 
 class CatalogError(Exception):
@@ -84,6 +104,18 @@ def _check_regex(pattern: str) -> str | None:
     except Exception as exc:  # polars raises ComputeError for Rust-invalid patterns
         return f"not valid in the Rust regex engine ({str(exc).splitlines()[0]})"
     return None
+
+
+def _check_literals(sig: Signature, where: str) -> list[str]:
+    """A declared literal set must hold for the signature's own examples: each one the pattern
+    matches contains one of the literals (case-insensitively under a `(?i)` pattern)."""
+    ci = bool(re.compile(sig.pattern).flags & re.IGNORECASE)
+    out = []
+    for ex in sig.examples:
+        if re.search(sig.pattern, ex) and not any((lit.lower() in ex.lower()) if ci else (lit in ex)
+                                                   for lit in sig.literals):
+            out.append(f"{where}: example {ex!r} holds none of its literals {list(sig.literals)}")
+    return out
 
 
 def _as_tuple(v: object) -> tuple[str, ...]:
@@ -128,14 +160,20 @@ def parse_catalog(docs: dict[str, dict]) -> Catalog:
                     problem = _check_regex(str(raw[key]))
                     if problem:
                         errors.append(f"{where}: {key} {problem}")
+            lits = raw.get("literals", [])
+            if not isinstance(lits, list) or not all(isinstance(x, str) and x.strip() for x in lits):
+                errors.append(f"{where}: literals must be a list of non-empty strings")
+                lits = []
             sig = Signature(
                 id=sid, source=raw["source"], pattern=str(raw["pattern"]), category=raw["category"],
                 role=raw["role"], severity=raw["severity"], summary=raw["summary"],
                 kind=_as_tuple(raw.get("kind")), code=_as_tuple(raw.get("code")), unless=raw.get("unless"),
                 weight=int(raw.get("weight", 3 if raw["role"] == "root" else 1)),
                 examples=_as_tuple(raw.get("examples")), counter_examples=_as_tuple(raw.get("counter_examples")),
-                origin=origin,
+                origin=origin, literals=tuple(lits),
             )
+            if lits and not any(e.startswith(f"{where}: pattern") for e in errors):
+                errors += _check_literals(sig, where)
             sigs.append(sig)
     if errors:
         raise CatalogError(errors)
@@ -283,17 +321,25 @@ HIT_SCHEMA = {
 
 
 def match(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
-    """Every (event, signature) hit, vectorized per signature over the events of its source."""
+    """Every (event, signature) hit, vectorized per signature over the events of its source.
+
+    Prefiltered, with the same result as running every pattern over every event of its source:
+    one `str.contains_any` pass over the messages keeps the events holding a literal of some
+    signature's literal set (`Signature.literal_set`: every message its pattern matches holds one),
+    and a signature with a literal set runs its regex on those survivors only; a kind-only
+    signature (`.` with kinds or codes) looks only at the events of its kinds; a signature with
+    neither (none in the shipped catalog: tests/test_triage.py) runs on every event of its source.
+    """
     parts = []
-    by_source = {s: events.filter(pl.col("source") == s) for s in (*SOURCES, GENERIC)}
-    by_source[ANY] = events
-    for sig in catalog.signatures:
-        ev = by_source.get(sig.source)
-        if ev is None or ev.is_empty():
+    screens = [(sig, sig.literal_set()) for sig in catalog.signatures]
+    union = LiteralSet.union(s for _, s in screens if s is not None)
+    survivors = events.filter(union.contains(pl.col("message")).fill_null(False)) if union.size else events.head(0)
+    frames = {False: _Frames(events), True: _Frames(survivors)}
+    for sig, screen in screens:
+        ev = frames[screen is not None].get(sig.source, sig.kind)
+        if ev.is_empty():
             continue
         cond = pl.col("message").str.contains(sig.pattern)
-        if sig.kind:
-            cond = cond & pl.col("kind").is_in(list(sig.kind))
         if sig.code:
             cond = cond & pl.col("code").is_in(list(sig.code))
         if sig.unless:
@@ -309,3 +355,25 @@ def match(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema=HIT_SCHEMA)
     return pl.concat(parts).sort("event_id", "signature")
+
+
+class _Frames:
+    """The events of a source (every source for `any`) and of a list of kinds, each split once."""
+
+    def __init__(self, events: pl.DataFrame) -> None:
+        self.events = events
+        self._by: dict[tuple[str, ...], dict] = {}
+
+    def _split(self, *cols: str) -> dict:
+        if cols not in self._by:
+            self._by[cols] = self.events.partition_by(*cols, as_dict=True) if not self.events.is_empty() else {}
+        return self._by[cols]
+
+    def get(self, source: str, kinds: tuple[str, ...]) -> pl.DataFrame:
+        empty = self.events.head(0)
+        if not kinds:
+            return self.events if source == ANY else self._split("source").get((source,), empty)
+        keys = [(k,) if source == ANY else (source, k) for k in dict.fromkeys(kinds)]
+        by = self._split("kind") if source == ANY else self._split("source", "kind")
+        got = [by[k] for k in keys if k in by]
+        return pl.concat(got) if len(got) > 1 else got[0] if got else empty

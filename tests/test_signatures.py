@@ -76,3 +76,47 @@ def test_catalog_literals_cover_the_catalog() -> None:
     assert lits == sorted(set(lits))
     assert {"SXid", "fallen off the bus", "NODE FAIL", "out of memory"} <= set(lits)
     assert all(len(x.strip()) >= 3 for x in lits)
+
+
+def _match_every_event(catalog, events: pl.DataFrame) -> list[tuple[int, str]]:  # noqa: ANN001 - a Catalog
+    """The hits without any prefilter: every pattern over every event of its source."""
+    from forensics.signatures import ANY
+
+    out = []
+    for sig in catalog.signatures:
+        ev = events if sig.source == ANY else events.filter(pl.col("source") == sig.source)
+        cond = pl.col("message").str.contains(sig.pattern)
+        if sig.kind:
+            cond = cond & pl.col("kind").is_in(list(sig.kind))
+        if sig.code:
+            cond = cond & pl.col("code").is_in(list(sig.code))
+        if sig.unless:
+            cond = cond & ~pl.col("message").str.contains(sig.unless)
+        out += [(i, sig.id) for i in ev.filter(cond.fill_null(False))["event_id"].to_list()]
+    return sorted(out)
+
+
+def test_prefiltered_match_equals_every_pattern_over_every_event() -> None:
+    """signatures.match screens messages on the literal sets first; its hits are exactly those of
+    every pattern run over every event of its source, on each catalog example and counter-example
+    under its own source, kind and code and under others', in other cases (swapped, upper, the
+    non-ASCII case partners of k and s), and on null messages."""
+    sources = sorted({s.source for s in CATALOG.signatures})
+    rows = []
+    for i, s in enumerate(CATALOG.signatures):
+        other = CATALOG.signatures[(i * 7 + 3) % len(CATALOG.signatures)]
+        for text in (*s.examples, *s.counter_examples):
+            for variant in (text, text.swapcase(), text.upper(), text.translate(str.maketrans("kKsS", "\u212a\u212a\u017f\u017f"))):
+                for src, sig in ((s.source, s), (sources[i % len(sources)], other)):
+                    rows.append({"source": src, "kind": sig.kind[0] if sig.kind else "error_line",
+                                 "code": sig.code[0] if sig.code else None, "message": variant})
+    rows += [{"source": "generic", "kind": "error_line", "code": None, "message": None}] * 3
+    ev = pl.DataFrame(rows, schema={"source": pl.Utf8, "kind": pl.Utf8, "code": pl.Utf8, "message": pl.Utf8}) \
+        .with_row_index("event_id").with_columns(pl.col("event_id").cast(pl.Int64))
+    got = match(CATALOG, ev)
+    want = _match_every_event(CATALOG, ev)
+    assert sorted(got.select("event_id", "signature").iter_rows()) == want
+    assert len(want) > 1000 and len({sid for _, sid in want}) > 300
+    # a caseless signature hit through the Kelvin sign is kept by the screen
+    kelvin = ev.filter(pl.col("message").str.contains("\u212a"))["event_id"].to_list()
+    assert {eid for eid, _ in want} & set(kelvin)

@@ -120,3 +120,22 @@ def test_prefiltered_match_equals_every_pattern_over_every_event() -> None:
     # a caseless signature hit through the Kelvin sign is kept by the screen
     kelvin = ev.filter(pl.col("message").str.contains("\u212a"))["event_id"].to_list()
     assert {eid for eid, _ in want} & set(kelvin)
+
+
+def test_declared_literals_are_checked_against_the_examples() -> None:
+    """A signature whose pattern has no literal forensics.triage can derive may declare `literals`;
+    each example the pattern matches must hold one (case-insensitively under (?i)), or the catalog
+    is rejected naming the example."""
+    base = {"source": "generic", "category": "unknown", "role": "context", "severity": "info", "summary": "s",
+            "pattern": r"(?i)^\w+ \d+ (?:GiB|MiB)$"}
+    good = {**base, "id": "a", "literals": ["gib", "mib"], "examples": ["free 12 GiB", "used 3 MiB"]}
+    cat = parse_catalog({"x.toml": {"signature": [good]}})
+    sig = cat.by_id("a")
+    assert sig.literals == ("gib", "mib") and sig.literal_set() is not None
+    assert sig.literal_set().caseless == ("gib", "mib")
+    bad = {**base, "id": "b", "literals": ["GiB"], "examples": ["free 12 GiB", "used 3 MiB"]}
+    with pytest.raises(CatalogError) as err:
+        parse_catalog({"x.toml": {"signature": [bad]}})
+    assert err.value.errors == ["x.toml: b: example 'used 3 MiB' holds none of its literals ['GiB']"]
+    with pytest.raises(CatalogError, match="literals must be a list of non-empty strings"):
+        parse_catalog({"x.toml": {"signature": [{**base, "id": "c", "literals": "GiB"}]}})

@@ -129,8 +129,14 @@ def _covers(b: Lit, a: Lit) -> bool:
 
 def _absorb(lits: tuple[Lit, ...]) -> tuple[Lit, ...]:
     """A literal set without the members that hold another member (a line holding them holds it)."""
-    return tuple(a for a in lits if not any(b != a and _covers(b, a) and not (_covers(a, b) and lits.index(a) < lits.index(b))
-                                            for b in lits))
+    if len(lits) < 2:
+        return lits
+    keep = []
+    for i, a in enumerate(lits):
+        # dropped when another member is inside it (of two that hold each other, the first stays)
+        if not any(j != i and _covers(b, a) and not (i < j and _covers(a, b)) for j, b in enumerate(lits)):
+            keep.append(a)
+    return tuple(keep)
 
 
 def _char(code: int, ci: bool) -> Lit | None:
@@ -151,13 +157,26 @@ class _Walk:
 
     def best(self, cands: Iterable[tuple[Lit, ...] | None]) -> tuple[Lit, ...] | None:
         """The candidate to screen on: its shortest literal the longest, then the fewest literals."""
-        good = [_absorb(c) for c in cands if self.ok(c)]
+        good = [c for c in cands if self.ok(c)]
         if not good:
             return None
         return max(good, key=lambda c: (min(len(t) for t, _ in c), -len(c), not any(ci for _, ci in c)))
 
     def seq(self, items: Iterable, flags: int) -> _Info:  # noqa: ANN001 - (opcode, argument) pairs
-        return self.concat([self.node(op, av, flags) for op, av in items])
+        infos: list[_Info] = []
+        run: list[Lit] = []  # consecutive plain characters, joined before they meet the product
+        for op, av in items:
+            inf = self.node(op, av, flags)
+            if op is _C.LITERAL and inf.exact is not None:
+                run.append(inf.exact[0])
+                continue
+            if run:
+                infos.append(_Info.of((("".join(t for t, _ in run), any(c for _, c in run)),)))
+                run = []
+            infos.append(inf)
+        if run:
+            infos.append(_Info.of((("".join(t for t, _ in run), any(c for _, c in run)),)))
+        return self.concat(infos)
 
     def concat(self, infos: list[_Info]) -> _Info:
         """A sequence: the exact sets of consecutive nodes multiply into a run; a node without one
@@ -244,6 +263,7 @@ class _Walk:
 _REPEATS = tuple(x for x in (_C.MAX_REPEAT, _C.MIN_REPEAT, getattr(_C, "POSSESSIVE_REPEAT", None)) if x is not None)
 
 
+@functools.lru_cache(maxsize=4096)
 def literal_factor(pattern: str, min_len: int = MIN_LITERAL) -> tuple[Lit, ...] | None:
     """Literals every match of `pattern` contains one of, each (text, ASCII-caseless), each at
     least `min_len` characters (not counting spaces); None when the pattern has no such set."""
@@ -258,7 +278,8 @@ def literal_factor(pattern: str, min_len: int = MIN_LITERAL) -> tuple[Lit, ...] 
     flags = tree.state.flags
     if flags & re.VERBOSE:
         return None
-    return _Walk(min_len).seq(tree, flags).req
+    req = _Walk(min_len).seq(tree, flags).req
+    return _absorb(req) if req is not None else None
 
 
 def required_literals(pattern: str, min_len: int = MIN_LITERAL) -> tuple[list[str], bool] | None:
@@ -527,3 +548,37 @@ def scan(chunks: Iterable[bytes], m: Matcher, algo: str | None = None) -> Triage
 def scan_file(path: Path | str, m: Matcher, chunk_bytes: int = CHUNK_BYTES, algo: str | None = None) -> Triage:
     with open(path, "rb") as fh:
         return scan(iter(lambda: fh.read(chunk_bytes), b""), m, algo)
+
+
+# ---------------------------------------------------------------------------------------------
+# coverage: what the prefilter knows about the catalog (`python -m forensics.triage`)
+
+
+def coverage(catalog, parsers: Sequence) -> dict:  # noqa: ANN001 - a signatures.Catalog
+    """How many signatures have a literal set (declared, derived), how many are kind-only, how many
+    have neither (the test requires none), and the same for the parser triggers' patterns."""
+    sigs = catalog.signatures
+    trig = [p for v in trigger_patterns(parsers).values() for p in v]
+    lits, missing = literal_set(trig)
+    with_set = [s for s in sigs if s.literal_set() is not None]
+    union = LiteralSet.union([lits, *(s.literal_set() for s in with_set)])
+    return {
+        "signatures": len(sigs),
+        "with_literal_set": len(with_set),
+        "declared": sum(bool(s.literals) for s in sigs),
+        "kind_only": sum(s.kind_only for s in sigs),
+        "without": sorted(s.id for s in sigs if not s.kind_only and s.literal_set() is None),
+        "trigger_parsers": len(trigger_patterns(parsers)),
+        "trigger_patterns": len(trig),
+        "triggers_without": missing,
+        "literals": {"exact": len(union.exact), "caseless": len(union.caseless)},
+    }
+
+
+if __name__ == "__main__":
+    import json
+
+    from forensics.signatures import load_catalog
+    from parsers import registry
+
+    print(json.dumps(coverage(load_catalog(), registry()), indent=1))

@@ -113,9 +113,10 @@ def test_prefiltered_match_equals_every_pattern_over_every_event() -> None:
     rows += [{"source": "generic", "kind": "error_line", "code": None, "message": None}] * 3
     ev = pl.DataFrame(rows, schema={"source": pl.Utf8, "kind": pl.Utf8, "code": pl.Utf8, "message": pl.Utf8}) \
         .with_row_index("event_id").with_columns(pl.col("event_id").cast(pl.Int64))
-    got = match(CATALOG, ev)
     want = _match_every_event(CATALOG, ev)
-    assert sorted(got.select("event_id", "signature").iter_rows()) == want
+    for prefilter in (True, False):
+        got = match(CATALOG, ev, prefilter=prefilter)
+        assert sorted(got.select("event_id", "signature").iter_rows()) == want, prefilter
     assert len(want) > 1000 and len({sid for _, sid in want}) > 300
     # a caseless signature hit through the Kelvin sign is kept by the screen
     kelvin = ev.filter(pl.col("message").str.contains("\u212a"))["event_id"].to_list()

@@ -110,6 +110,15 @@ def test_every_signature_has_a_literal_set() -> None:
     assert sum(s.literal_set() is not None for s in cat.signatures) == sum(not s.kind_only for s in cat.signatures)
 
 
+def test_coverage_is_what_docs_architecture_points_to() -> None:
+    """`python -m forensics.triage` prints these counts (docs/architecture.md cites the command)."""
+    cov = triage.coverage(load_catalog(), registry())
+    assert cov["with_literal_set"] + cov["kind_only"] == cov["signatures"] > 300
+    assert cov["without"] == [] and cov["triggers_without"] == []
+    assert cov["trigger_parsers"] >= 6 and cov["trigger_patterns"] > 50
+    assert cov["literals"]["exact"] + cov["literals"]["caseless"] > 300
+
+
 def test_signature_examples_hold_a_literal_of_their_set() -> None:
     """Each example a signature matches (in Python's re or polars') is kept by its literal set,
     screened by the engine signatures.match uses (polars `str.contains_any`)."""

@@ -321,14 +321,18 @@ HIT_SCHEMA = {
 
 
 # below this many events the literal screen costs more than it saves (deriving the literal sets
-# takes ~0.2 s of CPU once per process); the result is the same either way
+# takes ~0.2 s of CPU once per process), and so it does when a sample of the events shows that
+# more than PREFILTER_MAX_KEPT of them would survive it; the result is the same either way
 PREFILTER_MIN_EVENTS = 50_000
+PREFILTER_SAMPLE = 5_000
+PREFILTER_MAX_KEPT = 0.5
 
 
 def match(catalog: Catalog, events: pl.DataFrame, prefilter: bool | None = None) -> pl.DataFrame:
     """Every (event, signature) hit, vectorized per signature over the events of its source.
 
-    With `prefilter` (by default: from PREFILTER_MIN_EVENTS events on), one `str.contains_any`
+    With `prefilter` (by default: from PREFILTER_MIN_EVENTS events on, unless a sample shows that
+    most of them would survive), one `str.contains_any`
     pass over the messages keeps the events holding a literal of some signature's literal set
     (`Signature.literal_set`: every message its pattern matches holds one), and a signature with a
     literal set runs its regex on those survivors only; a signature with none (none in the shipped
@@ -337,13 +341,17 @@ def match(catalog: Catalog, events: pl.DataFrame, prefilter: bool | None = None)
     hits are the same with or without the screen (tests/test_signatures.py).
     """
     parts = []
-    if prefilter is None:
-        prefilter = events.height >= PREFILTER_MIN_EVENTS
+    auto = prefilter is None
+    prefilter = events.height >= PREFILTER_MIN_EVENTS if auto else prefilter
     screens = [(sig, sig.literal_set() if prefilter and not sig.kind_only else None) for sig in catalog.signatures]
     frames = {False: _Frames(events)}
     if prefilter:
-        union = LiteralSet.union(s for _, s in screens if s is not None)
-        frames[True] = _Frames(events.filter(union.contains(pl.col("message")).fill_null(False)))
+        kept = LiteralSet.union(s for _, s in screens if s is not None).contains(pl.col("message")).fill_null(False)
+        sample = events.gather_every(max(1, events.height // PREFILTER_SAMPLE)) if auto else None
+        if sample is not None and sample.select(kept.mean()).item() > PREFILTER_MAX_KEPT:
+            screens = [(sig, None) for sig, _ in screens]  # nearly every event would survive: no screen
+        else:
+            frames[True] = _Frames(events.filter(kept))
     for sig, screen in screens:
         ev = frames[screen is not None].get(sig.source, sig.kind)
         if ev.is_empty():

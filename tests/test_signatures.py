@@ -96,7 +96,7 @@ def _match_every_event(catalog, events: pl.DataFrame) -> list[tuple[int, str]]: 
     return sorted(out)
 
 
-def test_prefiltered_match_equals_every_pattern_over_every_event() -> None:
+def test_prefiltered_match_equals_every_pattern_over_every_event(monkeypatch: pytest.MonkeyPatch) -> None:
     """signatures.match screens messages on the literal sets first; its hits are exactly those of
     every pattern run over every event of its source, on each catalog example and counter-example
     under its own source, kind and code and under others', in other cases (swapped, upper, the
@@ -118,6 +118,17 @@ def test_prefiltered_match_equals_every_pattern_over_every_event() -> None:
         got = match(CATALOG, ev, prefilter=prefilter)
         assert sorted(got.select("event_id", "signature").iter_rows()) == want, prefilter
     assert len(want) > 1000 and len({sid for _, sid in want}) > 300
+    # by default (past the size threshold) the screen is used where a sample shows it pays
+    import forensics.signatures as sigmod
+
+    monkeypatch.setattr(sigmod, "PREFILTER_MIN_EVENTS", 100)
+    chatter = [f"host{i % 7}:1:2 [0] NCCL INFO Channel {i % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC" for i in range(3 * ev.height)]
+    noisy = pl.concat([ev, pl.DataFrame({"source": "nccl", "kind": "nccl_info", "code": None, "message": chatter},
+                                        schema=dict(ev.drop("event_id").schema))
+                       .with_row_index("event_id", offset=ev.height).with_columns(pl.col("event_id").cast(pl.Int64))])
+    for frame, expect in ((ev, want), (noisy, _match_every_event(CATALOG, noisy))):
+        got = match(CATALOG, frame)
+        assert sorted(got.select("event_id", "signature").iter_rows()) == expect
     # a caseless signature hit through the Kelvin sign is kept by the screen
     kelvin = ev.filter(pl.col("message").str.contains("\u212a"))["event_id"].to_list()
     assert {eid for eid, _ in want} & set(kelvin)

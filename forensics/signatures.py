@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 
 import polars as pl
 
-from forensics.triage import LiteralSet, literal_factor
+from forensics.triage import LiteralSet, literal_factor, literal_set, trigger_patterns
 from parsers import source_names
 
 ROLES = ("root", "cascade", "context")
@@ -394,3 +395,36 @@ class _Frames:
         by = self._split("kind") if source == ANY else self._split("source", "kind")
         got = [by[k] for k in keys if k in by]
         return pl.concat(got) if len(got) > 1 else got[0] if got else empty
+
+
+# ---------------------------------------------------------------------------------------------
+# coverage: what the prefilter knows about the catalog (`python -m forensics.signatures`)
+
+
+def literal_coverage(catalog: Catalog, parsers: Sequence) -> dict:
+    """How many signatures have a literal set (declared, derived), how many are kind-only, how many
+    have neither (the test requires none), and the same for the parser triggers' patterns."""
+    sigs = catalog.signatures
+    trig = [p for v in trigger_patterns(parsers).values() for p in v]
+    lits, missing = literal_set(trig)
+    with_set = [s for s in sigs if s.literal_set() is not None]
+    union = LiteralSet.union([lits, *(s.literal_set() for s in with_set)])
+    return {
+        "signatures": len(sigs),
+        "with_literal_set": len(with_set),
+        "declared": sum(bool(s.literals) for s in sigs),
+        "kind_only": sum(s.kind_only for s in sigs),
+        "without": sorted(s.id for s in sigs if not s.kind_only and s.literal_set() is None),
+        "trigger_parsers": len(trigger_patterns(parsers)),
+        "trigger_patterns": len(trig),
+        "triggers_without": missing,
+        "literals": {"exact": len(union.exact), "caseless": len(union.caseless)},
+    }
+
+
+if __name__ == "__main__":
+    import json
+
+    from parsers import registry
+
+    print(json.dumps(literal_coverage(load_catalog(), registry()), indent=1))

@@ -549,36 +549,3 @@ def scan_file(path: Path | str, m: Matcher, chunk_bytes: int = CHUNK_BYTES, algo
     with open(path, "rb") as fh:
         return scan(iter(lambda: fh.read(chunk_bytes), b""), m, algo)
 
-
-# ---------------------------------------------------------------------------------------------
-# coverage: what the prefilter knows about the catalog (`python -m forensics.triage`)
-
-
-def coverage(catalog, parsers: Sequence) -> dict:  # noqa: ANN001 - a signatures.Catalog
-    """How many signatures have a literal set (declared, derived), how many are kind-only, how many
-    have neither (the test requires none), and the same for the parser triggers' patterns."""
-    sigs = catalog.signatures
-    trig = [p for v in trigger_patterns(parsers).values() for p in v]
-    lits, missing = literal_set(trig)
-    with_set = [s for s in sigs if s.literal_set() is not None]
-    union = LiteralSet.union([lits, *(s.literal_set() for s in with_set)])
-    return {
-        "signatures": len(sigs),
-        "with_literal_set": len(with_set),
-        "declared": sum(bool(s.literals) for s in sigs),
-        "kind_only": sum(s.kind_only for s in sigs),
-        "without": sorted(s.id for s in sigs if not s.kind_only and s.literal_set() is None),
-        "trigger_parsers": len(trigger_patterns(parsers)),
-        "trigger_patterns": len(trig),
-        "triggers_without": missing,
-        "literals": {"exact": len(union.exact), "caseless": len(union.caseless)},
-    }
-
-
-if __name__ == "__main__":
-    import json
-
-    from forensics.signatures import load_catalog
-    from parsers import registry
-
-    print(json.dumps(coverage(load_catalog(), registry()), indent=1))

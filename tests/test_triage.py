@@ -21,7 +21,7 @@ from forensics import triage
 from forensics.analysis import analyze
 from forensics.config import load_job_config
 from forensics.discovery import discover
-from forensics.signatures import load_catalog, match
+from forensics.signatures import literal_coverage, load_catalog, match
 from forensics.simulate import load_scenario, simulate
 from parsers import registry
 from parsers.lines import decode_lines, with_body
@@ -111,8 +111,8 @@ def test_every_signature_has_a_literal_set() -> None:
 
 
 def test_coverage_is_what_docs_architecture_points_to() -> None:
-    """`python -m forensics.triage` prints these counts (docs/architecture.md cites the command)."""
-    cov = triage.coverage(load_catalog(), registry())
+    """`python -m forensics.signatures` prints these counts (docs/architecture.md cites the command)."""
+    cov = literal_coverage(load_catalog(), registry())
     assert cov["with_literal_set"] + cov["kind_only"] == cov["signatures"] > 300
     assert cov["without"] == [] and cov["triggers_without"] == []
     assert cov["trigger_parsers"] >= 6 and cov["trigger_patterns"] > 50

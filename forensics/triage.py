@@ -1,9 +1,11 @@
 """Triage: one pass over a file's bytes with a multi-literal engine, before any line reaches polars.
 
-Every signature pattern and every parser TRIGGER has *required literals*: for each top-level
-alternative of the pattern, a run of literal text that every match of that alternative contains
-(`required_literals`; `tests/test_triage.py` checks that each signature's examples and each
-fixture line a TRIGGER matches contain one, so a prefilter on them is sound). `scan` reads a file
+Every signature pattern (but the kind-only ones) and every parser TRIGGER has *required
+literals*: a set of literals every line the pattern matches contains one of (`literal_factor`,
+derived from the pattern's syntax tree; see "required literals" below). `tests/test_triage.py`
+checks that every signature has one, that each example and each fixture line a TRIGGER matches
+holds one, and that strings generated from each pattern do; `signatures.match` screens the events'
+messages with them before running the regexes. `scan` reads a file
 in chunks (bounded memory: one chunk and one partial line), finds the lines holding any of a
 `LiteralSet`, and returns their line numbers and byte offsets with the file's digest from the same
 pass.

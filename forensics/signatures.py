@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 import tomllib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from forensics.cache import cached_json
+from forensics.triage import LiteralSet, literal_factor, literal_set, trigger_patterns
 from parsers import source_names
 
 ROLES = ("root", "cascade", "context")
@@ -50,12 +52,31 @@ class Signature:
     examples: tuple[str, ...] = ()
     counter_examples: tuple[str, ...] = ()
     origin: str = ""  # file the entry came from
+    # literals every line the pattern matches holds one of, declared where the pattern has none of
+    # MIN_LITERAL characters that forensics.triage can derive (checked at load against the examples)
+    literals: tuple[str, ...] = ()
 
     def matches_text(self, message: str) -> bool:
         """Python-side match (used by tests and the catalog checker)."""
         if not re.search(self.pattern, message):
             return False
         return not (self.unless and re.search(self.unless, message))
+
+    @property
+    def kind_only(self) -> bool:
+        """A signature that matches every message (`.`) of its kinds or codes: the event's kind
+        selects its lines, not a literal."""
+        return self.pattern == "." and bool(self.kind or self.code)
+
+    def literal_set(self) -> LiteralSet | None:
+        """The literals every message this signature matches holds one of (its declared
+        `literals`, else those `forensics.triage.literal_factor` derives from the pattern); None
+        when there are none (a kind-only signature, or a pattern with no literal)."""
+        if self.literals:
+            ci = bool(re.compile(self.pattern).flags & re.IGNORECASE)
+            return LiteralSet.of((lit, ci) for lit in self.literals)
+        got = None if self.kind_only else literal_factor(self.pattern)
+        return LiteralSet.of(got) if got else None
 
 
 class CatalogError(Exception):
@@ -87,6 +108,18 @@ def _check_regex(pattern: str) -> str | None:
     except Exception as exc:  # polars raises ComputeError for Rust-invalid patterns
         return f"not valid in the Rust regex engine ({str(exc).splitlines()[0]})"
     return None
+
+
+def _check_literals(sig: Signature, where: str) -> list[str]:
+    """A declared literal set must hold for the signature's own examples: each one the pattern
+    matches contains one of the literals (case-insensitively under a `(?i)` pattern)."""
+    ci = bool(re.compile(sig.pattern).flags & re.IGNORECASE)
+    out = []
+    for ex in sig.examples:
+        if re.search(sig.pattern, ex) and not any((lit.lower() in ex.lower()) if ci else (lit in ex)
+                                                   for lit in sig.literals):
+            out.append(f"{where}: example {ex!r} holds none of its literals {list(sig.literals)}")
+    return out
 
 
 def _as_tuple(v: object) -> tuple[str, ...]:
@@ -131,14 +164,20 @@ def parse_catalog(docs: dict[str, dict]) -> Catalog:
                     problem = _check_regex(str(raw[key]))
                     if problem:
                         errors.append(f"{where}: {key} {problem}")
+            lits = raw.get("literals", [])
+            if not isinstance(lits, list) or not all(isinstance(x, str) and x.strip() for x in lits):
+                errors.append(f"{where}: literals must be a list of non-empty strings")
+                lits = []
             sig = Signature(
                 id=sid, source=raw["source"], pattern=str(raw["pattern"]), category=raw["category"],
                 role=raw["role"], severity=raw["severity"], summary=raw["summary"],
                 kind=_as_tuple(raw.get("kind")), code=_as_tuple(raw.get("code")), unless=raw.get("unless"),
                 weight=int(raw.get("weight", 3 if raw["role"] == "root" else 1)),
                 examples=_as_tuple(raw.get("examples")), counter_examples=_as_tuple(raw.get("counter_examples")),
-                origin=origin,
+                origin=origin, literals=tuple(lits),
             )
+            if lits and not any(e.startswith(f"{where}: pattern") for e in errors):
+                errors += _check_literals(sig, where)
             sigs.append(sig)
     if errors:
         raise CatalogError(errors)
@@ -326,7 +365,7 @@ def _condition(sig: Signature) -> pl.Expr:
     return cond.fill_null(False)
 
 
-def match(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
+def _match_by_source(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
     """Every (event, signature) hit, vectorized over the events of each signature's source: the
     signatures of one source are evaluated together, as many per polars call as MATCH_CELLS allows
     (one call per source for a small job, one per signature for a large one)."""
@@ -358,3 +397,112 @@ def match(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
     if not parts:
         return pl.DataFrame(schema=HIT_SCHEMA)
     return pl.concat(parts).sort("event_id", "signature")
+
+
+# below this many events the literal screen costs more than it saves (deriving the literal sets
+# takes ~0.2 s of CPU once per process), and so it does when a sample of the events shows that
+# more than PREFILTER_MAX_KEPT of them would survive it; the result is the same either way
+PREFILTER_MIN_EVENTS = 50_000
+PREFILTER_SAMPLE = 5_000
+PREFILTER_MAX_KEPT = 0.5
+
+
+def match(catalog: Catalog, events: pl.DataFrame, prefilter: bool | None = None) -> pl.DataFrame:
+    """Every (event, signature) hit, vectorized per signature over the events of its source.
+
+    With `prefilter` (by default: from PREFILTER_MIN_EVENTS events on, unless a sample shows that
+    most of them would survive), one `str.contains_any`
+    pass over the messages keeps the events holding a literal of some signature's literal set
+    (`Signature.literal_set`: every message its pattern matches holds one), and a signature with a
+    literal set runs its regex on those survivors only; a signature with none (none in the shipped
+    catalog but the kind-only ones: tests/test_triage.py) on every event of its source. A
+    kind-only signature (`.` with kinds or codes) looks only at the events of its kinds. Without
+    the screen the signatures of one source are evaluated together (`_match_by_source`). The
+    hits are the same on either path (tests/test_signatures.py, tests/test_small_path.py).
+    """
+    parts = []
+    auto = prefilter is None
+    prefilter = events.height >= PREFILTER_MIN_EVENTS if auto else prefilter
+    if not prefilter:
+        return _match_by_source(catalog, events)
+    screens = [(sig, None if sig.kind_only else sig.literal_set()) for sig in catalog.signatures]
+    kept = LiteralSet.union(s for _, s in screens if s is not None).contains(pl.col("message")).fill_null(False)
+    sample = events.gather_every(max(1, events.height // PREFILTER_SAMPLE)) if auto else None
+    if sample is not None and sample.select(kept.mean()).item() > PREFILTER_MAX_KEPT:
+        return _match_by_source(catalog, events)  # nearly every event would survive: no screen
+    frames = {False: _Frames(events), True: _Frames(events.filter(kept))}
+    for sig, screen in screens:
+        ev = frames[screen is not None].get(sig.source, sig.kind)
+        if ev.is_empty():
+            continue
+        cond = pl.col("message").str.contains(sig.pattern)
+        if sig.code:
+            cond = cond & pl.col("code").is_in(list(sig.code))
+        if sig.unless:
+            cond = cond & ~pl.col("message").str.contains(sig.unless)
+        hit = ev.filter(cond.fill_null(False)).select("event_id")
+        if hit.is_empty():
+            continue
+        parts.append(hit.with_columns(
+            pl.lit(sig.id).alias("signature"), pl.lit(sig.category).alias("category"),
+            pl.lit(sig.role).alias("role"), pl.lit(sig.severity).alias("severity"),
+            pl.lit(sig.summary).alias("summary"), pl.lit(sig.weight, dtype=pl.Int64).alias("weight"),
+        ))
+    if not parts:
+        return pl.DataFrame(schema=HIT_SCHEMA)
+    return pl.concat(parts).sort("event_id", "signature")
+
+
+class _Frames:
+    """The events of a source (every source for `any`) and of a list of kinds, each split once."""
+
+    def __init__(self, events: pl.DataFrame) -> None:
+        self.events = events
+        self._by: dict[tuple[str, ...], dict] = {}
+
+    def _split(self, *cols: str) -> dict:
+        if cols not in self._by:
+            self._by[cols] = self.events.partition_by(*cols, as_dict=True) if not self.events.is_empty() else {}
+        return self._by[cols]
+
+    def get(self, source: str, kinds: tuple[str, ...]) -> pl.DataFrame:
+        empty = self.events.head(0)
+        if not kinds:
+            return self.events if source == ANY else self._split("source").get((source,), empty)
+        keys = [(k,) if source == ANY else (source, k) for k in dict.fromkeys(kinds)]
+        by = self._split("kind") if source == ANY else self._split("source", "kind")
+        got = [by[k] for k in keys if k in by]
+        return pl.concat(got) if len(got) > 1 else got[0] if got else empty
+
+
+# ---------------------------------------------------------------------------------------------
+# coverage: what the prefilter knows about the catalog (`python -m forensics.signatures`)
+
+
+def literal_coverage(catalog: Catalog, parsers: Sequence) -> dict:
+    """How many signatures have a literal set (declared, derived), how many are kind-only, how many
+    have neither (the test requires none), and the same for the parser triggers' patterns."""
+    sigs = catalog.signatures
+    trig = [p for v in trigger_patterns(parsers).values() for p in v]
+    lits, missing = literal_set(trig)
+    with_set = [s for s in sigs if s.literal_set() is not None]
+    union = LiteralSet.union([lits, *(s.literal_set() for s in with_set)])
+    return {
+        "signatures": len(sigs),
+        "with_literal_set": len(with_set),
+        "declared": sum(bool(s.literals) for s in sigs),
+        "kind_only": sum(s.kind_only for s in sigs),
+        "without": sorted(s.id for s in sigs if not s.kind_only and s.literal_set() is None),
+        "trigger_parsers": len(trigger_patterns(parsers)),
+        "trigger_patterns": len(trig),
+        "triggers_without": missing,
+        "literals": {"exact": len(union.exact), "caseless": len(union.caseless)},
+    }
+
+
+if __name__ == "__main__":
+    import json
+
+    from parsers import registry
+
+    print(json.dumps(literal_coverage(load_catalog(), registry()), indent=1))

@@ -1,9 +1,11 @@
 """Triage: one pass over a file's bytes with a multi-literal engine, before any line reaches polars.
 
-Every signature pattern and every parser TRIGGER has *required literals*: for each top-level
-alternative of the pattern, a run of literal text that every match of that alternative contains
-(`required_literals`; `tests/test_triage.py` checks that each signature's examples and each
-fixture line a TRIGGER matches contain one, so a prefilter on them is sound). `scan` reads a file
+Every signature pattern (but the kind-only ones) and every parser TRIGGER has *required
+literals*: a set of literals every line the pattern matches contains one of (`literal_factor`,
+derived from the pattern's syntax tree; see "required literals" below). `tests/test_triage.py`
+checks that every signature has one, that each example and each fixture line a TRIGGER matches
+holds one, and that strings generated from each pattern do; `signatures.match` screens the events'
+messages with them before running the regexes. `scan` reads a file
 in chunks (bounded memory: one chunk and one partial line), finds the lines holding any of a
 `LiteralSet`, and returns their line numbers and byte offsets with the file's digest from the same
 pass.
@@ -28,7 +30,10 @@ import functools
 import hashlib
 import os
 import re
+import re._constants as _C  # the stdlib regex parser's opcodes
+import re._parser as _sre  # the stdlib's own regex parser: the tree `re.compile` builds
 import threading
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,15 +41,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from forensics.signatures import top_level_alternatives
 from parsers.lines import is_plain, plain_lines
 
 ENGINE_ENV = "FORENSICS_TRIAGE_ENGINE"
 ENGINES = ("hyperscan", "polars")
 CHUNK_BYTES = 8 * 1024 * 1024
 MIN_LITERAL = 3  # shorter runs are too common to screen on
-_META = set(".^$*+?{}[]()|\\")
-_QUANT = set("*?{")
 
 
 def hyperscan_available() -> bool:
@@ -67,109 +69,230 @@ def engine_name(requested: str | None = None) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # required literals
+#
+# The pattern is read by the stdlib's own regex parser (`re._parser`, the tree `re.compile` builds
+# from), so escapes, classes, groups, scoped flags and quantifiers mean what `re` says they mean.
+# Every node of the tree gets two facts, both sound over-approximations:
+#   exact: every string the node can match, when that is a small finite set (else None);
+#   req:   a set of literals every match of the node contains one of (else None).
+# A sequence multiplies the exact sets of consecutive nodes into a run; a node with no exact set
+# (a class, `\d`, `.`, `x*`, anything unbounded) ends the run, and every run is a candidate `req`.
+# An alternation's exact set is the union of its branches', its `req` the union of each branch's
+# best factor (none when one branch has none). `x?` adds the empty string to x's exact set, `x*`
+# and `x{0,n}` know nothing, `x{n,}` is n copies of x then something unknown. Zero-width nodes
+# (`^`, `\b`, lookarounds) match the empty string. Case: under `(?i)` an ASCII letter matches
+# either ASCII case and the literal is ASCII-caseless (the engines' `ascii_case_insensitive`);
+# the few non-ASCII characters `(?i)` also matches to an ASCII letter (CASE_FOLDS) join the exact
+# literals of any LiteralSet holding a caseless literal with that letter; any other character
+# under `(?i)` that has a case ends the run. A pattern the two engines could read differently
+# (verbose mode, a nested class or class set operation, a `{` read as a literal) gets nothing.
+
+CAP = 32  # the most strings an exact set may hold (a longer product ends the run)
+_CLASS_CAP = 8  # a class of at most this many characters is an exact set ([Ee], [-_])
+# non-ASCII characters `(?i)` matches to an ASCII letter (Python's `re`: all four; Rust's regex,
+# which polars runs: the long s and the Kelvin sign); tests/test_triage.py checks every code point
+CASE_FOLDS = {"i": "\u0130\u0131", "s": "\u017f", "k": "\u212a"}
+_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+Lit = tuple[str, bool]  # (text, ASCII-caseless)
+_EMPTY: tuple[Lit, ...] = (("", False),)
 
 
-def _runs(alt: str, min_len: int = MIN_LITERAL) -> list[tuple[str, ...]]:
-    """What every match of `alt` contains: runs of literal text (1-tuples; classes, escapes like
-    `\\d` and optional characters end a run) and, for a required group of alternatives, the set of
-    their literals (a match holds one of them)."""
-    runs: list[tuple[str, ...]] = []
-    lit, i = "", 0
+@dataclass(frozen=True)
+class _Info:
+    exact: tuple[Lit, ...] | None  # every string the node matches (None: not a small finite set)
+    req: tuple[Lit, ...] | None  # every match contains one of these
+    prefix: tuple[Lit, ...] = _EMPTY  # every match starts with one of these
+    suffix: tuple[Lit, ...] = _EMPTY  # every match ends with one of these
 
-    def close() -> None:
-        nonlocal lit
-        if lit:
-            runs.append((lit,))
-        lit = ""
+    @classmethod
+    def of(cls, exact: tuple[Lit, ...]) -> _Info:
+        return cls(exact, None, exact, exact)
 
-    while i < len(alt):
-        c = alt[i]
-        if c == "\\" and i + 1 < len(alt):
-            if alt[i + 1].isalnum():  # a class (\d, \s, \w) or an anchor (\b): no literal
-                close()
-                i += 2
+
+_UNKNOWN = _Info(None, None)
+_ZERO_WIDTH = _Info.of(_EMPTY)
+
+
+def _uniq(lits: Iterable[Lit]) -> tuple[Lit, ...]:
+    return tuple(dict.fromkeys(lits))
+
+
+def _cat(a: Lit, b: Lit) -> Lit:
+    return (a[0] + b[0], a[1] or b[1])
+
+
+def _covers(b: Lit, a: Lit) -> bool:
+    """Every line holding `a` holds `b`."""
+    if b[1]:
+        return b[0].translate(_LOWER) in a[0].translate(_LOWER)
+    return not a[1] and b[0] in a[0]
+
+
+def _absorb(lits: tuple[Lit, ...]) -> tuple[Lit, ...]:
+    """A literal set without the members that hold another member (a line holding them holds it)."""
+    if len(lits) < 2:
+        return lits
+    keep = []
+    for i, a in enumerate(lits):
+        # dropped when another member is inside it (of two that hold each other, the first stays)
+        if not any(j != i and _covers(b, a) and not (i < j and _covers(a, b)) for j, b in enumerate(lits)):
+            keep.append(a)
+    return tuple(keep)
+
+
+def _char(code: int, ci: bool) -> Lit | None:
+    ch = chr(code)
+    if not ci:
+        return (ch, False)
+    if ch.isascii():
+        return (ch, ch.isalpha())
+    return None  # a non-ASCII character under (?i): its case partners are not ASCII-foldable
+
+
+class _Walk:
+    def __init__(self, min_len: int) -> None:
+        self.min_len = min_len
+
+    def ok(self, lits: tuple[Lit, ...] | None) -> bool:
+        return bool(lits) and all(len(t.strip()) >= self.min_len for t, _ in lits)
+
+    def best(self, cands: Iterable[tuple[Lit, ...] | None]) -> tuple[Lit, ...] | None:
+        """The candidate to screen on: its shortest literal the longest, then the fewest literals."""
+        good = [c for c in cands if self.ok(c)]
+        if not good:
+            return None
+        return max(good, key=lambda c: (min(len(t) for t, _ in c), -len(c), not any(ci for _, ci in c)))
+
+    def seq(self, items: Iterable, flags: int) -> _Info:  # noqa: ANN001 - (opcode, argument) pairs
+        infos: list[_Info] = []
+        run: list[Lit] = []  # consecutive plain characters, joined before they meet the product
+        for op, av in items:
+            inf = self.node(op, av, flags)
+            if op is _C.LITERAL and inf.exact is not None:
+                run.append(inf.exact[0])
                 continue
-            ch, i = alt[i + 1], i + 2
-        elif c == "[":  # a class: skip to its end
-            close()
-            j = i + 1
-            j += alt[j:j + 1] == "^"
-            j += alt[j:j + 1] == "]"
-            while j < len(alt) and alt[j] != "]":
-                j += 2 if alt[j] == "\\" else 1
-            i = j + 1
-            ch = None
-        elif c == "(":  # a group: skip it whole (it may be optional or an alternation)
-            close()
-            depth, j = 1, i + 1
-            start = j
-            while j < len(alt) and depth:
-                if alt[j] == "\\":
-                    j += 2
-                    continue
-                depth += (alt[j] == "(") - (alt[j] == ")")
-                j += 1
-            inner, i, ch = alt[start:j - 1], j, None
-            if i < len(alt) and alt[i] in "*?{+":  # its quantifier: the group may be absent
-                i += 1
-                if alt[i - 1] == "{":
-                    i = alt.index("}", i) + 1
-                i += alt[i:i + 1] in ("?", "+")
+            if run:
+                infos.append(_Info.of((("".join(t for t, _ in run), any(c for _, c in run)),)))
+                run = []
+            infos.append(inf)
+        if run:
+            infos.append(_Info.of((("".join(t for t, _ in run), any(c for _, c in run)),)))
+        return self.concat(infos)
+
+    def concat(self, infos: list[_Info]) -> _Info:
+        """A sequence: the exact sets of consecutive nodes multiply into a run; a node without one
+        ends it (the run joined to that node's prefixes is a candidate) and starts the next run
+        with its suffixes."""
+        cur, prefix, cands = _EMPTY, None, []
+        for inf in infos:
+            if inf.req is not None:
+                cands.append(inf.req)
+            if inf.exact is not None and len(cur) * len(inf.exact) <= CAP:
+                cur = _uniq(_cat(a, b) for a in cur for b in inf.exact)
                 continue
-            head = re.match(r"^\?(?:([a-zA-Z]*)(?:-[a-zA-Z]*)?:|P<\w+>)?", inner)
-            if "i" in (head.group(1) or ""):  # a (?i:...) group inside: no exact literal
-                continue
-            inner = inner[head.end():]  # (?:, (?-i:, (?P<name>
-            if inner.startswith("?"):  # a lookaround or a flag group: nothing required
-                continue
-            alts = top_level_alternatives(inner)
-            if len(alts) == 1:
-                runs.extend(_runs(inner, min_len))  # a group of one alternative: its runs are required
-            else:
-                bests = [_best(a, min_len) for a in alts]
-                if all(b is not None for b in bests):
-                    runs.append(tuple(dict.fromkeys(x for b in bests for x in b)))
-        elif c in _META:
-            close()
-            i += 1
-            if c == "{":
-                i = alt.index("}", i) + 1
-            continue
-        else:
-            ch, i = c, i + 1
-        if ch is None:
-            continue
-        nxt = alt[i:i + 1]
-        if nxt in _QUANT:  # optional or repeated zero times: not required
-            close()
-            continue
-        lit += ch
-        if nxt == "+":  # one is required, the run ends there
-            close()
-    close()
-    return runs
+            joined = cur
+            if inf.exact is None and len(cur) * len(inf.prefix) <= CAP:
+                joined = _uniq(_cat(a, b) for a in cur for b in inf.prefix)
+            cands.append(joined)
+            prefix = joined if prefix is None else prefix
+            cur = inf.exact if inf.exact is not None else inf.suffix
+        cands.append(cur)
+        if prefix is None:
+            return _Info(cur, self.best(cands), cur, cur)
+        return _Info(None, self.best(cands), prefix, cur)
+
+    def node(self, op, av, flags: int) -> _Info:  # noqa: ANN001, C901 - a re._parser node
+        ci = bool(flags & re.IGNORECASE)
+        if op is _C.LITERAL:
+            if chr(av) in "{}":  # Python reads a brace that opens no quantifier as text; be safe
+                return _UNKNOWN
+            lit = _char(av, ci)
+            return _Info.of((lit,)) if lit is not None else _UNKNOWN
+        if op is _C.IN:
+            return self.klass(av, ci)
+        if op is _C.AT or op is _C.ASSERT or op is _C.ASSERT_NOT:
+            return _ZERO_WIDTH
+        if op is _C.BRANCH:
+            infos = [self.seq(b, flags) for b in av[1]]
+            bests = [self.best([i.req, i.exact]) for i in infos]
+            req = _uniq(x for b in bests for x in b) if all(b is not None for b in bests) else None
+
+            def union(sets: list[tuple[Lit, ...] | None]) -> tuple[Lit, ...] | None:
+                if any(s is None for s in sets):
+                    return None
+                u = _uniq(x for s in sets for x in s)
+                return u if len(u) <= CAP else None
+
+            exact = union([i.exact for i in infos])
+            if exact is not None:
+                return _Info(exact, req, exact, exact)
+            return _Info(None, req, union([i.prefix for i in infos]) or _EMPTY, union([i.suffix for i in infos]) or _EMPTY)
+        if op is _C.SUBPATTERN:
+            _group, add, delete, sub = av
+            return self.seq(sub, (flags | add) & ~delete)
+        if op is getattr(_C, "ATOMIC_GROUP", None):
+            return self.seq(av, flags)
+        if op in _REPEATS:
+            lo, hi, sub = av
+            inner = self.seq(sub, flags)
+            if lo == 0:
+                if hi == 1 and inner.exact is not None:
+                    return _Info.of(_uniq((*inner.exact, ("", False))))
+                return _UNKNOWN
+            k = min(lo, 4)
+            if hi == lo == k:
+                return self.concat([inner] * k)
+            got = self.concat([inner] * k + [_UNKNOWN])  # k copies, then more or none
+            return _Info(None, got.req, got.prefix, inner.exact if inner.exact is not None else inner.suffix)
+        return _UNKNOWN  # ANY, NOT_LITERAL, CATEGORY, GROUPREF, ...: some text, not known
+
+    def klass(self, items: list, ci: bool) -> _Info:  # noqa: ANN001
+        chars: list[int] = []
+        for op, av in items:
+            if op is _C.LITERAL:
+                chars.append(av)
+            elif op is _C.RANGE and av[1] - av[0] < _CLASS_CAP:
+                chars += range(av[0], av[1] + 1)
+            else:  # NEGATE, CATEGORY, a wide range
+                return _UNKNOWN
+        lits = [_char(c, ci) for c in chars]
+        if len(chars) > _CLASS_CAP or any(x is None for x in lits) or any(not chr(c).isprintable() for c in chars):
+            return _UNKNOWN
+        return _Info.of(_uniq(lits))
 
 
-def _best(alt: str, min_len: int) -> tuple[str, ...] | None:
-    """The factor of `alt` to screen on: its shortest member the longest (then the fewest members)."""
-    ok = [f for f in _runs(alt, min_len) if all(len(x.strip()) >= min_len for x in f)]
-    return max(ok, key=lambda f: (min(len(x) for x in f), -len(f))) if ok else None
+_REPEATS = tuple(x for x in (_C.MAX_REPEAT, _C.MIN_REPEAT, getattr(_C, "POSSESSIVE_REPEAT", None)) if x is not None)
+
+
+@functools.lru_cache(maxsize=4096)
+def literal_factor(pattern: str, min_len: int = MIN_LITERAL) -> tuple[Lit, ...] | None:
+    """Literals every match of `pattern` contains one of, each (text, ASCII-caseless), each at
+    least `min_len` characters (not counting spaces); None when the pattern has no such set."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            tree = _sre.parse(pattern)
+        except re.error:
+            return None
+    if any(issubclass(w.category, FutureWarning) for w in caught):  # a nested set: Rust reads it otherwise
+        return None
+    flags = tree.state.flags
+    if flags & re.VERBOSE:
+        return None
+    req = _Walk(min_len).seq(tree, flags).req
+    return _absorb(req) if req is not None else None
 
 
 def required_literals(pattern: str, min_len: int = MIN_LITERAL) -> tuple[list[str], bool] | None:
-    """Literals for each top-level alternative of `pattern` (the longest run every match of that
-    alternative contains, or the literals of a required group of alternatives) and whether they match case-insensitively (`(?i)` in front); None when
-    some alternative has no run of `min_len` characters (the pattern cannot be prefiltered)."""
-    m = re.match(r"^\(\?([a-zA-Z]+)\)", pattern)
-    flags = m.group(1) if m else ""
-    body = pattern[m.end():] if m else pattern
-    lits: list[str] = []
-    for alt in top_level_alternatives(body):
-        best = _best(alt, min_len)
-        if best is None:
-            return None
-        lits += [x for x in best if x not in lits]
-    return lits, "i" in flags
+    """`literal_factor` as (literals, caseless): every match of `pattern` contains one of the
+    literals (ASCII case-insensitively when `caseless`: a set mixing both is caseless, which only
+    keeps more lines); None when the pattern has no literal of `min_len` characters."""
+    got = literal_factor(pattern, min_len)
+    if got is None:
+        return None
+    ci = any(c for _, c in got)
+    return list(dict.fromkeys(t for t, _ in got)), ci
 
 
 @dataclass(frozen=True)
@@ -181,25 +304,50 @@ class LiteralSet:
     def size(self) -> int:
         return len(self.exact) + len(self.caseless)
 
+    @classmethod
+    def of(cls, lits: Iterable[Lit]) -> LiteralSet:
+        """The set holding `lits` ((text, caseless) pairs), sorted, with an exact literal a caseless
+        one covers left out, and the non-ASCII characters (?i) matches to a caseless literal's
+        letters (CASE_FOLDS) added as exact literals: a line the pattern matches through one of
+        them still holds a literal."""
+        exact, caseless = set(), {}
+        for text, ci in lits:
+            if ci:
+                caseless.setdefault(text.translate(_LOWER), text)
+            else:
+                exact.add(text)
+        exact = {e for e in exact if e.translate(_LOWER) not in caseless}
+        exact |= {f for c in caseless for letter, folds in CASE_FOLDS.items() if letter in c for f in folds}
+        return cls(tuple(sorted(exact)), tuple(sorted(caseless.values())))
+
+    @classmethod
+    def union(cls, sets: Iterable[LiteralSet]) -> LiteralSet:
+        """One set holding the literals of all of `sets` (a line holding one of any of them)."""
+        sets = list(sets)
+        return cls.of([(e, False) for s in sets for e in s.exact] + [(c, True) for s in sets for c in s.caseless])
+
+    def contains(self, col: pl.Expr) -> pl.Expr:
+        """True where the strings of `col` hold one of the literals (null stays null); False
+        everywhere for an empty set."""
+        conds = []
+        if self.exact:
+            conds.append(col.str.contains_any(list(self.exact)))
+        if self.caseless:
+            conds.append(col.str.contains_any(list(self.caseless), ascii_case_insensitive=True))
+        return pl.any_horizontal(conds) if conds else pl.lit(False)
+
 
 def literal_set(patterns: Iterable[str]) -> tuple[LiteralSet, list[str]]:
     """The literals of `patterns` and the patterns that have none (they cannot be prefiltered)."""
-    exact, caseless, missing = set(), set(), []
+    lits: list[Lit] = []
+    missing = []
     for p in patterns:
-        got = required_literals(p)
+        got = literal_factor(p)
         if got is None:
             missing.append(p)
-            continue
-        lits, ci = got
-        if ci and all(lit.isascii() for lit in lits):
-            caseless.update(lits)
-        elif ci:  # non-ASCII letters fold beyond ASCII: no sound literal for the engines' ASCII folding
-            missing.append(p)
         else:
-            exact.update(lits)
-    caseless_l = {c.lower() for c in caseless}
-    exact = {e for e in exact if e.lower() not in caseless_l}  # a caseless literal covers it
-    return LiteralSet(tuple(sorted(exact)), tuple(sorted(caseless))), missing
+            lits += got
+    return LiteralSet.of(lits), missing
 
 
 def trigger_patterns(parsers: Sequence) -> dict[str, list[str]]:  # noqa: ANN001 - ParserInfo list
@@ -402,3 +550,4 @@ def scan(chunks: Iterable[bytes], m: Matcher, algo: str | None = None) -> Triage
 def scan_file(path: Path | str, m: Matcher, chunk_bytes: int = CHUNK_BYTES, algo: str | None = None) -> Triage:
     with open(path, "rb") as fh:
         return scan(iter(lambda: fh.read(chunk_bytes), b""), m, algo)
+

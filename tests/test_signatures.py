@@ -76,3 +76,78 @@ def test_catalog_literals_cover_the_catalog() -> None:
     assert lits == sorted(set(lits))
     assert {"SXid", "fallen off the bus", "NODE FAIL", "out of memory"} <= set(lits)
     assert all(len(x.strip()) >= 3 for x in lits)
+
+
+def _match_every_event(catalog, events: pl.DataFrame) -> list[tuple[int, str]]:  # noqa: ANN001 - a Catalog
+    """The hits without any prefilter: every pattern over every event of its source."""
+    from forensics.signatures import ANY
+
+    out = []
+    for sig in catalog.signatures:
+        ev = events if sig.source == ANY else events.filter(pl.col("source") == sig.source)
+        cond = pl.col("message").str.contains(sig.pattern)
+        if sig.kind:
+            cond = cond & pl.col("kind").is_in(list(sig.kind))
+        if sig.code:
+            cond = cond & pl.col("code").is_in(list(sig.code))
+        if sig.unless:
+            cond = cond & ~pl.col("message").str.contains(sig.unless)
+        out += [(i, sig.id) for i in ev.filter(cond.fill_null(False))["event_id"].to_list()]
+    return sorted(out)
+
+
+def test_prefiltered_match_equals_every_pattern_over_every_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    """signatures.match screens messages on the literal sets first; its hits are exactly those of
+    every pattern run over every event of its source, on each catalog example and counter-example
+    under its own source, kind and code and under others', in other cases (swapped, upper, the
+    non-ASCII case partners of k and s), and on null messages."""
+    sources = sorted({s.source for s in CATALOG.signatures})
+    rows = []
+    for i, s in enumerate(CATALOG.signatures):
+        other = CATALOG.signatures[(i * 7 + 3) % len(CATALOG.signatures)]
+        for text in (*s.examples, *s.counter_examples):
+            for variant in (text, text.swapcase(), text.upper(), text.translate(str.maketrans("kKsS", "\u212a\u212a\u017f\u017f"))):
+                for src, sig in ((s.source, s), (sources[i % len(sources)], other)):
+                    rows.append({"source": src, "kind": sig.kind[0] if sig.kind else "error_line",
+                                 "code": sig.code[0] if sig.code else None, "message": variant})
+    rows += [{"source": "generic", "kind": "error_line", "code": None, "message": None}] * 3
+    ev = pl.DataFrame(rows, schema={"source": pl.Utf8, "kind": pl.Utf8, "code": pl.Utf8, "message": pl.Utf8}) \
+        .with_row_index("event_id").with_columns(pl.col("event_id").cast(pl.Int64))
+    want = _match_every_event(CATALOG, ev)
+    for prefilter in (True, False):
+        got = match(CATALOG, ev, prefilter=prefilter)
+        assert sorted(got.select("event_id", "signature").iter_rows()) == want, prefilter
+    assert len(want) > 1000 and len({sid for _, sid in want}) > 300
+    # by default (past the size threshold) the screen is used where a sample shows it pays
+    import forensics.signatures as sigmod
+
+    monkeypatch.setattr(sigmod, "PREFILTER_MIN_EVENTS", 100)
+    chatter = [f"host{i % 7}:1:2 [0] NCCL INFO Channel {i % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC" for i in range(3 * ev.height)]
+    noisy = pl.concat([ev, pl.DataFrame({"source": "nccl", "kind": "nccl_info", "code": None, "message": chatter},
+                                        schema=dict(ev.drop("event_id").schema))
+                       .with_row_index("event_id", offset=ev.height).with_columns(pl.col("event_id").cast(pl.Int64))])
+    for frame, expect in ((ev, want), (noisy, _match_every_event(CATALOG, noisy))):
+        got = match(CATALOG, frame)
+        assert sorted(got.select("event_id", "signature").iter_rows()) == expect
+    # a caseless signature hit through the Kelvin sign is kept by the screen
+    kelvin = ev.filter(pl.col("message").str.contains("\u212a"))["event_id"].to_list()
+    assert {eid for eid, _ in want} & set(kelvin)
+
+
+def test_declared_literals_are_checked_against_the_examples() -> None:
+    """A signature whose pattern has no literal forensics.triage can derive may declare `literals`;
+    each example the pattern matches must hold one (case-insensitively under (?i)), or the catalog
+    is rejected naming the example."""
+    base = {"source": "generic", "category": "unknown", "role": "context", "severity": "info", "summary": "s",
+            "pattern": r"(?i)^\w+ \d+ (?:GiB|MiB)$"}
+    good = {**base, "id": "a", "literals": ["gib", "mib"], "examples": ["free 12 GiB", "used 3 MiB"]}
+    cat = parse_catalog({"x.toml": {"signature": [good]}})
+    sig = cat.by_id("a")
+    assert sig.literals == ("gib", "mib") and sig.literal_set() is not None
+    assert sig.literal_set().caseless == ("gib", "mib")
+    bad = {**base, "id": "b", "literals": ["GiB"], "examples": ["free 12 GiB", "used 3 MiB"]}
+    with pytest.raises(CatalogError) as err:
+        parse_catalog({"x.toml": {"signature": [bad]}})
+    assert err.value.errors == ["x.toml: b: example 'used 3 MiB' holds none of its literals ['GiB']"]
+    with pytest.raises(CatalogError, match="literals must be a list of non-empty strings"):
+        parse_catalog({"x.toml": {"signature": [{**base, "id": "c", "literals": "GiB"}]}})

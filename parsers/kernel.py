@@ -80,7 +80,8 @@ PREFIX_RE = (
     r"(?:(?P<shost>[^\s\[:]+)\s+)?(?P<sproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<bare>kernel):"
     r")?"
-    r"\s*(?:\[\s*(?P<up>\d+\.\d+)\])?"
+    # `dmesg -r` (`--raw`) and raw kmsg dumps put the printk level (facility*8+level) before the stamp
+    r"\s*(?:(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)\])?"
     r"\s*(?:\[\s*(?P<caller>[TC]\d+)\])?"
     r"\s*)"
 )
@@ -280,7 +281,7 @@ def sniff(head: str) -> float:
     if not lines:
         return 0.0
     stamp = re.compile(
-        r"^\s*(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}\]"
+        r"^\s*(?:(?:<\d{1,3}>)?\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}\]"
         r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
         r'|\{.*"_TRANSPORT"\s*:\s*"kernel")')
     k = sum(1 for ln in lines if stamp.match(ln))

@@ -92,6 +92,25 @@ def test_dmesg_caller_id_prefix() -> None:
     assert ex.ignored.to_list() == [2]
 
 
+def test_dmesg_raw_printk_level_prefix() -> None:
+    # `dmesg -r` (and kmsg dumps) print the printk level before the uptime stamp: `<0>` emerg .. `<7>`
+    # debug, facility*8+level for userspace records (`<14>`); the message after both is read as usual
+    text = ("<0>[2315424.098863] Kernel panic - not syncing: hung_task: blocked tasks\n"
+            "<4>[2315424.099382] Call Trace:\n"
+            "<3>[  155.1] NVRM: Xid (PCI:0000:9b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+            "<14>[  156.2] EDAC MC0: 1 UE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0\n"
+            "<6>not a stamped line\n")
+    ex = run(text, host_hint="node-9")
+    got = [(e["line_no"], e["kind"], e["code"], e["ts_raw"], e["ts_quality"]) for e in ev(ex)]
+    assert got[0] == (1, "kernel_panic", "panic", "2315424.098863", "relative")
+    assert (3, "xid", "79", "155.1", "relative") in got
+    assert [e["line_no"] for e in ev(ex, "mce")] == [4]
+    assert ev(ex, "xid")[0]["pci_bus_id"] == "0000:9b:00"
+    assert 5 not in set(ex.claimed.to_list())
+    check_contract(ex, 5)
+    assert kernel.sniff(text) >= 0.85
+
+
 def test_dmesg_T_human_stamps_in_job_tz() -> None:
     ex = fixture("dmesg_T.log", tz=ZoneInfo("Europe/Berlin"))
     x = ev(ex, "xid")

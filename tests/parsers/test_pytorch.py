@@ -347,3 +347,25 @@ def test_nan_families():
         "Rank 3, node n1, device 3, iteration 1201: Unexpected result inf (message='found Inf in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n"
         "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n")
     assert ev(ex, "nan")["line_no"].to_list() == [1, 2, 3, 4]
+
+
+def test_cpp_terminate_what_line_is_the_exception():
+    # libstdc++'s verbose terminate handler: the thrown type, then `what():` with the error itself.
+    # Non-c10 types become exception events (code = the type); c10:: errors restate lines PyTorch
+    # printed on their own, and a what() line already read as a CUDA error is not read twice.
+    ex = run(
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  Error (gpu_burn-drv.cpp:298): system not yet initialized\n"
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: unknown error\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: "
+        "NCCL error: unhandled system error\n"
+        "terminate called after throwing an instance of 'std::bad_alloc'\n"
+        "  what():  std::bad_alloc\n"
+        "terminate called without an active exception\n")
+    exc = ev(ex, "exception")
+    assert list(zip(exc["line_no"].to_list(), exc["code"].to_list(), strict=True)) == [
+        (2, "std::runtime_error"), (8, "std::bad_alloc")]
+    assert ev(ex, "cuda_error")["line_no"].to_list() == [4]
+    assert set(range(1, 10)) <= set(ex.claimed.to_list())

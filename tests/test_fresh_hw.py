@@ -32,9 +32,10 @@ XFAIL = {
         "interruption: escalating a repeated context signal of one host/device to a root (like "
         "precedence.toml app_fault_repeats) needs a new rule kind read by forensics/attribution.py"),
     "rccl1423-rdma-link-down-polling": (
-        "iproute2 `rdma link` output is read by no parser; a port-state snapshot has no time and is "
-        "context by design (ibstat.toml), so even parsed it would not make an interruption without the "
-        "RCCL/NCCL 'port error' line, which the thread's excerpt does not hold"),
+        "the `rdma link` snapshots are read (ib_port_state DOWN/POLLING, then LINK_UP) but a port-state "
+        "snapshot has no time and is context by design (ibstat.toml): no interruption without the "
+        "RCCL/NCCL 'port error' line, which the thread's excerpt does not hold; a flap across snapshots "
+        "of one port would need a rule read by forensics/attribution.py"),
 }
 
 

@@ -68,3 +68,6 @@ def test_sniff() -> None:
     assert ibstat.sniff("[  12.5] mlx5_core 0000:3b:00.0: Port module event: module 0, Cable unplugged\n") == 0.0
     nccl = "node-07:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.7<0>\n"
     assert ibstat.sniff(nccl) == 0.0
+    # `rdma link` lines are the file only when they are most of it
+    rdma = (FIX / "rdma_link_show.txt").read_text(encoding="utf-8")
+    assert ibstat.sniff(rdma.splitlines()[1] + "\n" + nccl * 3) == 0.0

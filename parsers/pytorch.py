@@ -169,6 +169,7 @@ COMPANION = (
     r"|The above exception was the direct cause"
 )
 TERMINATE_TYPE = r"terminate called after throwing an instance of '([^']+)'"
+WATCHDOG_RESTATED = TIMEOUT_MAIN + "|" + HEARTBEAT + r"|watchdog thread terminated with exception"
 EXC_LINE = r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?::.*)?$"
 TB_HEADER = "Traceback (most recent call last):"
 
@@ -413,13 +414,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # --- C++ exceptions that reach std::terminate: libstdc++'s __verbose_terminate_handler prints
     # `terminate called after throwing an instance of 'T'` and then `  what():  <e.what()>`, the error
     # itself. PyTorch's own c10:: errors restate what it printed (and this parser read) on their own
-    # lines, so only other types (std::runtime_error, a library's exception class) become `exception`
-    # events, code = T; a what() line that already made an event above (CUDA error, OOM) is not re-read.
+    # lines, and so does the NCCL watchdog of PyTorch < 2.2 (std::runtime_error with the watchdog's
+    # timeout line); the other what() lines (std::runtime_error of a tool, a library's exception class)
+    # become `exception` events, code = T. A what() line that already made an event above (CUDA error,
+    # NCCL error, OOM) is not read twice.
     seen = pl.concat([p["line_no"] for p in parts]) if parts else pl.Series("line_no", [], dtype=pl.Int64)
     thrown = cand.with_columns(
         m.str.extract(TERMINATE_TYPE, 1).shift(1).over("stream").alias("_thrown"),
     ).filter(m.str.contains(r"^\s*what\(\):") & pl.col("_thrown").is_not_null()
-             & ~pl.col("_thrown").str.starts_with("c10::") & ~pl.col("line_no").is_in(seen.implode()))
+             & ~pl.col("_thrown").str.starts_with("c10::") & ~m.str.contains(WATCHDOG_RESTATED)
+             & ~pl.col("line_no").is_in(seen.implode()))
     add(thrown, "exception", "error", pl.col("_thrown"))
 
     claimed.append(cand.filter(m.str.contains(COMPANION) | (m.str.contains(TIMEOUT_MAIN, literal=True) & wrapped)

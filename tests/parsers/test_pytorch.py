@@ -363,9 +363,14 @@ def test_cpp_terminate_what_line_is_the_exception():
         "NCCL error: unhandled system error\n"
         "terminate called after throwing an instance of 'std::bad_alloc'\n"
         "  what():  std::bad_alloc\n"
-        "terminate called without an active exception\n")
+        "terminate called without an active exception\n"
+        # PyTorch < 2.2: the watchdog's own timeout line, restated as a std::runtime_error
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+        "Timeout(ms)=1800000) ran for 1800064 milliseconds before timing out.\n")
     exc = ev(ex, "exception")
     assert list(zip(exc["line_no"].to_list(), exc["code"].to_list(), strict=True)) == [
         (2, "std::runtime_error"), (8, "std::bad_alloc")]
     assert ev(ex, "cuda_error")["line_no"].to_list() == [4]
-    assert set(range(1, 10)) <= set(ex.claimed.to_list())
+    assert ev(ex, "watchdog_timeout").is_empty()
+    assert set(range(1, 12)) <= set(ex.claimed.to_list())

@@ -23,6 +23,7 @@ EXPECTED: dict[str, tuple[str, str | None, tuple[str, int]]] = {
     "gpuburn92-h100-system-not-yet-initialized": ("nvlink", None, ("gpu_burn.out", 7)),
     "marin8934-gb200-cuda-error-contained": ("nvlink", "s2grxs64", ("task-162-rank1.log", 1)),
     "rccl1423-rdma-link-down-polling": ("network_fabric", None, ("rdma_link.txt", 1)),
+    "plmfit40-slurmstepd-nvml-gpu-is-lost": ("gpu_lost", None, ("slurm.out", 1)),
 }
 
 # cases the analyzer cannot get right by a general rule within the files this work may change

@@ -68,11 +68,22 @@ _PCI_FN = rf"{_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}"  # 0000:3b:00.0
 # The prefix alone, in group `pre`: the message is the rest of the line (`_stamp_frame` slices it
 # off). Capturing the message as a group (`(?P<msg>.*)$`) made the regex engine walk every byte
 # of every line with its capture machinery: most of the time of a large kernel log.
+# util-linux dmesg (sys-utils/dmesg.c print_record) prints, in this order: `-x` (--decode) facility
+# and level (`kern  :err   : `), the time in the chosen --time-format (`[  155.100000]` default,
+# `[Tue May 27 04:18:56 2025]` ctime/-T, `[May27 04:18]` + `[  +0.000123]` reltime/-e, `[<    0.000123>]`
+# delta, `-d` appending ` <delta>` inside the brackets, `2025-05-27T04:18:56,089671+00:00` iso: comma
+# before the microseconds), the caller id (`[T1234]`), the message; `-r` (--raw) prints `<N>[uptime] `.
+DMESG_FACILITY = r"[a-z][a-z0-9]{1,8}"
+DMESG_LEVEL = r"emerg|alert|crit|err|warn|notice|info|debug"
+_DELTA = r"(?: <\s*-?\d+\.\d+>)?"
 PREFIX_RE = (
-    r"^(?P<pre>(?:"
-    r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))\]"
+    r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?(?:"
+    r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))"
+    + _DELTA + r"\]"
     r"|\[(?P<hmon>[A-Z][a-z]{2})(?P<hday>\d{1,2}) (?P<hhm>\d\d:\d\d(?::\d\d)?)\]"
     r"|\[\s*\+(?P<rel>\d+\.\d+)\]"
+    r"|(?P<delta>\[<\s*-?\d+\.\d+>\])"
+    r"|(?P<diso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d) "
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
     r"(?:(?P<ihost>[^\s\[:]+)\s+)?(?P<iproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<mon>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec))\s+(?P<day>\d{1,2})\s+"
@@ -81,7 +92,7 @@ PREFIX_RE = (
     r"|(?P<bare>kernel):"
     r")?"
     # `dmesg -r` (`--raw`) and raw kmsg dumps put the printk level (facility*8+level) before the stamp
-    r"\s*(?:(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)\])?"
+    r"\s*(?:(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)" + _DELTA + r"\])?"
     r"\s*(?:\[\s*(?P<caller>[TC]\d+)\])?"
     r"\s*)"
 )
@@ -188,6 +199,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     ts_exact = pl.coalesce(
         month_day_time(pl.col("cmon"), pl.col("cday"), pl.col("chms"), pl.col("cyear"), tz),  # = ctime(ctime)
         iso(pl.col("iso"), tz),
+        iso(pl.col("diso"), tz),
         month_day_time(pl.col("mon"), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
     )
     hhm = pl.when(pl.col("hhm").str.len_chars() == 5).then(pl.col("hhm") + ":00").otherwise(pl.col("hhm"))
@@ -216,7 +228,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("up").is_not_null() | pl.col("rel").is_not_null()).then(pl.lit("relative"))
         .otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.when(pl.col("_ts_exact").is_not_null())
-        .then(pl.coalesce(pl.col("ctime"), pl.col("iso"), syslog_raw))
+        .then(pl.coalesce(pl.col("ctime"), pl.col("iso"), pl.col("diso"), syslog_raw))
         .otherwise(pl.coalesce(
             pl.col("up"), ("+" + pl.col("rel")),
             pl.concat_str([pl.col("hmon") + pl.col("hday"), pl.col("hhm")], separator=" "),
@@ -224,7 +236,8 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         )).alias("ts_raw"),
     )
     stamped = (pl.col("ctime").is_not_null() | pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()
-               | pl.col("up").is_not_null() | pl.col("bare").is_not_null())
+               | pl.col("up").is_not_null() | pl.col("bare").is_not_null() | pl.col("diso").is_not_null()
+               | pl.col("delta").is_not_null())
     journal_kernel = pl.col("proc") == "kernel"
     marker = pl.col("msg").str.contains(r"^-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)")
     df = df.with_columns(
@@ -281,7 +294,9 @@ def sniff(head: str) -> float:
     if not lines:
         return 0.0
     stamp = re.compile(
-        r"^\s*(?:(?:<\d{1,3}>)?\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}\]"
+        r"^\s*(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?"
+        r"(?:(?:<\d{1,3}>)?\[\s*\d+\.\d+(?: <\s*-?\d+\.\d+>)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}"
+        r"(?: <\s*-?\d+\.\d+>)?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d |\[<\s*-?\d+\.\d+>\]"
         r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
         r'|\{.*"_TRANSPORT"\s*:\s*"kernel")')
     k = sum(1 for ln in lines if stamp.match(ln))

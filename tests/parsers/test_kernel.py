@@ -111,6 +111,33 @@ def test_dmesg_raw_printk_level_prefix() -> None:
     assert kernel.sniff(text) >= 0.85
 
 
+def test_util_linux_dmesg_decode_iso_and_delta_forms() -> None:
+    # util-linux dmesg print_record: `-x` facility:level first, then the --time-format stamp: iso
+    # (comma before the microseconds, no host or process after it), `-d` deltas inside the brackets,
+    # delta alone (`[<   0.000100>]`, no time); the message after them is read as usual
+    text = ("2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus\n"
+            "syslog:err   : 2025-05-27T04:18:57,000001+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus\n"
+            "kern  :err   : [  155.100000] NVRM: Xid (PCI:0000:04:00): 48, pid=1, name=python, An uncorrectable double bit error\n"
+            "kern  :warn  : [Tue May 27 04:18:56 2025] mce: [Hardware Error]: Machine check events logged\n"
+            "[  157.000000 <    0.800000>] NVRM: Xid (PCI:0000:04:00): 63, pid=1, name=python, Row Remapper\n"
+            "[<    0.000100>] NVRM: Xid (PCI:0000:04:00): 64, pid=1, name=python, Row Remapper failure\n"
+            "[Tue May 27 04:19:56 2025 <   60.000000>] mlx5_core 0000:3b:00.0 mlx5_0: Port: 1 Link DOWN\n")
+    ex = run(text)
+    got = [(e["line_no"], e["kind"], e["code"], e["ts_raw"], e["ts_quality"]) for e in ev(ex)]
+    assert got == [
+        (1, "xid", "79", "2025-05-27T04:18:56,089671+00:00", "exact"),
+        (2, "xid", "79", "2025-05-27T04:18:57,000001+00:00", "exact"),
+        (3, "xid", "48", "155.100000", "relative"),
+        (4, "mce", "LOGGED", "Tue May 27 04:18:56 2025", "exact"),
+        (5, "xid", "63", "157.000000", "relative"),
+        (6, "xid", "64", None, "missing"),
+        (7, "ib_port", "LINK_DOWN", "Tue May 27 04:19:56 2025", "exact"),
+    ]
+    assert ev(ex)[0]["ts"] == datetime(2025, 5, 27, 4, 18, 56, 89671, tzinfo=UTC)
+    check_contract(ex, 7)
+    assert kernel.sniff(text) >= 0.85
+
+
 def test_dmesg_T_human_stamps_in_job_tz() -> None:
     ex = fixture("dmesg_T.log", tz=ZoneInfo("Europe/Berlin"))
     x = ev(ex, "xid")

@@ -84,6 +84,11 @@ PREFIX_RE = (
     r"|\[\s*\+(?P<rel>\d+\.\d+)\]"
     r"|(?P<delta>\[<\s*-?\d+\.\d+>\])"
     r"|(?P<diso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d) "
+    # journalctl -o short-unix (`1684567890.123456 host ident[pid]: `) and -o short-full
+    # (`Tue 2023-05-20 10:11:12 UTC host ident[pid]: `; the zone is the host's abbreviation)
+    r"|(?P<unix>\d{9,11}\.\d{1,9}) (?:(?P<uhost>[^\s\[:]+) )?(?P<uproc>[^\s:\[]+)(?:\[\d+\])?:"
+    r"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<full>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<fzone>[A-Z]{2,5}|[+-]\d{4}) "
+    r"(?:(?P<fhost>[^\s\[:]+) )?(?P<fproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
     r"(?:(?P<ihost>[^\s\[:]+)\s+)?(?P<iproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<mon>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec))\s+(?P<day>\d{1,2})\s+"
@@ -93,6 +98,9 @@ PREFIX_RE = (
     r")?"
     # `dmesg -r` (`--raw`) and raw kmsg dumps put the printk level (facility*8+level) before the stamp
     r"\s*(?:(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)" + _DELTA + r"\])?"
+    # journalctl -o short-monotonic: the uptime stamp, then `host kernel: ` (only the kernel's records
+    # are read here, so only that identifier is taken: `[ 5.1] usb 1-1: ...` stays a dmesg message)
+    r"(?: (?P<mhost>[^\s\[:]+) (?P<mproc>kernel):)?"
     r"\s*(?:\[\s*(?P<caller>[TC]\d+)\])?"
     r"\s*)"
 )
@@ -193,13 +201,20 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(g.alias("_g")).unnest("_g")
     df = df.with_columns(pl.col("body").str.slice(pl.col("pre").str.len_chars()).alias("msg"))
     tz = ctx.tz
-    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), line_host(ctx))  # content, wrapper, path
-    proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"))
+    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), pl.col("uhost"), pl.col("fhost"), pl.col("mhost"),
+                       line_host(ctx))  # content, wrapper, path
+    proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"), pl.col("uproc"), pl.col("fproc"), pl.col("mproc"))
+    unix_ts = (pl.col("unix").cast(pl.Float64, strict=False) * 1e6).round(0).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
+    full_ts = pl.when(pl.col("fzone").is_in(["UTC", "GMT"])).then(iso(pl.col("full") + "+00:00", tz)) \
+        .when(pl.col("fzone").str.contains(r"^[+-]\d{4}$")).then(iso(pl.col("full") + pl.col("fzone"), tz)) \
+        .otherwise(iso(pl.col("full"), tz))  # another zone name: the host's local time, read in the job's zone
     syslog_raw = pl.concat_str([pl.col("mon"), pl.col("day"), pl.col("hms")], separator=" ")
     ts_exact = pl.coalesce(
         month_day_time(pl.col("cmon"), pl.col("cday"), pl.col("chms"), pl.col("cyear"), tz),  # = ctime(ctime)
         iso(pl.col("iso"), tz),
         iso(pl.col("diso"), tz),
+        unix_ts.cast(UTC_DT),
+        full_ts,
         month_day_time(pl.col("mon"), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
     )
     hhm = pl.when(pl.col("hhm").str.len_chars() == 5).then(pl.col("hhm") + ":00").otherwise(pl.col("hhm"))
@@ -228,7 +243,8 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("up").is_not_null() | pl.col("rel").is_not_null()).then(pl.lit("relative"))
         .otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.when(pl.col("_ts_exact").is_not_null())
-        .then(pl.coalesce(pl.col("ctime"), pl.col("iso"), pl.col("diso"), syslog_raw))
+        .then(pl.coalesce(pl.col("ctime"), pl.col("iso"), pl.col("diso"), pl.col("unix"),
+                          pl.concat_str([pl.col("full"), pl.col("fzone")], separator=" "), syslog_raw))
         .otherwise(pl.coalesce(
             pl.col("up"), ("+" + pl.col("rel")),
             pl.concat_str([pl.col("hmon") + pl.col("hday"), pl.col("hhm")], separator=" "),

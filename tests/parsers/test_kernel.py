@@ -138,6 +138,26 @@ def test_util_linux_dmesg_decode_iso_and_delta_forms() -> None:
     assert kernel.sniff(text) >= 0.85
 
 
+def test_journalctl_short_monotonic_unix_and_full_forms() -> None:
+    # journalctl -o short-monotonic / short-unix / short-full: the host comes from the line in all three
+    # (it names the culprit); another identifier's record is not a kernel line
+    text = ("[ 1843.308145] gpu-node-1 kernel: NVRM: Xid (PCI:0000:04:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+            "1684567890.123456 gpu-node-2 kernel: NVRM: Xid (PCI:0000:04:00): 48, pid=1, name=python, DBE\n"
+            "Tue 2023-05-20 10:11:12 UTC gpu-node-3 kernel: NVRM: Xid (PCI:0000:04:00): 63, pid=1, name=python, Row Remapper\n"
+            "1684567891.000000 gpu-node-2 systemd[1]: Starting nvidia-persistenced.service...\n"
+            "[    6.100000] mlx5_core 0000:3b:00.0 mlx5_0: Port: 1 Link DOWN\n")
+    ex = run(text, ref_year=2023)
+    got = [(e["line_no"], e["code"], e["host"], e["ts"], e["ts_quality"]) for e in ev(ex)]
+    assert got == [
+        (1, "79", "gpu-node-1", None, "relative"),
+        (2, "48", "gpu-node-2", datetime(2023, 5, 20, 7, 31, 30, 123456, tzinfo=UTC), "exact"),
+        (3, "63", "gpu-node-3", datetime(2023, 5, 20, 10, 11, 12, tzinfo=UTC), "exact"),
+        (5, "LINK_DOWN", None, None, "relative"),
+    ]
+    assert 4 not in set(ex.claimed.to_list()) | set(ex.ignored.to_list())
+    check_contract(ex, 5)
+
+
 def test_dmesg_T_human_stamps_in_job_tz() -> None:
     ex = fixture("dmesg_T.log", tz=ZoneInfo("Europe/Berlin"))
     x = ev(ex, "xid")

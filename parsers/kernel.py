@@ -1,6 +1,6 @@
-"""Kernel logs: dmesg (uptime, -T, -H), journalctl (short, short-iso, short-precise), syslog /
-kern.log (with or without an uptime stamp), rsyslog RFC3339, bare `kernel:` pastes and
-prefix-less NVRM lines.
+"""Kernel logs: dmesg (uptime, -T, -H/-e, -d, --time-format iso, -x, -r), journalctl (short,
+short-iso, short-precise, short-monotonic, short-unix, short-full, json), syslog / kern.log (with
+or without an uptime stamp), rsyslog RFC3339, bare `kernel:` pastes and prefix-less NVRM lines.
 
 Events: `xid`, `gpu_identity`, `gpu_fell_off_bus`, `gsp_error`, `nvrm_error`, `pcie_aer`,
 `nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `hung_task`, `kernel_lockup` (soft/hard lockup,
@@ -635,8 +635,10 @@ SPEC = ParserSpec(
     formats=(
         "dmesg (uptime stamps, optional caller id)",
         "dmesg -T",
-        "dmesg -H",
+        "dmesg -H / -e",
+        "dmesg -d (deltas), --time-format iso, -x (facility:level), -r (raw printk level)",
         "journalctl short / short-iso / short-precise",
+        "journalctl short-monotonic / short-unix / short-full",
         "syslog kern.log (wall clock + uptime)",
         "rsyslog RFC3339",
         "journalctl -o json",

@@ -57,6 +57,25 @@ CASES = [
         "[   84.300463] NVRM: GPU6 _threadNodeCheckTimeout: _threadNodeCheckTimeout: Timeout was set to: 4000 msecs!\n"
         "[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ****************** GSP Timeout ******************\n")},
      "gpu_driver_firmware", "node-01/dmesg.log", 2, "node-01"),
+    ("nvrm-init-adapter-failed", {"node-11/dmesg.log": dmesg(
+        "NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x26:0x56:1474)",
+        "NVRM: GPU 0000:3b:00.0: rm_init_adapter failed, device minor number 2")},
+     "gpu_driver_firmware", "node-11/dmesg.log", 2, "node-11"),
+    ("nvrm-gpu-not-supported-by-driver", {"node-12/dmesg.log": dmesg(
+        "NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:2330)",
+        "NVRM: installed in this system is not supported by the",
+        "NVRM: NVIDIA 470.239.06 driver release.")},
+     "gpu_driver_firmware", "node-12/dmesg.log", 2, "node-12"),
+    ("raw-kmsg-level-prefix-panic", {"node-13/dmesg.log": (
+        "<6>[    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02) #45-Ubuntu SMP\n"
+        "<0>[2315424.098863] Kernel panic - not syncing: hung_task: blocked tasks\n"
+        "<4>[2315424.099010] CPU: 24 PID: 1364 Comm: khungtaskd Tainted: P           OE     5.15.0-1053-nvidia\n")},
+     "host_hardware", "node-13/dmesg.log", 2, "node-13"),
+    ("dmesg-decode-iso-xid79", {"node-14/dmesg.log": (
+        "kern  :info  : 2026-12-01T09:00:00,000100+00:00 Linux version 6.8.0-45-generic (buildd@lcy02) #45-Ubuntu\n"
+        "kern  :err   : 2026-12-01T09:10:00,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, pid=4242, name=python3, "
+        "GPU has fallen off the bus.\n")},
+     "gpu_lost", "node-14/dmesg.log", 2, "node-14"),
     ("pcie-uncorrected-completion-timeout", {"node-04/dmesg.log": dmesg(
         "pcieport 0000:00:03.1: AER: Uncorrected (Non-Fatal) error received: 0000:03:00.0",
         "nvidia 0000:03:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, "

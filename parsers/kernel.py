@@ -439,7 +439,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (m.str.contains(r"(?i)cable unplugged"), pl.lit("CABLE_UNPLUGGED")),
         # mlx5 events.c: `Port module event[error]: module N, Cable error, <why>`
         (m.str.contains(r"(?i)cable error|Bad or shorted cable|Port module event\[error\]"), pl.lit("CABLE_ERROR")),
-        (m.str.contains(r"(?i)health compromised|fw_fatal|firmware fatal|fatal error|syndrome"),
+        # mlx5 health.c (poll_health, print_health_info, mlx5_health_try_recover) and fw fatal syndromes
+        (m.str.contains(r"(?i)health compromised|fw_fatal|firmware fatal|fatal error|syndrome|Health issue observed"
+                        r"|handling bad device|health recovery flow aborted"),
          pl.lit("FW_ERROR")),
     ])
     ib_sev = (pl.when(ib_code.is_in(["LINK_UP", "ACTIVE"])).then(pl.lit("info"))

@@ -76,6 +76,12 @@ CASES = [
         "kern  :err   : 2026-12-01T09:10:00,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, pid=4242, name=python3, "
         "GPU has fallen off the bus.\n")},
      "gpu_lost", "node-14/dmesg.log", 2, "node-14"),
+    ("mlx5-health-compromised", {"node-15/dmesg.log": dmesg(
+        "mlx5_core 0000:5e:00.0: mlx5_cmd_out_err:838:(pid 2131): ACCESS_REG(0x805) op_mod(0x1) failed, status bad "
+        "operation(0x2), syndrome (0x15c356), err(-22)",
+        "mlx5_core 0000:5e:00.0: poll_health:800:(pid 0): device's health compromised - reached miss count",
+        "mlx5_core 0000:5e:00.0: mlx5_health_try_recover:335:(pid 2131): handling bad device here")},
+     "network_fabric", "node-15/dmesg.log", 3, "node-15"),
     ("pcie-uncorrected-completion-timeout", {"node-04/dmesg.log": dmesg(
         "pcieport 0000:00:03.1: AER: Uncorrected (Non-Fatal) error received: 0000:03:00.0",
         "nvidia 0000:03:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, "
@@ -193,10 +199,14 @@ def test_zero_xid_gauge_and_corrected_errors_name_no_root(tmp_path: Path, job_of
             "mce: [Hardware Error]: Machine check events logged",
             "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x12345)",
             "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
-            "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)"),
+            "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)",
+            # an mlx5 command failing with a firmware syndrome: printed by healthy adapters too
+            "mlx5_core 0000:5e:00.0: mlx5_cmd_out_err:838:(pid 2131): ACCESS_REG(0x805) op_mod(0x1) failed, status "
+            "bad operation(0x2), syndrome (0x15c356), err(-22)"),
     }
     a = analyze(job_of(files), tmp_path / "out", html=False)
     hits = a.sql("select h.signature, h.role from signature_hits h")
+    assert "kernel-ib-nic-syndrome" in hits["signature"].to_list()
     assert not hits.filter(hits["signature"].str.starts_with("xid-")).height
     assert set(hits["role"].to_list()) == {"context"}
     assert a.report["verdict"]["category"] not in ("host_hardware", "gpu_lost", "gpu_other_hardware")

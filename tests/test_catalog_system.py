@@ -222,3 +222,19 @@ def test_cascade_xid_in_the_dcgm_gauge_names_no_root(tmp_path: Path, job_of: Cal
     hits = a.sql("select h.signature, h.role from signature_hits h")
     assert hits.rows() == [("dcgm-xid-cascade", "context")]
     assert a.report["verdict"]["category"] == "unknown"
+
+
+def test_lone_kernel_xid45_is_teardown_and_names_no_category(tmp_path: Path,
+                                                             job_of: Callable[[dict[str, str]], Path]) -> None:
+    """Xid 45 is the driver's preemptive channel cleanup (after an earlier error, or because the process
+    was killed): alone it says the cause is elsewhere, as the DCGM gauge's 45 does; beside its cause
+    (here Xid 79 on the same GPU) it is that cause's cascade."""
+    lone = {"node-23/dmesg.log": dmesg("NVRM: Xid (PCI:0000:3b:00): 45, pid=4242, name=python3, Ch 00000010")}
+    v = analyze(job_of(lone), tmp_path / "lone", html=False).report["verdict"]
+    assert v["category"] == "unknown"
+    assert "Only teardown was seen" in v["summary"]
+    with_cause = {"node-24/dmesg.log": dmesg(
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python3, GPU has fallen off the bus.",
+        "NVRM: Xid (PCI:0000:3b:00): 45, pid=4242, name=python3, Ch 00000010")}
+    v = analyze(job_of(with_cause), tmp_path / "cause", html=False).report["verdict"]
+    assert (v["category"], v["culprit"]["host"]) == ("gpu_lost", "node-24")

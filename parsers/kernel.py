@@ -1,6 +1,6 @@
-"""Kernel logs: dmesg (uptime, -T, -H), journalctl (short, short-iso, short-precise), syslog /
-kern.log (with or without an uptime stamp), rsyslog RFC3339, bare `kernel:` pastes and
-prefix-less NVRM lines.
+"""Kernel logs: dmesg (uptime, -T, -H/-e, -d, --time-format iso, -x, -r), journalctl (short,
+short-iso, short-precise, short-monotonic, short-unix, short-full, json), syslog / kern.log (with
+or without an uptime stamp), rsyslog RFC3339, bare `kernel:` pastes and prefix-less NVRM lines.
 
 Events: `xid`, `gpu_identity`, `gpu_fell_off_bus`, `gsp_error`, `nvrm_error`, `pcie_aer`,
 `nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `hung_task`, `kernel_lockup` (soft/hard lockup,
@@ -69,11 +69,27 @@ _PCI_FN = rf"{_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}"  # 0000:3b:00.0
 # The prefix alone, in group `pre`: the message is the rest of the line (`_stamp_frame` slices it
 # off). Capturing the message as a group (`(?P<msg>.*)$`) made the regex engine walk every byte
 # of every line with its capture machinery: most of the time of a large kernel log.
+# util-linux dmesg (sys-utils/dmesg.c print_record) prints, in this order: `-x` (--decode) facility
+# and level (`kern  :err   : `), the time in the chosen --time-format (`[  155.100000]` default,
+# `[Tue May 27 04:18:56 2025]` ctime/-T, `[May27 04:18]` + `[  +0.000123]` reltime/-e, `[<    0.000123>]`
+# delta, `-d` appending ` <delta>` inside the brackets, `2025-05-27T04:18:56,089671+00:00` iso: comma
+# before the microseconds), the caller id (`[T1234]`), the message; `-r` (--raw) prints `<N>[uptime] `.
+DMESG_FACILITY = r"[a-z][a-z0-9]{1,8}"
+DMESG_LEVEL = r"emerg|alert|crit|err|warn|notice|info|debug"
+_DELTA = r"(?: <\s*-?\d+\.\d+>)?"
 PREFIX_RE = (
-    r"^(?P<pre>(?:"
-    r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))\]"
+    r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?(?:"
+    r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))"
+    + _DELTA + r"\]"
     r"|\[(?P<hmon>[A-Z][a-z]{2})(?P<hday>\d{1,2}) (?P<hhm>\d\d:\d\d(?::\d\d)?)\]"
     r"|\[\s*\+(?P<rel>\d+\.\d+)\]"
+    r"|(?P<delta>\[<\s*-?\d+\.\d+>\])"
+    r"|(?P<diso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d) "
+    # journalctl -o short-unix (`1684567890.123456 host ident[pid]: `) and -o short-full
+    # (`Tue 2023-05-20 10:11:12 UTC host ident[pid]: `; the zone is the host's abbreviation)
+    r"|(?P<unix>\d{9,11}\.\d{1,9}) (?:(?P<uhost>[^\s\[:]+) )?(?P<uproc>[^\s:\[]+)(?:\[\d+\])?:"
+    r"|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<full>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) (?P<fzone>[A-Z]{2,5}|[+-]\d{4}) "
+    r"(?:(?P<fhost>[^\s\[:]+) )?(?P<fproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
     r"(?:(?P<ihost>[^\s\[:]+)\s+)?(?P<iproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<mon>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec))\s+(?P<day>\d{1,2})\s+"
@@ -81,10 +97,13 @@ PREFIX_RE = (
     r"(?:(?P<shost>[^\s\[:]+)\s+)?(?P<sproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<bare>kernel):"
     r")?"
-    r"\s*(?:\[\s*(?P<up>\d+\.\d+)\])?"
+    # `dmesg -r` (`--raw`) and raw kmsg dumps put the printk level (facility*8+level) before the stamp
+    r"\s*(?:(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)" + _DELTA + r"\])?"
     r"\s*(?:\[\s*(?P<caller>[TC]\d+)\])?"
     r"\s*)"
 )
+
+MONOTONIC_RE = r"^([^\s\[:]+) kernel: "
 
 XID_RE = (
     r"NVRM: Xid \((?:PCI:)?(?P<pci>[0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-9a-fA-F])?"
@@ -186,13 +205,31 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     keep = ["hint_host", "hint_file"] if ctx.batched else []
     df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(g.alias("_g")).unnest("_g")
     df = df.with_columns(pl.col("body").str.slice(pl.col("pre").str.len_chars()).alias("msg"))
+    # journalctl -o short-monotonic: the uptime stamp, then `host kernel: ` (only the kernel's records
+    # are read here, so only that identifier is taken: `[ 5.1] usb 1-1: ...` stays a dmesg message);
+    # a second, anchored pass on the message: cheaper than one more optional group in PREFIX_RE
+    df = df.with_columns(
+        pl.when(pl.col("up").is_not_null()).then(pl.col("msg").str.extract(MONOTONIC_RE, 1)).alias("mhost"))
+    df = df.with_columns(
+        pl.when(pl.col("mhost").is_not_null())
+        .then(pl.col("msg").str.slice(pl.col("mhost").str.len_chars() + len(" kernel: ")))
+        .otherwise(pl.col("msg")).alias("msg"),
+        pl.when(pl.col("mhost").is_not_null()).then(pl.lit("kernel")).alias("mproc"))
     tz = ctx.tz
-    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), line_host(ctx))  # content, wrapper, path
-    proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"))
+    host = pl.coalesce(pl.col("ihost"), pl.col("shost"), pl.col("uhost"), pl.col("fhost"), pl.col("mhost"),
+                       line_host(ctx))  # content, wrapper, path
+    proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"), pl.col("uproc"), pl.col("fproc"), pl.col("mproc"))
+    unix_ts = (pl.col("unix").cast(pl.Float64, strict=False) * 1e6).round(0).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
+    full_ts = pl.when(pl.col("fzone").is_in(["UTC", "GMT"])).then(iso(pl.col("full") + "+00:00", tz)) \
+        .when(pl.col("fzone").str.contains(r"^[+-]\d{4}$")).then(iso(pl.col("full") + pl.col("fzone"), tz)) \
+        .otherwise(iso(pl.col("full"), tz))  # another zone name: the host's local time, read in the job's zone
     syslog_raw = pl.concat_str([pl.col("mon"), pl.col("day"), pl.col("hms")], separator=" ")
     ts_exact = pl.coalesce(
         month_day_time(pl.col("cmon"), pl.col("cday"), pl.col("chms"), pl.col("cyear"), tz),  # = ctime(ctime)
         iso(pl.col("iso"), tz),
+        iso(pl.col("diso"), tz),
+        unix_ts.cast(UTC_DT),
+        full_ts,
         month_day_time(pl.col("mon"), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
     )
     hhm = pl.when(pl.col("hhm").str.len_chars() == 5).then(pl.col("hhm") + ":00").otherwise(pl.col("hhm"))
@@ -221,7 +258,8 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("up").is_not_null() | pl.col("rel").is_not_null()).then(pl.lit("relative"))
         .otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.when(pl.col("_ts_exact").is_not_null())
-        .then(pl.coalesce(pl.col("ctime"), pl.col("iso"), syslog_raw))
+        .then(pl.coalesce(pl.col("ctime"), pl.col("iso"), pl.col("diso"), pl.col("unix"),
+                          pl.concat_str([pl.col("full"), pl.col("fzone")], separator=" "), syslog_raw))
         .otherwise(pl.coalesce(
             pl.col("up"), ("+" + pl.col("rel")),
             pl.concat_str([pl.col("hmon") + pl.col("hday"), pl.col("hhm")], separator=" "),
@@ -229,7 +267,8 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         )).alias("ts_raw"),
     )
     stamped = (pl.col("ctime").is_not_null() | pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()
-               | pl.col("up").is_not_null() | pl.col("bare").is_not_null())
+               | pl.col("up").is_not_null() | pl.col("bare").is_not_null() | pl.col("diso").is_not_null()
+               | pl.col("delta").is_not_null())
     journal_kernel = pl.col("proc") == "kernel"
     marker = pl.col("msg").str.contains(r"^-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)")
     df = df.with_columns(
@@ -286,7 +325,9 @@ def sniff(head: str) -> float:
     if not lines:
         return 0.0
     stamp = re.compile(
-        r"^\s*(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}\]"
+        r"^\s*(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?"
+        r"(?:(?:<\d{1,3}>)?\[\s*\d+\.\d+(?: <\s*-?\d+\.\d+>)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}"
+        r"(?: <\s*-?\d+\.\d+>)?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d |\[<\s*-?\d+\.\d+>\]"
         r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
         r'|\{.*"_TRANSPORT"\s*:\s*"kernel")')
     k = sum(1 for ln in lines if stamp.match(ln))
@@ -414,7 +455,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (m.str.contains(r"(?i)cable unplugged"), pl.lit("CABLE_UNPLUGGED")),
         # mlx5 events.c: `Port module event[error]: module N, Cable error, <why>`
         (m.str.contains(r"(?i)cable error|Bad or shorted cable|Port module event\[error\]"), pl.lit("CABLE_ERROR")),
-        (m.str.contains(r"(?i)health compromised|fw_fatal|firmware fatal|fatal error|syndrome"),
+        # mlx5 health.c (poll_health, print_health_info, mlx5_health_try_recover) and fw fatal syndromes
+        (m.str.contains(r"(?i)health compromised|fw_fatal|firmware fatal|fatal error|syndrome|Health issue observed"
+                        r"|handling bad device|health recovery flow aborted"),
          pl.lit("FW_ERROR")),
     ])
     ib_sev = (pl.when(ib_code.is_in(["LINK_UP", "ACTIVE"])).then(pl.lit("info"))
@@ -610,8 +653,10 @@ SPEC = ParserSpec(
     formats=(
         "dmesg (uptime stamps, optional caller id)",
         "dmesg -T",
-        "dmesg -H",
+        "dmesg -H / -e",
+        "dmesg -d (deltas), --time-format iso, -x (facility:level), -r (raw printk level)",
         "journalctl short / short-iso / short-precise",
+        "journalctl short-monotonic / short-unix / short-full",
         "syslog kern.log (wall clock + uptime)",
         "rsyslog RFC3339",
         "journalctl -o json",

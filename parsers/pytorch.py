@@ -184,6 +184,8 @@ COMPANION = (
     r"|Compile with .TORCH_USE_CUDA_DSA|^\s*Last error:\s*$|During handling of the above exception"
     r"|The above exception was the direct cause"
 )
+TERMINATE_TYPE = r"terminate called after throwing an instance of '([^']+)'"
+WATCHDOG_RESTATED = TIMEOUT_MAIN + "|" + HEARTBEAT + r"|watchdog thread terminated with exception"
 EXC_LINE = r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?::.*)?$"
 TB_HEADER = "Traceback (most recent call last):"
 
@@ -426,6 +428,21 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     store = cand.filter((m.str.contains(STORE) | m.str.contains(r"^(?:[\w.]+\.)?\w*Error: Address already in use"))
                         & store_code.is_not_null())
     add(store, "store_error", "error", store_code)
+
+    # --- C++ exceptions that reach std::terminate: libstdc++'s __verbose_terminate_handler prints
+    # `terminate called after throwing an instance of 'T'` and then `  what():  <e.what()>`, the error
+    # itself. PyTorch's own c10:: errors restate what it printed (and this parser read) on their own
+    # lines, and so does the NCCL watchdog of PyTorch < 2.2 (std::runtime_error with the watchdog's
+    # timeout line); the other what() lines (std::runtime_error of a tool, a library's exception class)
+    # become `exception` events, code = T. A what() line that already made an event above (CUDA error,
+    # NCCL error, OOM) is not read twice.
+    seen = pl.concat([p["line_no"] for p in parts]) if parts else pl.Series("line_no", [], dtype=pl.Int64)
+    thrown = cand.with_columns(
+        m.str.extract(TERMINATE_TYPE, 1).shift(1).over("stream").alias("_thrown"),
+    ).filter(m.str.contains(r"^\s*what\(\):") & pl.col("_thrown").is_not_null()
+             & ~pl.col("_thrown").str.starts_with("c10::") & ~m.str.contains(WATCHDOG_RESTATED)
+             & ~pl.col("line_no").is_in(seen.implode()))
+    add(thrown, "exception", "error", pl.col("_thrown"))
 
     claimed.append(cand.filter(m.str.contains(COMPANION) | (m.str.contains(TIMEOUT_MAIN, literal=True) & wrapped)
                                | m.str.contains(SIGNAL_COMPANION) | m.str.contains(OOM_COMPANION))["line_no"])

@@ -54,7 +54,7 @@ def test_every_cuda_error_matches_its_family_only(row):
 
 
 @pytest.mark.parametrize(("code", "category"), [
-    ("802", "nvlink"), ("220", "nvlink"), ("214", "gpu_memory"), ("226", "gpu_memory"), ("35", "nccl_config"),
+    ("802", "nvlink"), ("220", "nvlink"), ("214", "gpu_memory"), ("226", "nvlink"), ("35", "nccl_config"),
     ("34", "nccl_config"), ("100", "nccl_config"), ("46", "nccl_config"), ("803", "gpu_driver_firmware"),
     ("700", "cuda_error"), ("719", "cuda_error"), ("999", "cuda_error"), ("2", "oom"), ("209", "framework_bug"),
     ("500", "framework_bug"), ("1", "cuda_error"),

@@ -57,6 +57,31 @@ CASES = [
         "[   84.300463] NVRM: GPU6 _threadNodeCheckTimeout: _threadNodeCheckTimeout: Timeout was set to: 4000 msecs!\n"
         "[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ****************** GSP Timeout ******************\n")},
      "gpu_driver_firmware", "node-01/dmesg.log", 2, "node-01"),
+    ("nvrm-init-adapter-failed", {"node-11/dmesg.log": dmesg(
+        "NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x26:0x56:1474)",
+        "NVRM: GPU 0000:3b:00.0: rm_init_adapter failed, device minor number 2")},
+     "gpu_driver_firmware", "node-11/dmesg.log", 2, "node-11"),
+    ("nvrm-gpu-not-supported-by-driver", {"node-12/dmesg.log": dmesg(
+        "NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:2330)",
+        "NVRM: installed in this system is not supported by the",
+        "NVRM: NVIDIA 470.239.06 driver release.")},
+     "gpu_driver_firmware", "node-12/dmesg.log", 2, "node-12"),
+    ("raw-kmsg-level-prefix-panic", {"node-13/dmesg.log": (
+        "<6>[    0.000000] Linux version 6.8.0-45-generic (buildd@lcy02) #45-Ubuntu SMP\n"
+        "<0>[2315424.098863] Kernel panic - not syncing: hung_task: blocked tasks\n"
+        "<4>[2315424.099010] CPU: 24 PID: 1364 Comm: khungtaskd Tainted: P           OE     5.15.0-1053-nvidia\n")},
+     "host_hardware", "node-13/dmesg.log", 2, "node-13"),
+    ("dmesg-decode-iso-xid79", {"node-14/dmesg.log": (
+        "kern  :info  : 2026-12-01T09:00:00,000100+00:00 Linux version 6.8.0-45-generic (buildd@lcy02) #45-Ubuntu\n"
+        "kern  :err   : 2026-12-01T09:10:00,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, pid=4242, name=python3, "
+        "GPU has fallen off the bus.\n")},
+     "gpu_lost", "node-14/dmesg.log", 2, "node-14"),
+    ("mlx5-health-compromised", {"node-15/dmesg.log": dmesg(
+        "mlx5_core 0000:5e:00.0: mlx5_cmd_out_err:838:(pid 2131): ACCESS_REG(0x805) op_mod(0x1) failed, status bad "
+        "operation(0x2), syndrome (0x15c356), err(-22)",
+        "mlx5_core 0000:5e:00.0: poll_health:800:(pid 0): device's health compromised - reached miss count",
+        "mlx5_core 0000:5e:00.0: mlx5_health_try_recover:335:(pid 2131): handling bad device here")},
+     "network_fabric", "node-15/dmesg.log", 3, "node-15"),
     ("pcie-uncorrected-completion-timeout", {"node-04/dmesg.log": dmesg(
         "pcieport 0000:00:03.1: AER: Uncorrected (Non-Fatal) error received: 0000:03:00.0",
         "nvidia 0000:03:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, "
@@ -174,10 +199,14 @@ def test_zero_xid_gauge_and_corrected_errors_name_no_root(tmp_path: Path, job_of
             "mce: [Hardware Error]: Machine check events logged",
             "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x12345)",
             "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0",
-            "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)"),
+            "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)",
+            # an mlx5 command failing with a firmware syndrome: printed by healthy adapters too
+            "mlx5_core 0000:5e:00.0: mlx5_cmd_out_err:838:(pid 2131): ACCESS_REG(0x805) op_mod(0x1) failed, status "
+            "bad operation(0x2), syndrome (0x15c356), err(-22)"),
     }
     a = analyze(job_of(files), tmp_path / "out", html=False)
     hits = a.sql("select h.signature, h.role from signature_hits h")
+    assert "kernel-ib-nic-syndrome" in hits["signature"].to_list()
     assert not hits.filter(hits["signature"].str.starts_with("xid-")).height
     assert set(hits["role"].to_list()) == {"context"}
     assert a.report["verdict"]["category"] not in ("host_hardware", "gpu_lost", "gpu_other_hardware")
@@ -193,3 +222,19 @@ def test_cascade_xid_in_the_dcgm_gauge_names_no_root(tmp_path: Path, job_of: Cal
     hits = a.sql("select h.signature, h.role from signature_hits h")
     assert hits.rows() == [("dcgm-xid-cascade", "context")]
     assert a.report["verdict"]["category"] == "unknown"
+
+
+def test_lone_kernel_xid45_is_teardown_and_names_no_category(tmp_path: Path,
+                                                             job_of: Callable[[dict[str, str]], Path]) -> None:
+    """Xid 45 is the driver's preemptive channel cleanup (after an earlier error, or because the process
+    was killed): alone it says the cause is elsewhere, as the DCGM gauge's 45 does; beside its cause
+    (here Xid 79 on the same GPU) it is that cause's cascade."""
+    lone = {"node-23/dmesg.log": dmesg("NVRM: Xid (PCI:0000:3b:00): 45, pid=4242, name=python3, Ch 00000010")}
+    v = analyze(job_of(lone), tmp_path / "lone", html=False).report["verdict"]
+    assert v["category"] == "unknown"
+    assert "Only teardown was seen" in v["summary"]
+    with_cause = {"node-24/dmesg.log": dmesg(
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python3, GPU has fallen off the bus.",
+        "NVRM: Xid (PCI:0000:3b:00): 45, pid=4242, name=python3, Ch 00000010")}
+    v = analyze(job_of(with_cause), tmp_path / "cause", html=False).report["verdict"]
+    assert (v["category"], v["culprit"]["host"]) == ("gpu_lost", "node-24")

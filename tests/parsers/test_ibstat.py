@@ -36,7 +36,8 @@ def test_every_line_is_claimed_or_ignored_once(name: str) -> None:
     claimed, ignored = set(ext.claimed.to_list()), set(ext.ignored.to_list())
     assert not claimed & ignored
     assert claimed | ignored == set(lines["line_no"].to_list())
-    assert claimed == {n for e in ext.events["line_no"].to_list() for n in (e, e + 1)}  # State + Physical state
+    per_event = (0,) if name.startswith("rdma_link") else (0, 1)  # rdma: one line; ibstat: State + Physical state
+    assert claimed == {e + d for e in ext.events["line_no"].to_list() for d in per_event}
 
 
 def test_a_healthy_host_gives_no_event() -> None:
@@ -50,6 +51,16 @@ def test_the_single_port_form_without_indentation() -> None:
         (3, "error", "Disabled", None, "State: Down")]
 
 
+def test_rdma_link_show_ports_not_active_or_not_link_up() -> None:
+    _, ext = _parse("rdma_link_show.txt")
+    assert ext.events.select("line_no", "kind", "host", "severity", "code", "ts_quality").rows() == [
+        (2, "ib_port_state", "node-07", "error", "POLLING", "missing"),
+        (3, "ib_port_state", "node-07", "warning", "LINK_UP", "missing"),
+        (5, "ib_port_state", "node-07", "error", "DISABLED", "missing")]
+    _, old = _parse("rdma_link_show_old.txt")
+    assert old.events.select("line_no", "severity", "code").rows() == [(2, "error", "LINK_ERROR_RECOVER")]
+
+
 def test_sniff() -> None:
     for f in FIX.glob("*.txt"):
         assert ibstat.sniff(f.read_text(encoding="utf-8")) == 0.95, f.name
@@ -57,3 +68,6 @@ def test_sniff() -> None:
     assert ibstat.sniff("[  12.5] mlx5_core 0000:3b:00.0: Port module event: module 0, Cable unplugged\n") == 0.0
     nccl = "node-07:1234:1234 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.7<0>\n"
     assert ibstat.sniff(nccl) == 0.0
+    # `rdma link` lines are the file only when they are most of it
+    rdma = (FIX / "rdma_link_show.txt").read_text(encoding="utf-8")
+    assert ibstat.sniff(rdma.splitlines()[1] + "\n" + nccl * 3) == 0.0

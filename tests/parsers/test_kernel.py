@@ -92,6 +92,72 @@ def test_dmesg_caller_id_prefix() -> None:
     assert ex.ignored.to_list() == [2]
 
 
+def test_dmesg_raw_printk_level_prefix() -> None:
+    # `dmesg -r` (and kmsg dumps) print the printk level before the uptime stamp: `<0>` emerg .. `<7>`
+    # debug, facility*8+level for userspace records (`<14>`); the message after both is read as usual
+    text = ("<0>[2315424.098863] Kernel panic - not syncing: hung_task: blocked tasks\n"
+            "<4>[2315424.099382] Call Trace:\n"
+            "<3>[  155.1] NVRM: Xid (PCI:0000:9b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+            "<14>[  156.2] EDAC MC0: 1 UE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0\n"
+            "<6>not a stamped line\n")
+    ex = run(text, host_hint="node-9")
+    got = [(e["line_no"], e["kind"], e["code"], e["ts_raw"], e["ts_quality"]) for e in ev(ex)]
+    assert got[0] == (1, "kernel_panic", "panic", "2315424.098863", "relative")
+    assert (3, "xid", "79", "155.1", "relative") in got
+    assert [e["line_no"] for e in ev(ex, "mce")] == [4]
+    assert ev(ex, "xid")[0]["pci_bus_id"] == "0000:9b:00"
+    assert 5 not in set(ex.claimed.to_list())
+    check_contract(ex, 5)
+    assert kernel.sniff(text) >= 0.85
+
+
+def test_util_linux_dmesg_decode_iso_and_delta_forms() -> None:
+    # util-linux dmesg print_record: `-x` facility:level first, then the --time-format stamp: iso
+    # (comma before the microseconds, no host or process after it), `-d` deltas inside the brackets,
+    # delta alone (`[<   0.000100>]`, no time); the message after them is read as usual
+    text = ("2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus\n"
+            "syslog:err   : 2025-05-27T04:18:57,000001+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus\n"
+            "kern  :err   : [  155.100000] NVRM: Xid (PCI:0000:04:00): 48, pid=1, name=python, An uncorrectable double bit error\n"
+            "kern  :warn  : [Tue May 27 04:18:56 2025] mce: [Hardware Error]: Machine check events logged\n"
+            "[  157.000000 <    0.800000>] NVRM: Xid (PCI:0000:04:00): 63, pid=1, name=python, Row Remapper\n"
+            "[<    0.000100>] NVRM: Xid (PCI:0000:04:00): 64, pid=1, name=python, Row Remapper failure\n"
+            "[Tue May 27 04:19:56 2025 <   60.000000>] mlx5_core 0000:3b:00.0 mlx5_0: Port: 1 Link DOWN\n")
+    ex = run(text)
+    got = [(e["line_no"], e["kind"], e["code"], e["ts_raw"], e["ts_quality"]) for e in ev(ex)]
+    assert got == [
+        (1, "xid", "79", "2025-05-27T04:18:56,089671+00:00", "exact"),
+        (2, "xid", "79", "2025-05-27T04:18:57,000001+00:00", "exact"),
+        (3, "xid", "48", "155.100000", "relative"),
+        (4, "mce", "LOGGED", "Tue May 27 04:18:56 2025", "exact"),
+        (5, "xid", "63", "157.000000", "relative"),
+        (6, "xid", "64", None, "missing"),
+        (7, "ib_port", "LINK_DOWN", "Tue May 27 04:19:56 2025", "exact"),
+    ]
+    assert ev(ex)[0]["ts"] == datetime(2025, 5, 27, 4, 18, 56, 89671, tzinfo=UTC)
+    check_contract(ex, 7)
+    assert kernel.sniff(text) >= 0.85
+
+
+def test_journalctl_short_monotonic_unix_and_full_forms() -> None:
+    # journalctl -o short-monotonic / short-unix / short-full: the host comes from the line in all three
+    # (it names the culprit); another identifier's record is not a kernel line
+    text = ("[ 1843.308145] gpu-node-1 kernel: NVRM: Xid (PCI:0000:04:00): 79, pid=1, name=python, GPU has fallen off the bus.\n"
+            "1684567890.123456 gpu-node-2 kernel: NVRM: Xid (PCI:0000:04:00): 48, pid=1, name=python, DBE\n"
+            "Tue 2023-05-20 10:11:12 UTC gpu-node-3 kernel: NVRM: Xid (PCI:0000:04:00): 63, pid=1, name=python, Row Remapper\n"
+            "1684567891.000000 gpu-node-2 systemd[1]: Starting nvidia-persistenced.service...\n"
+            "[    6.100000] mlx5_core 0000:3b:00.0 mlx5_0: Port: 1 Link DOWN\n")
+    ex = run(text, ref_year=2023)
+    got = [(e["line_no"], e["code"], e["host"], e["ts"], e["ts_quality"]) for e in ev(ex)]
+    assert got == [
+        (1, "79", "gpu-node-1", None, "relative"),
+        (2, "48", "gpu-node-2", datetime(2023, 5, 20, 7, 31, 30, 123456, tzinfo=UTC), "exact"),
+        (3, "63", "gpu-node-3", datetime(2023, 5, 20, 10, 11, 12, tzinfo=UTC), "exact"),
+        (5, "LINK_DOWN", None, None, "relative"),
+    ]
+    assert 4 not in set(ex.claimed.to_list()) | set(ex.ignored.to_list())
+    check_contract(ex, 5)
+
+
 def test_dmesg_T_human_stamps_in_job_tz() -> None:
     ex = fixture("dmesg_T.log", tz=ZoneInfo("Europe/Berlin"))
     x = ev(ex, "xid")

@@ -390,3 +390,30 @@ def test_megatron_nan_checks_name_rank_node_and_device():
     assert ev(ex, "nan").select("line_no", "host", "rank", "gpu").rows() == [
         (1, "set-zw04-kubernetes-pc133.mt", 3, 3), (2, "gpu-node-017", 12, 4), (3, "ed04b71d5c00", 7, 7),
         (4, None, None, None)]
+
+
+def test_cpp_terminate_what_line_is_the_exception():
+    # libstdc++'s verbose terminate handler: the thrown type, then `what():` with the error itself.
+    # Non-c10 types become exception events (code = the type); c10:: errors restate lines PyTorch
+    # printed on their own, and a what() line already read as a CUDA error is not read twice.
+    ex = run(
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  Error (gpu_burn-drv.cpp:298): system not yet initialized\n"
+        "terminate called after throwing an instance of 'c10::Error'\n"
+        "  what():  CUDA error: unknown error\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: "
+        "NCCL error: unhandled system error\n"
+        "terminate called after throwing an instance of 'std::bad_alloc'\n"
+        "  what():  std::bad_alloc\n"
+        "terminate called without an active exception\n"
+        # PyTorch < 2.2: the watchdog's own timeout line, restated as a std::runtime_error
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, "
+        "Timeout(ms)=1800000) ran for 1800064 milliseconds before timing out.\n")
+    exc = ev(ex, "exception")
+    assert list(zip(exc["line_no"].to_list(), exc["code"].to_list(), strict=True)) == [
+        (2, "std::runtime_error"), (8, "std::bad_alloc")]
+    assert ev(ex, "cuda_error")["line_no"].to_list() == [4]
+    assert ev(ex, "watchdog_timeout").is_empty()
+    assert set(range(1, 12)) <= set(ex.claimed.to_list())

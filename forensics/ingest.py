@@ -12,9 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -316,8 +315,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     return res
 
 
-TABLE_THREADS = 2  # DuckDB's threads and memory for a CSV table read by path (parsers' `read_csv_file`)
-TABLE_MEMORY = "128MB"
+TABLE_BLOCK_BYTES = 16 * 1024 * 1024  # bytes per block of a CSV table read by its parser (`read_csv_chunks`)
 
 
 def _table_layout(sf: SourceFile, chosen: list[ParserInfo], head_text: str, limits: Limits) -> Any:
@@ -329,16 +327,23 @@ def _table_layout(sf: SourceFile, chosen: list[ParserInfo], head_text: str, limi
 
 def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, cfg: JobConfig,
                  res: FileResult) -> FileResult | None:
-    """A CSV table read by its parser straight from the file with DuckDB (bounded memory: nothing
-    of the file is held in Python); None when that fails (the line path reads it then)."""
-    with tempfile.TemporaryDirectory(prefix="forensics-table-") as work:
-        try:
-            ext, n_lines, n_read = p.module.read_csv_file(str(sf.real_path), layout, ctx, work, threads=TABLE_THREADS,
-                                                  memory_limit=TABLE_MEMORY)
-        except Exception as exc:  # noqa: BLE001 - a reader failure: the line path reports what it can
-            res.warnings.append(f"parser {p.name}: the CSV reader failed ({type(exc).__name__}: {exc}); "
-                                "read line by line instead")
-            return None
+    """A CSV table read by its parser from the file's bytes in blocks (bounded memory: one block and
+    what the parser keeps), the digest taken in the same pass; None when that fails (the line
+    path reads it then)."""
+    hasher = hashlib.sha256()
+
+    def blocks() -> Iterator[bytes]:
+        with discovery.safe_open(sf.real_path) as fh:
+            while block := fh.read(TABLE_BLOCK_BYTES):
+                hasher.update(block)
+                yield block
+
+    try:
+        ext, n_lines, n_read = p.module.read_csv_chunks(blocks(), layout, ctx)
+    except Exception as exc:  # noqa: BLE001 - a reader failure: the line path reports what it can
+        res.warnings.append(f"parser {p.name}: the CSV reader failed ({type(exc).__name__}: {exc}); "
+                            "read line by line instead")
+        return None
     res.parser = res.parsers = p.name
     res.lines = n_lines
     res.parsed = n_read
@@ -359,7 +364,7 @@ def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, 
             if "host" in t.columns:
                 t = t.with_columns(pl.col("host").fill_null(pl.lit(host_hint, dtype=pl.Utf8)))
             res.tables[tname] = t
-    res.sha256 = _sha256(sf)
+    res.sha256 = hasher.hexdigest()
     check_unchanged(sf, res)
     for w in sf.warnings:
         res.warnings.append(w)
@@ -388,6 +393,18 @@ def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limi
     except OSError:
         return None
     return _whole_parser(sf, _head_choice(head, cfg, parsers), limits)
+
+
+def _table_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limits: Limits) -> bool:
+    """Whether `parse_one` reads this file as a CSV table by its parser (`_table_layout`)."""
+    if sf.compression is not None or sf.size <= HEAD_BYTES:
+        return False
+    head = _safe_head(sf, limits)
+    text = head.decode("utf-8", errors="replace")
+    if not any(hasattr(p.module, "table_layout") and p.module.table_layout(text, sf.size, limits.chunk_bytes)
+               for p in parsers):  # (no sniffing of the files no table reader would take)
+        return False
+    return _table_layout(sf, _head_choice(head, cfg, parsers), text, limits) is not None
 
 
 def _whole_group(ids: list[int], disc: Discovery, p: ParserInfo, cfg: JobConfig, ref_year: int | None,
@@ -654,8 +671,14 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
                     results[i] = r
                     done += 1
                 if progress and got:
-                    progress(done, len(order))
+                    progress(done, len(disc.files))
 
+    # CSV tables a parser reads in blocks (a DCGM export of millions of samples) start first, in a
+    # thread of their own beside the line logs' pool: polars' reader and the rules release the GIL
+    tables = [i for i in order if _table_route(disc.files[i], cfg, parsers, limits)]
+    side = ThreadPoolExecutor(max_workers=1) if tables else None
+    side_jobs = side.map(work, tables) if side is not None else iter(())
+    order = [i for i in order if i not in set(tables)]
     # plain line logs: many files at a time (forensics/bulk.py); what it leaves goes file by file
     if BULK:
         bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
@@ -691,7 +714,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
                 done += 1
             single.update(again)
         if progress and done:
-            progress(done, len(order))
+            progress(done, len(disc.files))
     else:
         single.update(cands)
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -699,8 +722,15 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             results[i] = r
             done += 1
             if progress:
-                progress(done, len(order))
-    files = [results[i] for i in order]
+                progress(done, len(disc.files))
+    if side is not None:
+        for i, r in side_jobs:
+            results[i] = r
+            done += 1
+            if progress:
+                progress(done, len(disc.files))
+        side.shutdown()
+    files = [results[i] for i in sorted(range(len(disc.files)), key=lambda i: disc.files[i].rel_path)]
     n_err = sum(f.unparsed_error_lines for f in files if f is not None)
     if n_err > MAX_UNPARSED_LISTED:
         warnings.append(f"{n_err} unparsed lines look like errors; report.json lists the first {MAX_UNPARSED_LISTED}, "

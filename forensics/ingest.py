@@ -9,7 +9,6 @@ deterministic.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections import Counter
@@ -36,7 +35,7 @@ from forensics.accounting import (
     stamp_expr,
     wrapper_hosts,
 )
-from forensics.bulk import Item, parse_screened, parse_whole, screen
+from forensics.bulk import Item, digest, digest_algo, new_hasher, parse_screened, parse_whole, screen
 from forensics.config import JobConfig
 from forensics.discovery import (
     HEAD_BYTES,
@@ -191,7 +190,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         return res
     if looks_binary(head):
         res.warnings.append("binary content, not read as a log")
-        res.sha256 = _sha256(sf)
+        res.digest = _file_digest(sf)
         return res
     host_hint = cfg.host_aliases.get(sf.host_hint or "", sf.host_hint)
     ctx = ParseContext(path=sf.rel_path, host_hint=host_hint, rank_hint=sf.rank_hint, ref_year=ref_year,
@@ -200,11 +199,11 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     if _boot_time_file(head, cfg) is not None:
         res.parser = res.parsers = "uptime"
         res.lines = res.parsed = head.count(b"\n") or 1
-        res.sha256 = _sha256(sf)
+        res.digest = _file_digest(sf)
         return res
     error_json = sniff_error_json(head_text)
     chosen = [] if error_json else _choose(head_text, parsers)
-    hasher = hashlib.sha256() if sf.compression is None else None
+    hasher = new_hasher() if sf.compression is None else None
     events, tables, claimed_counts = [], {}, Counter()
     wrapped_hosts: list[pl.DataFrame] = []  # line_no -> the host a line's wrapper names (pdsh, Ray, kubectl)
     invalid_utf8 = False
@@ -279,7 +278,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         rest = lines.filter(~pl.col("line_no").is_in(claimed.implode()) & ~pl.col("line_no").is_in(ignored.implode()))
         res.unparsed += rest.height
         keep_errors(res, rest)
-    res.sha256 = hasher.hexdigest() if hasher is not None else _sha256(sf)
+    res.digest = hasher.hexdigest() if hasher is not None else _file_digest(sf)
     check_unchanged(sf, res)
     if res.unparsed_error_lines > res.unparsed_errors.height:
         res.warnings.append(f"{res.unparsed_error_lines} error-like unparsed lines; the first "
@@ -330,7 +329,7 @@ def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, 
     """A CSV table read by its parser from the file's bytes in blocks (bounded memory: one block and
     what the parser keeps), the digest taken in the same pass; None when that fails (the line
     path reads it then)."""
-    hasher = hashlib.sha256()
+    hasher = new_hasher()
 
     def blocks() -> Iterator[bytes]:
         with discovery.safe_open(sf.real_path) as fh:
@@ -364,7 +363,7 @@ def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, 
             if "host" in t.columns:
                 t = t.with_columns(pl.col("host").fill_null(pl.lit(host_hint, dtype=pl.Utf8)))
             res.tables[tname] = t
-    res.sha256 = hasher.hexdigest()
+    res.digest = hasher.hexdigest()
     check_unchanged(sf, res)
     for w in sf.warnings:
         res.warnings.append(w)
@@ -430,8 +429,9 @@ def _safe_head(sf: SourceFile, limits: Limits) -> bytes:
         return b""
 
 
-def _sha256(sf: SourceFile) -> str | None:
-    h = hashlib.sha256()
+def _file_digest(sf: SourceFile) -> str | None:
+    """The digest of a file read apart (binary and boot-time files, compressed files' stored bytes)."""
+    h = new_hasher()
     try:
         with open(sf.real_path, "rb") as fh:
             for buf in iter(lambda: fh.read(1 << 20), b""):
@@ -513,7 +513,7 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
         if k in touched:
             again.append(i)
             continue
-        res = FileResult(sf.rel_path, sf.size, hashlib.sha256(data).hexdigest(), None, None)
+        res = FileResult(sf.rel_path, sf.size, digest(data), None, None)
         st = stats.get(k, {})
         res.lines = counts[k]
         res.ignored = int(st.get("blank") or 0)
@@ -653,7 +653,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             r.warnings.append(f"could not be read ({type(exc).__name__}: {exc})")
             return i, r
         except Exception as exc:  # noqa: BLE001 - a bug on one hostile file must not take the job down
-            r = FileResult(sf.rel_path, sf.size, _sha256(sf), None, None)
+            r = FileResult(sf.rel_path, sf.size, _file_digest(sf), None, None)
             r.warnings.append(f"internal error while reading this file ({type(exc).__name__}: "
                               f"{str(exc)[:300]}); it was skipped, please report it")
             return i, r
@@ -731,6 +731,10 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
                 progress(done, len(disc.files))
         side.shutdown()
     files = [results[i] for i in sorted(range(len(disc.files)), key=lambda i: disc.files[i].rel_path)]
+    algo = digest_algo()  # every digest above came from `new_hasher`
+    for f in files:
+        if f is not None and f.digest is not None:
+            f.digest_algo = algo
     n_err = sum(f.unparsed_error_lines for f in files if f is not None)
     if n_err > MAX_UNPARSED_LISTED:
         warnings.append(f"{n_err} unparsed lines look like errors; report.json lists the first {MAX_UNPARSED_LISTED}, "

@@ -679,15 +679,35 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     side = ThreadPoolExecutor(max_workers=1) if tables else None
     side_jobs = side.map(work, tables) if side is not None else iter(())
     order = [i for i in order if i not in set(tables)]
+
+    def side_done() -> None:
+        nonlocal side, done
+        if side is None:
+            return
+        for i, r in side_jobs:
+            results[i] = r
+            done += 1
+            if progress:
+                progress(done, len(disc.files))
+        side.shutdown()
+        side = None
+
     # plain line logs: many files at a time (forensics/bulk.py); what it leaves goes file by file
     if BULK:
         bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
         packs = [[(i, disc.files[i]) for i in p]
                  for p in _pack(bulk_ids, lambda i: disc.files[i].size, BULK_BATCH_BYTES)]
+        # a file larger than a batch (a node's whole dmesg) is parsed after the tables: the two
+        # largest frames of the run are never in memory at the same time
+        big = [p for p in packs if side is not None and len(p) == 1 and p[0][1].size > BULK_BATCH_BYTES]
+        packs = [p for p in packs if not any(p is b for b in big)]
         # groups of batches, at least one per worker, at most BULK_GROUP_BATCHES batches each
         n_groups = max(min(workers, len(packs)), -(-len(packs) // BULK_GROUP_BATCHES))
         groups = [packs[g::n_groups] for g in range(n_groups)] if packs else []
         pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits)[0], groups)
+        if big:
+            side_done()
+            pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits)[0], [[b] for b in big])
         order_left = [i for i in order if results[i] is None]
     else:
         order_left = order
@@ -723,13 +743,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             done += 1
             if progress:
                 progress(done, len(disc.files))
-    if side is not None:
-        for i, r in side_jobs:
-            results[i] = r
-            done += 1
-            if progress:
-                progress(done, len(disc.files))
-        side.shutdown()
+    side_done()
     files = [results[i] for i in sorted(range(len(disc.files)), key=lambda i: disc.files[i].rel_path)]
     algo = digest_algo()  # every digest above came from `new_hasher`
     for f in files:

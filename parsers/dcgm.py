@@ -719,6 +719,13 @@ COMBINE_ROWS = 4_000_000  # partial bucket rows kept before they are folded (a b
 _KEYS = ["ts_us", "h", "gpu", "f"]
 
 
+def _own_strings(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with its text columns copied into buffers of their own: a filtered or grouped text
+    column shares the buffers of the block it came from, which would keep every block in memory."""
+    cols = [c for c, t in df.schema.items() if t == pl.Utf8]
+    return df.with_columns([pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c in cols]) if cols else df
+
+
 class _Codes:
     """Strings seen so far, each with a stable small code (its position), for cheap group keys."""
 
@@ -802,7 +809,7 @@ class _ChunkReader:
         is_ev = df.select(col("metric").is_in(EVENT_FIELDS).fill_null(False).alias("e"))["e"]
         if is_ev.any():  # the rows events come from: every column, by the rules of the small-file path
             ev = _csv_samples(df.filter(is_ev), nos.filter(is_ev), self.ctx, spaces=False)
-            self.events.append(ev)
+            self.events.append(_own_strings(ev))
             maybe = ev.filter(pl.col("value").is_null() | (pl.col("value") != 0))["line_no"]  # 0: never an event
             if maybe.len():
                 self._keep_texts(data, maybe.to_numpy() - (first + 2), first + 2)
@@ -827,10 +834,10 @@ class _ChunkReader:
             bm = df.filter(pl.col("f").is_in(bits)).group_by(_KEYS).agg(
                 v.cast(pl.Int64, strict=False).bitwise_or().alias("_or"))
             part = part.join(bm, on=_KEYS, how="left", nulls_equal=True)
-        self.parts.append(part)
+        self.parts.append(_own_strings(part))
         self.part_rows += part.height
         if self.part_rows > COMBINE_ROWS:  # folded when they grow (rows far out of time order)
-            self.parts = [self._combine(self.parts)]
+            self.parts = [self._combine(self.parts).collect()]
             self.part_rows = self.parts[0].height
 
     def _keep_texts(self, data: bytes, rows: np.ndarray, first_line: int) -> None:
@@ -847,13 +854,13 @@ class _ChunkReader:
                                       pl.col("_or").bitwise_or())
 
     @classmethod
-    def _combine(cls, parts: list[pl.DataFrame]) -> pl.DataFrame:
+    def _combine(cls, parts: list[pl.DataFrame]) -> pl.LazyFrame:
         """The partial aggregates as one: only rows whose bucket another part may hold (at or past
         the edges of the other parts' time ranges, or unstamped) are grouped again, so rows in time
         order cost one pass."""
         parts = [p if "_or" in p.columns else p.with_columns(pl.lit(None, dtype=pl.Int64).alias("_or")) for p in parts]
         if len(parts) == 1:
-            return parts[0]
+            return parts[0].lazy()
         lo = [p["ts_us"].min() for p in parts]
         hi = [p["ts_us"].max() for p in parts]
         inner, edge = [], []
@@ -867,17 +874,17 @@ class _ChunkReader:
                 ok &= pl.col("ts_us") < min(after)
             if len(before) < i or len(after) < len(parts) - i - 1:  # a part without stamps: it may hold any
                 ok = pl.lit(False)
-            mask = p.select(ok.alias("m"))["m"]
-            inner.append(p.filter(mask))
-            edge.append(p.filter(~mask))
-        return pl.concat([*inner, cls._fold(pl.concat(edge))], how="diagonal_relaxed")
+            inner.append(p.lazy().filter(ok))
+            edge.append(p.filter(~ok))
+        return pl.concat([*inner, cls._fold(pl.concat(edge)).lazy()], how="diagonal_relaxed")
 
     def finish(self, total: int) -> tuple[Extraction, int, int]:
         if self.parts:
             agg = self._combine(self.parts)
         else:
-            agg = pl.DataFrame(schema={"ts_us": pl.Int64, "h": pl.Int32, "gpu": pl.Int64, "f": pl.Int32,
+            agg = pl.LazyFrame(schema={"ts_us": pl.Int64, "h": pl.Int32, "gpu": pl.Int64, "f": pl.Int32,
                                        "_sum": pl.Float64, "_n": pl.UInt32, "_max": pl.Float64, "_or": pl.Int64})
+        names = agg.collect_schema().names()
         f = pl.col("field")
         value = (pl.when(f.is_in(BITMASK_FIELDS)).then(pl.col("_or").cast(pl.Float64))
                  .when(f.is_in(COUNTER_FIELDS)).then(pl.col("_max"))
@@ -890,9 +897,10 @@ class _ChunkReader:
             pl.when(pl.col("ts_us").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
             .alias("ts_quality"),
             pl.lit(None, dtype=pl.Utf8).alias("ts_raw"), "host", "gpu",
-            pl.col("uuid") if "uuid" in agg.columns else pl.lit(None, dtype=pl.Utf8).alias("uuid"),
-            pl.col("pci_bus_id") if "pci_bus_id" in agg.columns else pl.lit(None, dtype=pl.Utf8).alias("pci_bus_id"),
-            "field", value.cast(pl.Float64).alias("value"), pl.lit(None, dtype=pl.Utf8).alias("message"))
+            pl.col("uuid") if "uuid" in names else pl.lit(None, dtype=pl.Utf8).alias("uuid"),
+            pl.col("pci_bus_id") if "pci_bus_id" in names else pl.lit(None, dtype=pl.Utf8).alias("pci_bus_id"),
+            "field", value.cast(pl.Float64).alias("value"), pl.lit(None, dtype=pl.Utf8).alias("message")).collect()
+        self.parts = []
         ev = pl.concat(self.events) if self.events else None
         events = _events(ev.drop(_EXTRA_COLS), ev.select(_EXTRA_COLS)) if ev is not None else empty_events()
         if not events.is_empty():

@@ -117,7 +117,7 @@ class Screened:
     n: np.ndarray  # lines per file
     chat: np.ndarray  # chatter lines per file (ignored, never parsed)
     sha: list[str]  # each file's digest (`digest`)
-    lo_hi: dict[int, tuple]  # file -> first / last stamp among its first and last SPAN_LINES lines
+    span: pl.DataFrame  # hint_file, line_no, text: each file's first and last SPAN_LINES lines (stamped ones)
     rest: pl.DataFrame  # line_no (batch numbering), text, hint_file, _local, _sep: all but chatter
     bases: np.ndarray  # line_no = base + local line number
 
@@ -157,11 +157,12 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     chat_n = np.bincount(k[chat], minlength=len(ok)).astype(np.int64)
     # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
     span = ~df["_sep"].to_numpy() & ((local <= SPAN_LINES) | (local > (n - SPAN_LINES)[k]))
-    lo_hi = _spans(df.filter(pl.Series(span)), cfg, ref_year)
+    spans = df.filter(pl.Series(span)).select("hint_file", "line_no", "text").filter(
+        pl.col("text").str.contains(_STAMP_HINT))  # their stamps are read per group (`parse_screened`)
     rest = df.filter(pl.Series(~chat))  # blank lines stay: a block may hold them
     sha = [digest(it.data) for it in ok]
     kept = [Item(it.index, it.sf, b"") for it in ok]
-    return Screened(kept, n, chat_n, sha, lo_hi, rest, bases), again
+    return Screened(kept, n, chat_n, sha, spans, rest, bases), again
 
 
 def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None) -> np.ndarray:
@@ -229,15 +230,15 @@ def _combine(screens: list[Screened]) -> Screened:
     """Several screened batches as one: file indices and line numbers shifted past the previous."""
     if len(screens) == 1:
         return screens[0]
-    parts, bases, lo_hi, f_off, l_off = [], [], {}, 0, 0
+    parts, bases, spans, f_off, l_off = [], [], [], 0, 0
     for sc in screens:
         parts.append(sc.rest.with_columns(pl.col("line_no") + l_off, pl.col("hint_file") + f_off))
         bases.append(sc.bases + l_off)
-        lo_hi.update({f + f_off: v for f, v in sc.lo_hi.items()})
+        spans.append(sc.span.with_columns(pl.col("line_no") + l_off, pl.col("hint_file") + f_off))
         f_off += len(sc.items)
         l_off += int(sc.bases[-1] + sc.n[-1] + GAP)
     return Screened([it for sc in screens for it in sc.items], np.concatenate([sc.n for sc in screens]),
-                    np.concatenate([sc.chat for sc in screens]), [h for sc in screens for h in sc.sha], lo_hi,
+                    np.concatenate([sc.chat for sc in screens]), [h for sc in screens for h in sc.sha], pl.concat(spans),
                     pl.concat(parts), np.concatenate(bases))
 
 
@@ -248,6 +249,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
 
     sc = _combine(screens)
     ok, n, bases = sc.items, sc.n, sc.bases
+    lo_hi = _spans(sc.span, cfg, ref_year)
     hosts, ranks = _hints(ok, cfg)
     rest = with_body(sc.rest.select("line_no", "text", "hint_file")).with_columns(
         _per_file(hosts, pl.Utf8).alias("hint_host"), _per_file(ranks, pl.Int64).alias("hint_rank"),
@@ -325,7 +327,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
         res.parsed = int(s.get("parsed") or 0)
         res.ignored = int(s.get("ignored") or 0) + int(sc.chat[f])
         res.unparsed = res.lines - res.parsed - res.ignored
-        res.first_ts, res.last_ts = sc.lo_hi.get(f, (None, None))
+        res.first_ts, res.last_ts = lo_hi.get(f, (None, None))
         e = err_by.get((f,))
         if e is not None:
             keep_errors(res, e.select("line_no", "text"))

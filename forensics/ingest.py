@@ -334,6 +334,7 @@ def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, 
     def blocks() -> Iterator[bytes]:
         with discovery.safe_open(sf.real_path) as fh:
             while block := fh.read(TABLE_BLOCK_BYTES):
+                block += fh.readline(TABLE_BLOCK_BYTES)  # to a line's end: the reader copies nothing
                 hasher.update(block)
                 yield block
 

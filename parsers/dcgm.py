@@ -734,6 +734,11 @@ class _Codes:
         self.pos: dict[str, int] = {}
 
     def codes(self, s: pl.Series) -> pl.Series:
+        if self.names:
+            try:  # the strings are known already (the usual case after the first block)
+                return s.cast(pl.Enum(self.names)).to_physical().cast(pl.Int32)
+            except pl.exceptions.PolarsError:
+                pass
         new = [v for v in s.unique().to_list() if v is not None and v not in self.pos]
         for v in new:
             self.pos[v] = len(self.names)
@@ -770,9 +775,8 @@ class _ChunkReader:
         self.samples = 0
         self.mismatch = False
 
-    def block(self, data: bytes) -> None:
-        """Complete data lines (each ending in a newline)."""
-        n_lines = data.count(b"\n")
+    def block(self, data: bytes, n_lines: int) -> None:
+        """Complete data lines (each ending in a newline), `n_lines` of them."""
         lay = self.layout
         try:
             df = pl.read_csv(data, has_header=False, columns=self.idx, infer_schema=False,
@@ -941,15 +945,16 @@ def read_csv_chunks(blocks: Iterable[bytes], layout: CsvLayout, ctx: ParseContex
         if header:  # line 1: the header
             nl = data.index(b"\n") + 1
             data, header, total = data[nl:], False, 1
-        total += data.count(b"\n")
+        n = data.count(b"\n")
+        total += n
         if data:
-            rd.block(data)
+            rd.block(data, n)
     if carry:  # a last line without a newline
         if header:
             total, carry = 1, b""
         else:
             total += 1
-            rd.block(carry + b"\n")
+            rd.block(carry + b"\n", 1)
     return rd.finish(total)
 
 

@@ -395,18 +395,6 @@ def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limi
     return _whole_parser(sf, _head_choice(head, cfg, parsers), limits)
 
 
-def _table_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limits: Limits) -> bool:
-    """Whether `parse_one` reads this file as a CSV table by its parser (`_table_layout`)."""
-    if sf.compression is not None or sf.size <= HEAD_BYTES:
-        return False
-    head = _safe_head(sf, limits)
-    text = head.decode("utf-8", errors="replace")
-    if not any(hasattr(p.module, "table_layout") and p.module.table_layout(text, sf.size, limits.chunk_bytes)
-               for p in parsers):  # (no sniffing of the files no table reader would take)
-        return False
-    return _table_layout(sf, _head_choice(head, cfg, parsers), text, limits) is not None
-
-
 def _whole_group(ids: list[int], disc: Discovery, p: ParserInfo, cfg: JobConfig, ref_year: int | None,
                  limits: Limits) -> dict[int, FileResult]:
 
@@ -672,43 +660,20 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
                     results[i] = r
                     done += 1
                 if progress and got:
-                    progress(done, len(disc.files))
-
-    # CSV tables a parser reads in blocks (a DCGM export of millions of samples) start first, in a
-    # thread of their own beside the line logs' pool: polars' reader and the rules release the GIL
-    tables = [i for i in order if _table_route(disc.files[i], cfg, parsers, limits)]
-    side = ThreadPoolExecutor(max_workers=1) if tables else None
-    side_jobs = side.map(work, tables) if side is not None else iter(())
-    order = [i for i in order if i not in set(tables)]
-
-    def side_done() -> None:
-        nonlocal side, done
-        if side is None:
-            return
-        for i, r in side_jobs:
-            results[i] = r
-            done += 1
-            if progress:
-                progress(done, len(disc.files))
-        side.shutdown()
-        side = None
+                    progress(done, len(order))
 
     # plain line logs: many files at a time (forensics/bulk.py); what it leaves goes file by file
     if BULK:
         bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
         packs = [[(i, disc.files[i]) for i in p]
                  for p in _pack(bulk_ids, lambda i: disc.files[i].size, BULK_BATCH_BYTES)]
-        # a file larger than a batch (a node's whole dmesg) is parsed after the tables: the two
-        # largest frames of the run are never in memory at the same time
-        big = [p for p in packs if side is not None and len(p) == 1 and p[0][1].size > BULK_BATCH_BYTES]
-        packs = [p for p in packs if not any(p is b for b in big)]
+        # (the CSV tables, `_parse_table`, go file by file below, after these: a DCGM export read
+        # beside the line logs made the two largest frames of a run overlap, 1.2 GB on the 1.4 GB
+        # job of bench/README.md, and with the large files put after it, the wall time was longer)
         # groups of batches, at least one per worker, at most BULK_GROUP_BATCHES batches each
         n_groups = max(min(workers, len(packs)), -(-len(packs) // BULK_GROUP_BATCHES))
         groups = [packs[g::n_groups] for g in range(n_groups)] if packs else []
         pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits)[0], groups)
-        if big:
-            side_done()
-            pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits)[0], [[b] for b in big])
         order_left = [i for i in order if results[i] is None]
     else:
         order_left = order
@@ -735,7 +700,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
                 done += 1
             single.update(again)
         if progress and done:
-            progress(done, len(disc.files))
+            progress(done, len(order))
     else:
         single.update(cands)
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -743,9 +708,8 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             results[i] = r
             done += 1
             if progress:
-                progress(done, len(disc.files))
-    side_done()
-    files = [results[i] for i in sorted(range(len(disc.files)), key=lambda i: disc.files[i].rel_path)]
+                progress(done, len(order))
+    files = [results[i] for i in order]
     algo = digest_algo()  # every digest above came from `new_hasher`
     for f in files:
         if f is not None and f.digest is not None:

@@ -29,7 +29,7 @@ ERRORISH = r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|kil
 class FileResult:
     rel_path: str
     size: int
-    sha256: str | None
+    digest: str | None  # of the file's bytes as stored (compressed files: of the compressed bytes)
     parser: str | None
     parsers: str | None
     lines: int = 0
@@ -45,6 +45,7 @@ class FileResult:
     spilled: dict[str, str] = field(default_factory=dict)  # table -> Parquet file holding it (see SPILL_ROWS)
     first_ts: datetime | None = None  # earliest / latest stamped line among the file's first and
     last_ts: datetime | None = None  # last SPAN_LINES lines (any stamp shape a process log prints)
+    digest_algo: str | None = None  # 'blake3', or 'blake2b-256' where the blake3 package is missing
 
 
 def line_span(lines: pl.DataFrame, ctx: ParseContext) -> tuple[datetime | None, datetime | None]:
@@ -98,7 +99,7 @@ def keep_errors(res: FileResult, rest: pl.DataFrame) -> None:
 
 def check_unchanged(sf: SourceFile, res: FileResult) -> None:
     """A file that grew, shrank, was rewritten or vanished while it was read is analyzed as read,
-    with a warning (its sha256 is of the bytes read, for uncompressed files)."""
+    with a warning (its digest is of the bytes read, for uncompressed files)."""
     if sf.mtime_ns is None:
         return
     try:

@@ -230,7 +230,7 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
     file_rows, ev_parts, unparsed_parts = [], [], []
     tparts: dict[str, list[tuple[int, pl.DataFrame | pl.LazyFrame]]] = {}
     for fid, f in enumerate(ing.files):
-        file_rows.append({"file_id": fid, "path": f.rel_path, "size": f.size, "sha256": f.sha256,
+        file_rows.append({"file_id": fid, "path": f.rel_path, "size": f.size, "digest": f.digest, "digest_algo": f.digest_algo,
                           "parser": f.parser, "parsers": f.parsers, "lines": f.lines, "parsed": f.parsed,
                           "ignored": f.ignored, "unparsed": f.unparsed, "events": f.events.height,
                           "warnings": f.warnings, "first_ts": f.first_ts, "last_ts": f.last_ts})
@@ -243,7 +243,7 @@ def _frames(ing: Ingested) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, pl.Dat
         if not f.unparsed_errors.is_empty():
             unparsed_parts.append((fid, f.unparsed_errors))
     files = pl.DataFrame(file_rows, schema={
-        "file_id": pl.Int32, "path": pl.Utf8, "size": pl.Int64, "sha256": pl.Utf8, "parser": pl.Utf8,
+        "file_id": pl.Int32, "path": pl.Utf8, "size": pl.Int64, "digest": pl.Utf8, "digest_algo": pl.Utf8, "parser": pl.Utf8,
         "parsers": pl.Utf8, "lines": pl.Int64, "parsed": pl.Int64, "ignored": pl.Int64, "unparsed": pl.Int64,
         "events": pl.Int64, "warnings": pl.List(pl.Utf8), "first_ts": UTC_DT, "last_ts": UTC_DT})
     ev_schema = {**EVENT_SCHEMA, "file_id": pl.Int32, "path": pl.Utf8}

@@ -4,8 +4,8 @@
 regex over every line. Here many files are handled at once:
 
 1. their bytes are joined and read into one frame, a line per row (one `pl.read_csv` call);
-2. NCCL INFO/TRACE/CALL chatter (`parsers.nccl.chatter`, literal checks and one prefix regex)
-   is counted as ignored and dropped before any parser runs: in an INFO-level log that is
+2. NCCL INFO/TRACE/CALL chatter (`parsers.nccl.chatter`, computed as `chatter_mask`: literal prefix
+   checks, the prefix regex on the few other lines) is counted as ignored and dropped before any parser runs: in an INFO-level log that is
    nearly every line;
 3. every BATCH parser runs once over the remaining lines of all files. Per-file hints are the
    columns `hint_host`, `hint_rank`, `hint_file`; the line numbers of different files lie GAP
@@ -23,7 +23,6 @@ about, and batches that fail are left to `parse_one`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,7 +45,7 @@ from forensics.config import JobConfig
 from forensics.discovery import SourceFile
 from parsers import ParserInfo
 from parsers.lines import MAX_LINE_CHARS, is_plain, plain_lines, with_body
-from parsers.nccl import INFO_INTERESTING, chatter
+from parsers.nccl import INFO_INTERESTING, PREFIX_CHECK
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext, conform
 from parsers.timestamps import derive_missing
 
@@ -55,6 +54,8 @@ SEP = "\x1e"  # text of the separator lines between files
 _SEP_BLOCK = (SEP + "\n") * 2
 # every stamp shape `accounting.stamp_expr` reads has one (a web-UI export's epoch ms: the second)
 _STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
+PREFIX_SAMPLE = 4096  # lines sampled for the common NCCL prefixes of a batch
+PREFIX_KINDS = 8  # of which this many are checked as literals
 _NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
 
 
@@ -63,6 +64,21 @@ class Item:
     index: int  # position in the discovery's file list
     sf: SourceFile
     data: bytes
+
+
+def digest_algo() -> str:
+    """The file digest of this run: BLAKE3 when the `blake3` package imports, else BLAKE2b-256."""
+    return triage.digest_algo()
+
+
+def new_hasher():  # noqa: ANN201 - a hashlib-like object
+    return triage.new_hasher(digest_algo())
+
+
+def digest(data: bytes) -> str:
+    h = new_hasher()
+    h.update(data)
+    return h.hexdigest()
 
 
 def clean(data: bytes) -> bool:
@@ -100,8 +116,8 @@ class Screened:
     items: list[Item]  # data dropped (b"")
     n: np.ndarray  # lines per file
     chat: np.ndarray  # chatter lines per file (ignored, never parsed)
-    sha: list[str]
-    lo_hi: dict[int, tuple]  # file -> first / last stamp among its first and last SPAN_LINES lines
+    sha: list[str]  # each file's digest (`digest`)
+    span: pl.DataFrame  # hint_file, line_no, text: each file's first and last SPAN_LINES lines (stamped ones)
     rest: pl.DataFrame  # line_no (batch numbering), text, hint_file, _local, _sep: all but chatter
     bases: np.ndarray  # line_no = base + local line number
 
@@ -126,30 +142,64 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     if text is None or text.str.len_bytes().max() > min(max_line, MAX_LINE_CHARS):
         return None, again + [it.index for it in ok]
     # the regexes run on the text as read, in the pieces polars' reader made (one per thread)
-    t = pl.col("text")
-    frame = pl.DataFrame({"text": text})
     interesting = None
     m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING,))
     if m.engine == "hyperscan" and blob.isascii():  # one pass over the bytes finds the few lines it matches
         starts = np.concatenate([[0], np.cumsum(text.str.len_bytes().to_numpy().astype(np.int64) + 1)[:-1]])
-        mark = np.zeros(text.len(), dtype=bool)
-        mark[m.rows(blob, starts=starts)] = True
-        frame = frame.with_columns(pl.Series("_int", mark))
-        interesting = pl.col("_int")
-    masks = frame.select(chatter(t, interesting).alias("_chat"), t.str.contains(_STAMP_HINT).alias("_st"))
+        interesting = np.zeros(text.len(), dtype=bool)
+        interesting[m.rows(blob, starts=starts)] = True
+    del blob
+    chat = chatter_mask(text, interesting)
     k = np.repeat(np.arange(len(ok), dtype=np.int64), rows)
     local = np.arange(text.len(), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(rows)[:-1]]), rows) + 1
     df = pl.DataFrame({"line_no": bases[k] + local, "text": text, "hint_file": k, "_local": local,
-                       "_sep": local > n[k], "_chat": masks["_chat"]})
-    del blob
-    chat_n = np.bincount(k, weights=masks["_chat"].to_numpy(), minlength=len(ok)).astype(np.int64)
+                       "_sep": local > n[k]})
+    chat_n = np.bincount(k[chat], minlength=len(ok)).astype(np.int64)
     # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
-    lo_hi = _spans(df.filter(~pl.col("_sep") & ((pl.col("_local") <= SPAN_LINES) | (pl.col("_local") > pl.Series(
-        (n - SPAN_LINES)[k], dtype=pl.Int64))) & masks["_st"]), cfg, ref_year)
-    rest = df.filter(~pl.col("_chat")).drop("_chat")  # blank lines stay: a block may hold them
-    sha = [hashlib.sha256(it.data).hexdigest() for it in ok]
+    span = ~df["_sep"].to_numpy() & ((local <= SPAN_LINES) | (local > (n - SPAN_LINES)[k]))
+    spans = df.filter(pl.Series(span)).select("hint_file", "line_no", "text").filter(
+        pl.col("text").str.contains(_STAMP_HINT))  # their stamps are read per group (`parse_screened`)
+    rest = df.filter(pl.Series(~chat))  # blank lines stay: a block may hold them
+    sha = [digest(it.data) for it in ok]
     kept = [Item(it.index, it.sf, b"") for it in ok]
-    return Screened(kept, n, chat_n, sha, lo_hi, rest, bases), again
+    return Screened(kept, n, chat_n, sha, spans, rest, bases), again
+
+
+def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None) -> np.ndarray:
+    """`parsers.nccl.chatter` of each line, computed with the prefix regex on few lines: a line that
+    starts with a string the regex matches whole contains a match, so the lines starting with one of
+    the batch's most common such prefixes (`host:pid:tid [dev] NCCL INFO `, found on a sample of
+    the lines) need only a literal check; the regex runs on the others. Since every match of
+    PREFIX_CHECK holds " NCCL INFO ", " NCCL TRACE " or " NCCL CALL ", a line it matches is chatter
+    unless it is interesting (INFO_INTERESTING) and neither TRACE nor CALL, so those literals are
+    checked on the interesting lines only. `interesting`: the INFO_INTERESTING mask when known
+    (bulk's triage engine). Equal to `chatter` on every line (tests/test_bulk.py)."""
+    n = text.len()
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    frame = pl.DataFrame({"t": text})
+    t = pl.col("t")
+    sample = frame.gather_every(max(1, n // PREFIX_SAMPLE))
+    found = sample.select(t.str.extract(f"^({PREFIX_CHECK})", 1).alias("p")).drop_nulls()["p"]
+    common = found.value_counts(sort=True).head(PREFIX_KINDS)["p"].to_list() if found.len() else []
+    if common:
+        known = frame.select(pl.any_horizontal([t.str.starts_with(p) for p in common]).alias("k"))["k"].to_numpy()
+    else:
+        known = np.zeros(n, dtype=bool)
+    pc = known.copy()
+    other = np.flatnonzero(~known)
+    if other.size:
+        pc[other] = text.gather(other).str.contains(PREFIX_CHECK).fill_null(False).to_numpy()
+    if interesting is None:
+        interesting = frame.select(t.str.contains(INFO_INTERESTING).fill_null(False).alias("i"))["i"].to_numpy()
+    chat = pc.copy()
+    hot = np.flatnonzero(pc & interesting)
+    if hot.size:
+        sub = pl.DataFrame({"t": text.gather(hot)}).select(
+            (t.str.contains(" NCCL TRACE ", literal=True) | t.str.contains(" NCCL CALL ", literal=True))
+            .fill_null(False).alias("c"))["c"].to_numpy()
+        chat[hot] = sub
+    return chat
 
 
 def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[int, tuple]:
@@ -180,15 +230,15 @@ def _combine(screens: list[Screened]) -> Screened:
     """Several screened batches as one: file indices and line numbers shifted past the previous."""
     if len(screens) == 1:
         return screens[0]
-    parts, bases, lo_hi, f_off, l_off = [], [], {}, 0, 0
+    parts, bases, spans, f_off, l_off = [], [], [], 0, 0
     for sc in screens:
         parts.append(sc.rest.with_columns(pl.col("line_no") + l_off, pl.col("hint_file") + f_off))
         bases.append(sc.bases + l_off)
-        lo_hi.update({f + f_off: v for f, v in sc.lo_hi.items()})
+        spans.append(sc.span.with_columns(pl.col("line_no") + l_off, pl.col("hint_file") + f_off))
         f_off += len(sc.items)
         l_off += int(sc.bases[-1] + sc.n[-1] + GAP)
     return Screened([it for sc in screens for it in sc.items], np.concatenate([sc.n for sc in screens]),
-                    np.concatenate([sc.chat for sc in screens]), [h for sc in screens for h in sc.sha], lo_hi,
+                    np.concatenate([sc.chat for sc in screens]), [h for sc in screens for h in sc.sha], pl.concat(spans),
                     pl.concat(parts), np.concatenate(bases))
 
 
@@ -199,6 +249,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
 
     sc = _combine(screens)
     ok, n, bases = sc.items, sc.n, sc.bases
+    lo_hi = _spans(sc.span, cfg, ref_year)
     hosts, ranks = _hints(ok, cfg)
     rest = with_body(sc.rest.select("line_no", "text", "hint_file")).with_columns(
         _per_file(hosts, pl.Utf8).alias("hint_host"), _per_file(ranks, pl.Int64).alias("hint_rank"),
@@ -276,7 +327,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
         res.parsed = int(s.get("parsed") or 0)
         res.ignored = int(s.get("ignored") or 0) + int(sc.chat[f])
         res.unparsed = res.lines - res.parsed - res.ignored
-        res.first_ts, res.last_ts = sc.lo_hi.get(f, (None, None))
+        res.first_ts, res.last_ts = lo_hi.get(f, (None, None))
         e = err_by.get((f,))
         if e is not None:
             keep_errors(res, e.select("line_no", "text"))
@@ -433,7 +484,7 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
         if not taken[k]:
             again.append(it.index)
             continue
-        res = FileResult(it.sf.rel_path, it.sf.size, hashlib.sha256(it.data).hexdigest(), p.name, p.name,
+        res = FileResult(it.sf.rel_path, it.sf.size, digest(it.data), p.name, p.name,
                          events=no_events)
         res.lines, res.parsed, res.ignored = int(n[k]), int(n_claimed[k]), int(n_ignored[k])
         res.first_ts, res.last_ts = lo_hi.get(k, (None, None))

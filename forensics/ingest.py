@@ -9,12 +9,10 @@ deterministic.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,7 +35,7 @@ from forensics.accounting import (
     stamp_expr,
     wrapper_hosts,
 )
-from forensics.bulk import Item, parse_screened, parse_whole, screen
+from forensics.bulk import Item, digest, digest_algo, new_hasher, parse_screened, parse_whole, screen
 from forensics.config import JobConfig
 from forensics.discovery import (
     HEAD_BYTES,
@@ -192,7 +190,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         return res
     if looks_binary(head):
         res.warnings.append("binary content, not read as a log")
-        res.sha256 = _sha256(sf)
+        res.digest = _file_digest(sf)
         return res
     host_hint = cfg.host_aliases.get(sf.host_hint or "", sf.host_hint)
     ctx = ParseContext(path=sf.rel_path, host_hint=host_hint, rank_hint=sf.rank_hint, ref_year=ref_year,
@@ -201,11 +199,11 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     if _boot_time_file(head, cfg) is not None:
         res.parser = res.parsers = "uptime"
         res.lines = res.parsed = head.count(b"\n") or 1
-        res.sha256 = _sha256(sf)
+        res.digest = _file_digest(sf)
         return res
     error_json = sniff_error_json(head_text)
     chosen = [] if error_json else _choose(head_text, parsers)
-    hasher = hashlib.sha256() if sf.compression is None else None
+    hasher = new_hasher() if sf.compression is None else None
     events, tables, claimed_counts = [], {}, Counter()
     wrapped_hosts: list[pl.DataFrame] = []  # line_no -> the host a line's wrapper names (pdsh, Ray, kubectl)
     invalid_utf8 = False
@@ -280,7 +278,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         rest = lines.filter(~pl.col("line_no").is_in(claimed.implode()) & ~pl.col("line_no").is_in(ignored.implode()))
         res.unparsed += rest.height
         keep_errors(res, rest)
-    res.sha256 = hasher.hexdigest() if hasher is not None else _sha256(sf)
+    res.digest = hasher.hexdigest() if hasher is not None else _file_digest(sf)
     check_unchanged(sf, res)
     if res.unparsed_error_lines > res.unparsed_errors.height:
         res.warnings.append(f"{res.unparsed_error_lines} error-like unparsed lines; the first "
@@ -316,8 +314,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     return res
 
 
-TABLE_THREADS = 2  # DuckDB's threads and memory for a CSV table read by path (parsers' `read_csv_file`)
-TABLE_MEMORY = "128MB"
+TABLE_BLOCK_BYTES = 16 * 1024 * 1024  # bytes per block of a CSV table read by its parser (`read_csv_chunks`)
 
 
 def _table_layout(sf: SourceFile, chosen: list[ParserInfo], head_text: str, limits: Limits) -> Any:
@@ -329,16 +326,24 @@ def _table_layout(sf: SourceFile, chosen: list[ParserInfo], head_text: str, limi
 
 def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, cfg: JobConfig,
                  res: FileResult) -> FileResult | None:
-    """A CSV table read by its parser straight from the file with DuckDB (bounded memory: nothing
-    of the file is held in Python); None when that fails (the line path reads it then)."""
-    with tempfile.TemporaryDirectory(prefix="forensics-table-") as work:
-        try:
-            ext, n_lines, n_read = p.module.read_csv_file(str(sf.real_path), layout, ctx, work, threads=TABLE_THREADS,
-                                                  memory_limit=TABLE_MEMORY)
-        except Exception as exc:  # noqa: BLE001 - a reader failure: the line path reports what it can
-            res.warnings.append(f"parser {p.name}: the CSV reader failed ({type(exc).__name__}: {exc}); "
-                                "read line by line instead")
-            return None
+    """A CSV table read by its parser from the file's bytes in blocks (bounded memory: one block and
+    what the parser keeps), the digest taken in the same pass; None when that fails (the line
+    path reads it then)."""
+    hasher = new_hasher()
+
+    def blocks() -> Iterator[bytes]:
+        with discovery.safe_open(sf.real_path) as fh:
+            while block := fh.read(TABLE_BLOCK_BYTES):
+                block += fh.readline(TABLE_BLOCK_BYTES)  # to a line's end: the reader copies nothing
+                hasher.update(block)
+                yield block
+
+    try:
+        ext, n_lines, n_read = p.module.read_csv_chunks(blocks(), layout, ctx)
+    except Exception as exc:  # noqa: BLE001 - a reader failure: the line path reports what it can
+        res.warnings.append(f"parser {p.name}: the CSV reader failed ({type(exc).__name__}: {exc}); "
+                            "read line by line instead")
+        return None
     res.parser = res.parsers = p.name
     res.lines = n_lines
     res.parsed = n_read
@@ -359,7 +364,7 @@ def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, 
             if "host" in t.columns:
                 t = t.with_columns(pl.col("host").fill_null(pl.lit(host_hint, dtype=pl.Utf8)))
             res.tables[tname] = t
-    res.sha256 = _sha256(sf)
+    res.digest = hasher.hexdigest()
     check_unchanged(sf, res)
     for w in sf.warnings:
         res.warnings.append(w)
@@ -413,8 +418,9 @@ def _safe_head(sf: SourceFile, limits: Limits) -> bytes:
         return b""
 
 
-def _sha256(sf: SourceFile) -> str | None:
-    h = hashlib.sha256()
+def _file_digest(sf: SourceFile) -> str | None:
+    """The digest of a file read apart (binary and boot-time files, compressed files' stored bytes)."""
+    h = new_hasher()
     try:
         with open(sf.real_path, "rb") as fh:
             for buf in iter(lambda: fh.read(1 << 20), b""):
@@ -496,7 +502,7 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
         if k in touched:
             again.append(i)
             continue
-        res = FileResult(sf.rel_path, sf.size, hashlib.sha256(data).hexdigest(), None, None)
+        res = FileResult(sf.rel_path, sf.size, digest(data), None, None)
         st = stats.get(k, {})
         res.lines = counts[k]
         res.ignored = int(st.get("blank") or 0)
@@ -636,7 +642,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             r.warnings.append(f"could not be read ({type(exc).__name__}: {exc})")
             return i, r
         except Exception as exc:  # noqa: BLE001 - a bug on one hostile file must not take the job down
-            r = FileResult(sf.rel_path, sf.size, _sha256(sf), None, None)
+            r = FileResult(sf.rel_path, sf.size, _file_digest(sf), None, None)
             r.warnings.append(f"internal error while reading this file ({type(exc).__name__}: "
                               f"{str(exc)[:300]}); it was skipped, please report it")
             return i, r
@@ -661,6 +667,9 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
         packs = [[(i, disc.files[i]) for i in p]
                  for p in _pack(bulk_ids, lambda i: disc.files[i].size, BULK_BATCH_BYTES)]
+        # (the CSV tables, `_parse_table`, go file by file below, after these: a DCGM export read
+        # beside the line logs made the two largest frames of a run overlap, 1.2 GB on the 1.4 GB
+        # job of bench/README.md, and with the large files put after it, the wall time was longer)
         # groups of batches, at least one per worker, at most BULK_GROUP_BATCHES batches each
         n_groups = max(min(workers, len(packs)), -(-len(packs) // BULK_GROUP_BATCHES))
         groups = [packs[g::n_groups] for g in range(n_groups)] if packs else []
@@ -701,6 +710,10 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
             if progress:
                 progress(done, len(order))
     files = [results[i] for i in order]
+    algo = digest_algo()  # every digest above came from `new_hasher`
+    for f in files:
+        if f is not None and f.digest is not None:
+            f.digest_algo = algo
     n_err = sum(f.unparsed_error_lines for f in files if f is not None)
     if n_err > MAX_UNPARSED_LISTED:
         warnings.append(f"{n_err} unparsed lines look like errors; report.json lists the first {MAX_UNPARSED_LISTED}, "

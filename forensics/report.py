@@ -154,7 +154,9 @@ def build_report(name: str, root: Path, files: pl.DataFrame, events: pl.DataFram
     }
     sources = [{"path": f["path"], "parser": f["parser"], "lines": f["lines"], "parsed": f["parsed"],
                 "ignored": f["ignored"], "events": f["events"], "unparsed": f["unparsed"],
-                "warnings": f["warnings"] or [], "sha256": f["sha256"], "size": f["size"]}
+                "warnings": f["warnings"] or [], "size": f["size"], "digest": f["digest"],
+                "digest_algo": f["digest_algo"],
+                "sha256": None}  # schema v1 keeps the key; one digest per file now (digest_algo names it)
                for f in files.iter_rows(named=True)]
     unparsed_list = []
     if not unparsed.is_empty():

@@ -5,7 +5,8 @@ CREATE TABLE files (
     file_id     INTEGER PRIMARY KEY,
     path        VARCHAR NOT NULL,      -- relative to the job directory ('/'-separated; 'a.tar.gz!member' inside archives)
     size        BIGINT,
-    sha256      VARCHAR,
+    digest      VARCHAR,               -- of the bytes as stored, taken in the read pass
+    digest_algo VARCHAR,               -- 'blake3' (or 'blake2b-256' where blake3 is not installed)
     parser      VARCHAR,               -- the parser that read most of its lines; NULL when unrecognized
     parsers     VARCHAR,               -- every parser that claimed lines, comma-separated
     lines       BIGINT NOT NULL,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,6 +268,14 @@ def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction
                    messages=lines.select("line_no", pl.col("text").alias("message")))
 
 
+def _csv_ts(raw: pl.Expr, ctx: ParseContext) -> pl.Expr:
+    """A CSV stamp: epoch seconds or milliseconds, or ISO 8601."""
+    num = raw.cast(pl.Float64, strict=False)
+    return (pl.when(num.is_not_null() & (num > 1e11)).then(epoch_seconds(num / 1000.0))
+            .when(num.is_not_null()).then(epoch_seconds(num))
+            .otherwise(iso(raw, ctx.tz)))
+
+
 def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext, spaces: bool = True) -> pl.DataFrame:
     """The rules of the long CSV: the rows of `df` (text columns as the header names them) as
     samples, row i read from line data_lines[i]. `spaces=False`: the text has no white space, so
@@ -282,16 +290,10 @@ def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext, spa
 
     tsraw = col("timestamp", "time", "ts", "datetime")
 
-    def ts(raw: pl.Expr) -> pl.Expr:  # epoch seconds or milliseconds, or ISO 8601
-        num = raw.cast(pl.Float64, strict=False)
-        return (pl.when(num.is_not_null() & (num > 1e11)).then(epoch_seconds(num / 1000.0))
-                .when(num.is_not_null()).then(epoch_seconds(num))
-                .otherwise(iso(raw, ctx.tz)))
-
     metric = col("metric", "__name__", "field")
     uniques = df.select(metric.alias("m"))["m"].unique().to_list()
     # a few stamps and addresses repeat over every GPU and field: parse each distinct value once
-    df = _per_value(df, tsraw, ts, "_ts")
+    df = _per_value(df, tsraw, lambda r: _csv_ts(r, ctx), "_ts")
     df = _per_value(df, col("pci_bus_id"), normalize_pci, "_pci")
     return df.with_columns(pl.Series("line_no", data_lines, dtype=pl.Int64)).select(
         "line_no",
@@ -639,7 +641,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
 
 # --------------------------------------------------------------------------------------------
-# large CSV files: DuckDB's reader, straight from the file, aggregated
+# large CSV files: read in blocks by polars' CSV reader, aggregated
 
 BUCKET_S = 10  # samples of one GPU and field within this many seconds become one row (mean; OR of bit masks)
 BITMASK_FIELDS = ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS",)
@@ -707,168 +709,258 @@ def csv_layout(header_line: str) -> CsvLayout | None:
     return None
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+# the names `_csv_samples` reads each role under (its column lookup is by these names)
+_SAMPLE_NAMES = {"ts": "timestamp", "host": "hostname", "gpu": "gpu", "uuid": "uuid", "pci": "pci_bus_id",
+                 "field": "metric", "value": "value", "err_code": "err_code", "xid_label": "xid",
+                 "health_code": "health_error_code", "health_watch": "health_watch"}
 
 
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
+COMBINE_ROWS = 4_000_000  # partial bucket rows kept before they are folded (a block adds its buckets)
+_KEYS = ["ts_us", "h", "gpu", "f"]
 
 
-def read_csv_file(path: str, layout: CsvLayout, ctx: ParseContext, work_dir: str, threads: int = 2,
-                  memory_limit: str = "256MB") -> tuple[Extraction, int, int]:
-    """A DCGM CSV of any size read by DuckDB's CSV reader straight from the file (only the columns
-    the rules use, every cell as text), into a DuckDB table on disk in `work_dir` (memory bounded
-    by `memory_limit`; row i of the table is data line i), then aggregated to one row per GPU,
-    field and BUCKET_S seconds: the mean value (the OR of bit-mask fields, the maximum of
-    counters), stamped at the bucket's start, line_no null (a row stands for several lines).
-    Events (Xid, health) come from the raw rows, each at its own line. Returns the Extraction and
-    the file's number of lines and of data lines read (`claimed` holds only the events' lines: the
-    others are many millions). Values are cleaned as `clean_value` does (sentinels, N/A)."""
-    import duckdb
+def _own_strings(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with its text columns copied into buffers of their own: a filtered or grouped text
+    column shares the buffers of the block it came from, which would keep every block in memory."""
+    cols = [c for c, t in df.schema.items() if t == pl.Utf8]
+    return df.with_columns([pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c in cols]) if cols else df
 
-    con = duckdb.connect(str(Path(work_dir) / "dcgm-csv.duckdb"))
-    try:
-        con.execute(f"SET memory_limit = '{memory_limit}'")
-        con.execute(f"SET threads = {int(threads)}")
-        con.execute(f"SET temp_directory = {_sql_str(str(Path(work_dir) / 'dcgm-tmp'))}")
-        con.execute("SET preserve_insertion_order = true")  # table row i = data line i
-        r = layout.roles
-        names = list(layout.names)
-        cols = "{" + ", ".join(f"{_sql_str(n)}: 'VARCHAR'" for n in names) + "}"
-        src = (f"read_csv({_sql_str(path)}, header = true, delim = {_sql_str(layout.delimiter)}, quote = '\"', "
-               f"columns = {cols}, auto_detect = false, strict_mode = false, null_padding = true)")
 
-        def c(role: str) -> str:
-            return _q(r[role]) if role in r else "CAST(NULL AS VARCHAR)"
+class _Codes:
+    """Strings seen so far, each with a stable small code (its position), for cheap group keys."""
 
-        # clean_value's rules (sentinels, N/A), each branch evaluated only on the rows that reach it
-        num = ("CASE WHEN v IS NULL THEN NULL WHEN v < 2147483632 THEN v "
-               "WHEN v >= 9.2233720368547758e18 AND isfinite(v) THEN NULL "
-               "WHEN regexp_full_match(raw, '-?[0-9]+') THEN (CASE WHEN v <= 2147483635 THEN NULL ELSE v END) "
-               "WHEN v >= 1.40737488355328e14 AND isfinite(v) THEN NULL ELSE v END")
-        label = ", ".join(f"{c(k)} AS {k}" for k in ("err_code", "xid_label", "health_code", "health_watch"))
-        if layout.wide:  # one row per line and field (INCLUDE NULLS: row k * n_fields + j is line k's field j)
-            unp = ", ".join(f"trim({_q(n)}) AS {_q(f)}" for n, f in layout.wide.items())
-            base = (f"SELECT {c('ts')} AS ts_raw, {c('host')} AS host, {c('gpu')} AS gpu, {c('uuid')} AS uuid, "
-                    f"{c('pci')} AS pci, {label}, {unp} FROM {src}")
-            body = (f"SELECT ts_raw, host, gpu, uuid, pci, field, raw, err_code, xid_label, health_code, "
-                    f"health_watch FROM ({base}) b UNPIVOT INCLUDE NULLS "
-                    f"(raw FOR field IN ({', '.join(_q(f) for f in layout.wide.values())}))")
-        else:
-            body = (f"SELECT {c('ts')} AS ts_raw, {c('host')} AS host, {c('gpu')} AS gpu, {c('uuid')} AS uuid, "
-                    f"{c('pci')} AS pci, trim({c('field')}) AS field, trim({c('value')}) AS raw, {label} FROM {src}")
-        # the table holds only the columns the header has (no column of nulls is written); the view
-        # `s` gives every role, null where the header has none
-        opt = [k for k in ("host", "uuid", "pci", "err_code", "xid_label", "health_code", "health_watch")
-               if k in r]
-        keep = ", ".join(["ts_raw", *opt, "TRY_CAST(gpu AS BIGINT) AS gpu" if "gpu" in r else "NULL AS gpu"])
-        con.execute(f"CREATE OR REPLACE TABLE raw_rows AS SELECT {keep}, field, {num} AS value "
-                    f"FROM (SELECT *, TRY_CAST(raw AS DOUBLE) AS v FROM ({body}))")
-        fill = ", ".join(k if k in opt else f"CAST(NULL AS VARCHAR) AS {k}"
-                         for k in ("host", "uuid", "pci", "err_code", "xid_label", "health_code", "health_watch"))
-        con.execute(f"CREATE OR REPLACE TEMP VIEW s AS SELECT rowid AS rid, ts_raw, CAST(gpu AS BIGINT) AS gpu, "
-                    f"field, value, {fill} FROM raw_rows")
-        n_rows = con.sql("SELECT count(*) FROM s").fetchall()[0][0]
-        # every distinct stamp and field name converted once, by the rules of the small-file path
-        stamps = con.sql("SELECT DISTINCT ts_raw FROM s WHERE ts_raw IS NOT NULL").pl()
-        conv = stamps.with_columns(_csv_ts(pl.col("ts_raw").str.strip_chars(), ctx).alias("ts")).with_columns(
-            (pl.col("ts").dt.epoch("us")).alias("ts_us")).select("ts_raw", "ts_us")
-        raw_fields = con.sql("SELECT DISTINCT field FROM s WHERE field IS NOT NULL").pl()["field"].to_list()
-        canon = {f: canonical_or_id(f) for f in raw_fields}
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.pos: dict[str, int] = {}
 
-        def spelled(wanted: tuple[str, ...]) -> str:  # the names this file gives those fields
-            return ", ".join(_sql_str(f) for f, cf in canon.items() if cf in wanted) or "NULL"
+    def codes(self, s: pl.Series) -> pl.Series:
+        if self.names:
+            try:  # the strings are known already (the usual case after the first block)
+                return s.cast(pl.Enum(self.names)).to_physical().cast(pl.Int32)
+            except pl.exceptions.PolarsError:
+                pass
+        new = [v for v in s.unique().to_list() if v is not None and v not in self.pos]
+        for v in new:
+            self.pos[v] = len(self.names)
+            self.names.append(v)
+        return s.cast(pl.Enum(self.names)).to_physical().cast(pl.Int32)
 
-        con.register("conv", conv.to_arrow())
+    def decode(self, codes: pl.Expr) -> pl.Expr:
+        return codes.replace_strict(list(range(len(self.names))), self.names, default=None, return_dtype=pl.Utf8)
+
+    def sort_rank(self, codes: pl.Expr) -> pl.Expr:
+        """Each code's rank in the sorted strings (sorting by it sorts by the string)."""
+        order = sorted(range(len(self.names)), key=self.names.__getitem__)
+        return codes.replace_strict(order, list(range(len(order))), default=None, return_dtype=pl.Int32)
+
+
+class _ChunkReader:
+    """The state of `read_csv_chunks` between blocks: partial bucket aggregates (keys as codes),
+    the rows of the event fields, the texts of the lines that may become events, the counts."""
+
+    def __init__(self, layout: CsvLayout, ctx: ParseContext) -> None:
+        self.layout, self.ctx = layout, ctx
+        roles = {c: r for r, c in layout.roles.items()}
+        keep = [i for i, n in enumerate(layout.names) if n in roles or n in layout.wide]
+        self.idx = keep
+        self.names = [_SAMPLE_NAMES[roles[layout.names[i]]] if layout.names[i] in roles else layout.names[i]
+                      for i in keep]
+        self.canon: dict[str, str] = {}
+        self.hosts, self.fields = _Codes(), _Codes()
+        self.parts: list[pl.DataFrame] = []
+        self.part_rows = 0
+        self.events: list[pl.DataFrame] = []
+        self.texts: dict[int, str] = {}
+        self.rows = 0  # data rows read (CSV records)
+        self.samples = 0
+        self.mismatch = False
+
+    def block(self, data: bytes, n_lines: int) -> None:
+        """Complete data lines (each ending in a newline), `n_lines` of them."""
+        lay = self.layout
+        try:
+            df = pl.read_csv(data, has_header=False, columns=self.idx, infer_schema=False,
+                             separator=lay.delimiter, quote_char='"', truncate_ragged_lines=True)
+        except pl.exceptions.NoDataError:
+            df = pl.DataFrame({n: pl.Series([], dtype=pl.Utf8) for n in self.names})
+        df.columns = self.names
+        if df.height != n_lines:
+            self.mismatch = True
+        first = self.rows  # data row index of this block's first row (line first + 2)
+        nos = pl.int_range(first + 2, first + 2 + df.height, dtype=pl.Int64, eager=True).alias("line_no")
+        self.rows += df.height
+        if lay.wide:  # one sample per row and field, in the order of the header's fields
+            wide = list(lay.wide)
+            df = df.with_columns(nos).unpivot(index=[c for c in df.columns if c not in lay.wide] + ["line_no"],
+                                              on=wide, variable_name="metric", value_name="value")
+            df = df.with_columns(pl.col("metric").replace_strict(wide, list(lay.wide.values()), return_dtype=pl.Utf8))
+            nos = df["line_no"]
+            df = df.drop("line_no")
+        if "metric" in df.columns:
+            new = [f for f in df["metric"].unique().to_list() if f is not None and f not in self.canon]
+            self.canon.update({f: canonical_or_id(f) for f in new})
+            renamed = {f: c for f, c in self.canon.items() if f != c}
+            if renamed:
+                df = df.with_columns(pl.col("metric").replace(renamed))
+        spaces = any(c in data for c in _SPACES)
+        if spaces:
+            df = df.with_columns(pl.all().str.strip_chars())
+        cols = set(df.columns)
+
+        def col(name: str) -> pl.Expr:
+            return pl.col(name) if name in cols else pl.lit(None, dtype=pl.Utf8)
+
+        is_ev = df.select(col("metric").is_in(EVENT_FIELDS).fill_null(False).alias("e"))["e"]
+        if is_ev.any():  # the rows events come from: every column, by the rules of the small-file path
+            ev = _csv_samples(df.filter(is_ev), nos.filter(is_ev), self.ctx, spaces=False)
+            self.events.append(_own_strings(ev))
+            maybe = ev.filter(pl.col("value").is_null() | (pl.col("value") != 0))["line_no"]  # 0: never an event
+            if maybe.len():
+                self._keep_texts(data, maybe.to_numpy() - (first + 2), first + 2)
+        self.samples += df.height
+        # the samples, only what the buckets need, by the same rules as `_csv_samples`
         us = BUCKET_S * 1_000_000
-        agg = con.sql(
-            f"SELECT (conv.ts_us // {us}) * {us} AS ts_us, host, gpu, any_value(uuid) AS uuid, any_value(pci) AS pci, "
-            f"field, CASE WHEN field IN ({spelled(BITMASK_FIELDS)}) THEN CAST(bit_or(TRY_CAST(value AS BIGINT)) AS "
-            f"DOUBLE) WHEN field IN ({spelled(COUNTER_FIELDS)}) THEN max(value) ELSE avg(value) END AS value "
-            f"FROM s LEFT JOIN conv USING (ts_raw) GROUP BY 1, host, gpu, field").pl().sort(
-            "ts_us", "host", "gpu", "field", nulls_last=True)
-        ev = con.sql(
-            f"SELECT * EXCLUDE (prev, ts_raw) FROM (SELECT rid, conv.ts_us, e.* EXCLUDE (rid), lag(value) OVER "
-            f"(PARTITION BY host, gpu, field, health_watch ORDER BY rid) AS prev FROM (SELECT * FROM s "
-            f"WHERE field IN ({spelled(EVENT_FIELDS)})) e LEFT JOIN conv USING (ts_raw)) "
-            f"WHERE value IS DISTINCT FROM prev ORDER BY rid").pl()
-        con.execute("DROP VIEW s")
-        con.execute("DROP TABLE raw_rows")  # nothing left for the checkpoint at close to write
-    finally:
-        con.close()
-        for p in (Path(work_dir) / "dcgm-csv.duckdb", Path(work_dir) / "dcgm-csv.duckdb.wal"):
-            p.unlink(missing_ok=True)
-    per_line = max(1, len(layout.wide))
+        df = _per_value(df, col("timestamp"), lambda r: _csv_ts(r, self.ctx).dt.epoch("us"), "_ts")
+        host = df["hostname"] if "hostname" in cols else None
+        if host is None or host.null_count():
+            host = df.select(pl.coalesce(col("hostname"), host_hint(self.ctx)).alias("h"))["h"]
+        field = df["metric"] if "metric" in cols else pl.Series("f", [None] * df.height, dtype=pl.Utf8)
+        df = df.select((pl.col("_ts") // us * us).alias("ts_us"), self.hosts.codes(host).alias("h"),
+                       col("gpu").cast(pl.Int64, strict=False).alias("gpu"), self.fields.codes(field).alias("f"),
+                       clean_value(col("value")).alias("value"),
+                       *([pl.col("uuid")] if "uuid" in cols else []),
+                       *([normalize_pci(pl.col("pci_bus_id")).alias("pci_bus_id")] if "pci_bus_id" in cols else []))
+        ids = [pl.col(c).drop_nulls().first() for c in ("uuid", "pci_bus_id") if c in cols]
+        v = pl.col("value")
+        part = df.group_by(_KEYS).agg(*ids, v.sum().alias("_sum"), v.count().alias("_n"), v.max().alias("_max"))
+        bits = [self.fields.pos[f] for f in BITMASK_FIELDS if f in self.fields.pos]
+        if bits:  # bit masks: the OR of the samples (a few rows)
+            bm = df.filter(pl.col("f").is_in(bits)).group_by(_KEYS).agg(
+                v.cast(pl.Int64, strict=False).bitwise_or().alias("_or"))
+            part = part.join(bm, on=_KEYS, how="left", nulls_equal=True)
+        self.parts.append(_own_strings(part))
+        self.part_rows += part.height
+        if self.part_rows > COMBINE_ROWS:  # folded when they grow (rows far out of time order)
+            self.parts = [self._combine(self.parts).collect()]
+            self.part_rows = self.parts[0].height
 
-    def ts_of(us: pl.Expr) -> pl.Expr:
-        return pl.from_epoch(us, time_unit="us").dt.replace_time_zone("UTC")
+    def _keep_texts(self, data: bytes, rows: np.ndarray, first_line: int) -> None:
+        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+        starts = np.concatenate([[0], ends + 1])
+        for r in np.unique(rows).tolist():
+            if 0 <= r < len(ends):
+                self.texts[first_line + r] = data[starts[r]:ends[r]].rstrip(b"\r").decode("utf-8", errors="replace")
 
-    agg = agg.with_columns(pl.col("field").replace(canon))
-    ev = ev.with_columns(pl.col("field").replace(canon))
-    samples = agg.select(
-        pl.lit(None, dtype=pl.Int64).alias("line_no"), ts_of(pl.col("ts_us")).alias("ts"),
-        pl.when(pl.col("ts_us").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
-        pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
-        pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
-        pl.col("gpu"), pl.col("uuid"), normalize_pci(pl.col("pci")).alias("pci_bus_id"),
-        pl.col("field"), pl.col("value").cast(pl.Float64), pl.lit(None, dtype=pl.Utf8).alias("message"))
-    evs = ev.select(
-        (pl.col("rid") // per_line + 2).cast(pl.Int64).alias("line_no"), ts_of(pl.col("ts_us")).alias("ts"),
-        pl.when(pl.col("ts_us").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
-        pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
-        pl.coalesce(pl.col("host"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
-        pl.col("gpu"), pl.col("uuid"), normalize_pci(pl.col("pci")).alias("pci_bus_id"),
-        pl.col("field"), pl.col("value").cast(pl.Float64), pl.lit(None, dtype=pl.Utf8).alias("message"),
-        "err_code", "xid_label", "health_code", "health_watch")
-    extra = evs.select(_EXTRA_COLS)
-    events = _events(evs.select([c for c in evs.columns if c not in _EXTRA_COLS]), extra)
-    texts, total = _line_texts(path, events["line_no"])
-    if not events.is_empty():
-        events = events.drop("message").join(texts, on="line_no", how="left").select(events.columns)
-    lines = n_rows // per_line
-    warnings = [f"{n_rows:,} DCGM samples read by DuckDB and aggregated to {samples.height:,} rows "
-                f"({BUCKET_S} s per GPU and field; line numbers only on events)"]
-    if lines + 1 != total:
-        warnings.append(f"CSV rows ({lines}) do not match data lines ({total - 1}); line numbers approximate")
-    ext = Extraction(events=events, tables={"dcgm_samples": table_frame("dcgm_samples", samples)},
-                     claimed=events["line_no"], ignored=pl.Series("line_no", [1], dtype=pl.Int64), warnings=warnings)
-    return ext, total, min(lines, max(0, total - 1))
+    @staticmethod
+    def _fold(df: pl.DataFrame) -> pl.DataFrame:
+        ids = [pl.col(c).drop_nulls().first() for c in ("uuid", "pci_bus_id") if c in df.columns]
+        return df.group_by(_KEYS).agg(*ids, pl.col("_sum").sum(), pl.col("_n").sum(), pl.col("_max").max(),
+                                      pl.col("_or").bitwise_or())
+
+    @classmethod
+    def _combine(cls, parts: list[pl.DataFrame]) -> pl.LazyFrame:
+        """The partial aggregates as one: only rows whose bucket another part may hold (at or past
+        the edges of the other parts' time ranges, or unstamped) are grouped again, so rows in time
+        order cost one pass."""
+        parts = [p if "_or" in p.columns else p.with_columns(pl.lit(None, dtype=pl.Int64).alias("_or")) for p in parts]
+        if len(parts) == 1:
+            return parts[0].lazy()
+        lo = [p["ts_us"].min() for p in parts]
+        hi = [p["ts_us"].max() for p in parts]
+        inner, edge = [], []
+        for i, p in enumerate(parts):
+            before = [h for h in hi[:i] if h is not None]
+            after = [v for v in lo[i + 1:] if v is not None]
+            ok = pl.col("ts_us").is_not_null()
+            if before:
+                ok &= pl.col("ts_us") > max(before)
+            if after:
+                ok &= pl.col("ts_us") < min(after)
+            if len(before) < i or len(after) < len(parts) - i - 1:  # a part without stamps: it may hold any
+                ok = pl.lit(False)
+            inner.append(p.lazy().filter(ok))
+            edge.append(p.filter(~ok))
+        return pl.concat([*inner, cls._fold(pl.concat(edge)).lazy()], how="diagonal_relaxed")
+
+    def finish(self, total: int) -> tuple[Extraction, int, int]:
+        if self.parts:
+            agg = self._combine(self.parts)
+        else:
+            agg = pl.LazyFrame(schema={"ts_us": pl.Int64, "h": pl.Int32, "gpu": pl.Int64, "f": pl.Int32,
+                                       "_sum": pl.Float64, "_n": pl.UInt32, "_max": pl.Float64, "_or": pl.Int64})
+        names = agg.collect_schema().names()
+        f = pl.col("field")
+        value = (pl.when(f.is_in(BITMASK_FIELDS)).then(pl.col("_or").cast(pl.Float64))
+                 .when(f.is_in(COUNTER_FIELDS)).then(pl.col("_max"))
+                 .when(pl.col("_n") > 0).then(pl.col("_sum") / pl.col("_n")))
+        agg = agg.with_columns(self.hosts.sort_rank(pl.col("h")).alias("_hr"), self.fields.sort_rank(pl.col("f")).alias("_fr"))
+        samples = agg.sort("ts_us", "_hr", "gpu", "_fr", nulls_last=True).with_columns(
+            self.hosts.decode(pl.col("h")).alias("host"), self.fields.decode(pl.col("f")).alias("field")).select(
+            pl.lit(None, dtype=pl.Int64).alias("line_no"),
+            pl.from_epoch("ts_us", time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
+            pl.when(pl.col("ts_us").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
+            .alias("ts_quality"),
+            pl.lit(None, dtype=pl.Utf8).alias("ts_raw"), "host", "gpu",
+            pl.col("uuid") if "uuid" in names else pl.lit(None, dtype=pl.Utf8).alias("uuid"),
+            pl.col("pci_bus_id") if "pci_bus_id" in names else pl.lit(None, dtype=pl.Utf8).alias("pci_bus_id"),
+            "field", value.cast(pl.Float64).alias("value"), pl.lit(None, dtype=pl.Utf8).alias("message")).collect()
+        self.parts = []
+        ev = pl.concat(self.events) if self.events else None
+        events = _events(ev.drop(_EXTRA_COLS), ev.select(_EXTRA_COLS)) if ev is not None else empty_events()
+        if not events.is_empty():
+            texts = pl.DataFrame({"line_no": list(self.texts), "message": list(self.texts.values())},
+                                 schema={"line_no": pl.Int64, "message": pl.Utf8})
+            events = events.drop("message").join(texts, on="line_no", how="left").select(events.columns)
+        warnings = [f"{self.samples:,} DCGM samples read by polars' CSV reader in blocks and aggregated to "
+                    f"{samples.height:,} rows ({BUCKET_S} s per GPU and field; line numbers only on events)"]
+        if self.mismatch or self.rows != total - 1:
+            warnings.append(f"CSV rows ({self.rows}) do not match data lines ({total - 1}); line numbers approximate")
+        ext = Extraction(events=events, tables={"dcgm_samples": table_frame("dcgm_samples", samples)},
+                         claimed=events["line_no"], ignored=pl.Series("line_no", [1], dtype=pl.Int64),
+                         warnings=warnings)
+        return ext, total, min(self.rows, max(0, total - 1))
 
 
-def _csv_ts(raw: pl.Expr, ctx: ParseContext) -> pl.Expr:
-    num = raw.cast(pl.Float64, strict=False)
-    return (pl.when(num.is_not_null() & (num > 1e11)).then(epoch_seconds(num / 1000.0))
-            .when(num.is_not_null()).then(epoch_seconds(num))
-            .otherwise(iso(raw, ctx.tz)))
-
-
-def _line_texts(path: str, line_nos: pl.Series) -> tuple[pl.DataFrame, int]:
-    """The text of a few lines of a large file (the events' messages) and its number of lines, in
-    one pass over 16 MiB blocks (newlines counted by bytes.count; only blocks holding a wanted
-    line are split)."""
-    want = sorted({int(n) for n in line_nos.drop_nulls().to_list()})
-    got: dict[int, str] = {}
-    seen, carry, k = 0, b"", 0  # lines ended before this block; the unfinished line; next wanted index
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 24):
-            n = block.count(b"\n")
-            if k < len(want) and want[k] <= seen + n:
-                parts = (carry + block).split(b"\n")
-                while k < len(want) and want[k] <= seen + n:
-                    got[want[k]] = parts[want[k] - seen - 1].rstrip(b"\r").decode("utf-8", errors="replace")
-                    k += 1
-            last = block.rfind(b"\n")
-            carry = carry + block if last < 0 else block[last + 1:]
-            seen += n
-    total = seen + (1 if carry else 0)
-    return pl.DataFrame({"line_no": list(got), "message": list(got.values())},
-                        schema={"line_no": pl.Int64, "message": pl.Utf8}), total
+def read_csv_chunks(blocks: Iterable[bytes], layout: CsvLayout, ctx: ParseContext) -> tuple[Extraction, int, int]:
+    """A DCGM CSV of any size (`table_layout`) from its bytes, given in blocks cut anywhere: each
+    run of whole lines is read by polars' CSV reader (only the columns the rules use, every cell as
+    text) and turned into samples by the rules of the small-file path (`_csv_samples`), then
+    aggregated to one row per GPU, field and BUCKET_S seconds (the mean value; the OR of bit-mask
+    fields, the maximum of counters), stamped at the bucket's start, line_no null (a row stands for
+    several lines). Events (Xid, health) come from the rows themselves, each at its own line, with
+    its line's text. Memory: one block and the partial aggregates. Returns the Extraction and the
+    file's number of lines and of data lines read (`claimed` holds only the events' lines: the
+    others are many millions)."""
+    rd = _ChunkReader(layout, ctx)
+    carry, header, total = b"", True, 0
+    for b in blocks:
+        if not b:
+            continue
+        buf = carry + b if carry else b
+        cut = buf.rfind(b"\n") + 1
+        if cut == 0:
+            carry = buf
+            continue
+        data, carry = buf[:cut], buf[cut:]
+        if header:  # line 1: the header
+            nl = data.index(b"\n") + 1
+            data, header, total = data[nl:], False, 1
+        n = data.count(b"\n")
+        total += n
+        if data:
+            rd.block(data, n)
+    if carry:  # a last line without a newline
+        if header:
+            total, carry = 1, b""
+        else:
+            total += 1
+            rd.block(carry + b"\n", 1)
+    return rd.finish(total)
 
 
 def table_layout(head: str, size: int, chunk_bytes: int) -> CsvLayout | None:
-    """The layout of a file whose first line is a DCGM CSV header, when DuckDB's reader
-    (`read_csv_file`) should take the file: it is larger than one chunk the line path reads (whose
+    """The layout of a file whose first line is a DCGM CSV header, when the block reader
+    (`read_csv_chunks`) should take the file: it is larger than one chunk the line path reads (whose
     later chunks would lack the header), or a shape the line path does not read (wide, field ids,
     other delimiters). None: the line path reads it (or it is no CSV)."""
     first = head.split("\n", 1)[0].rstrip("\r")

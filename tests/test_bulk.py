@@ -51,7 +51,7 @@ def _assert_same(job: Path, monkeypatch: pytest.MonkeyPatch, flag: str = "BULK")
         b = slow[path]
         where = f"{job.name}/{path}"
         assert (a.lines, a.parsed, a.ignored, a.unparsed) == (b.lines, b.parsed, b.ignored, b.unparsed), where
-        assert (a.parser, a.parsers, a.sha256, a.first_ts, a.last_ts) == (b.parser, b.parsers, b.sha256, b.first_ts,
+        assert (a.parser, a.parsers, a.digest, a.first_ts, a.last_ts) == (b.parser, b.parsers, b.digest, b.first_ts,
                                                                           b.last_ts), where
         assert a.unparsed_error_lines == b.unparsed_error_lines, where
         assert a.unparsed_errors.equals(b.unparsed_errors), where
@@ -217,3 +217,96 @@ def test_a_failing_batch_falls_back_to_file_by_file(tmp_path: Path, monkeypatch:
     r = files["node-1/rank-0.log"]
     assert (r.lines, r.parsed, r.parser) == (1, 1, "nccl")
     assert r.events["kind"].to_list() == ["nccl_ib_error"]
+
+
+CHATTER_LINES = [
+    "node-1:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+    "node-1:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 64 cudaDev 0 busId 18000 - Init START",  # interesting
+    "node-1:100:105 [0] NCCL TRACE Using something - Init COMPLETE",  # interesting, but TRACE: chatter
+    "node-1:100:105 [0] NCCL CALL ncclAllReduce(...)",
+    "[1,3]<stdout>:node-1:100:100 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC",  # a wrapper before
+    "12: node-1:100:100 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB",  # interesting (Using)
+    "node-1:100:100 [0] 1.234 misc.cc:12 NCCL INFO Trees [0] 1/-1/-1->0->63",
+    "node-1:100:100 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1234> with error 12",
+    "NCCL INFO a bare INFO line without its prefix",
+    "node-1:100:100 [0] NCCL INFO",  # no space after INFO: no prefix match
+    "",
+    "Traceback (most recent call last):",
+    "node-1:100:100 [0] NCCL INFO misc/socket.cc:50 -> 6",  # an error trace: interesting
+]
+
+
+def test_chatter_mask_equals_chatter() -> None:
+    """bulk.chatter_mask (literal prefixes, the regex on the rest) is parsers.nccl.chatter, line for
+    line, on hand-made edge cases and on every fixture file, with the interesting mask given or not."""
+    from forensics.bulk import chatter_mask
+    from parsers.lines import plain_lines
+    from parsers.nccl import INFO_INTERESTING, chatter
+
+    texts = [pl.Series("text", CHATTER_LINES * 50 + CHATTER_LINES[::-1], dtype=pl.Utf8)]
+    for p in sorted(FIXTURES.rglob("*")):
+        data = p.read_bytes() if p.is_file() and p.suffix not in (".gz", ".zst", ".tar") else b""
+        s = plain_lines(data) if data and clean(data) else None
+        if s is not None:
+            texts.append(s)
+    n_chat = 0
+    for s in texts[1:]:
+        n_chat += int(pl.DataFrame({"t": s}).select(chatter(pl.col("t")).fill_null(False).sum())[0, 0])
+    for s in texts:
+        want = pl.DataFrame({"t": s}).select(chatter(pl.col("t")).fill_null(False))[:, 0].to_numpy()
+        inter = pl.DataFrame({"t": s}).select(pl.col("t").str.contains(INFO_INTERESTING))[:, 0].to_numpy()
+        assert chatter_mask(s).tolist() == want.tolist()
+        assert chatter_mask(s, inter).tolist() == want.tolist()
+    assert texts[0].len() and chatter_mask(texts[0])[:len(CHATTER_LINES)].tolist() == [
+        True, False, True, True, True, False, True, False, False, False, False, False, False]
+    assert n_chat > 0  # the fixtures hold real chatter (simulated INFO logs: test_bulk_equals_..._info_logs)
+
+
+def _digest_job(tmp: Path) -> Path:
+    job = tmp / "job"
+    (job / "node-1").mkdir(parents=True)
+    (job / "node-1" / "rank-0.log").write_text(
+        "".join(f"node-1:100:100 [0] NCCL INFO Channel {i:02d}/0 : 0[0] -> 1[1] via P2P/IPC\n" for i in range(50))
+        + "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    head = "timestamp,metric,gpu,Hostname,value\n"
+    rows = "".join(f"2026-11-02T08:00:{i % 60:02d}Z,DCGM_FI_DEV_SM_CLOCK,{i % 8},node-1,{1400 + i}\n" for i in range(400))
+    (job / "dcgm-small.csv").write_text(head + rows[:2000])  # read whole from its bytes
+    (job / "dcgm-big.csv").write_text(head + rows)  # larger than a chunk: the block reader
+    (job / "notes.txt").write_text("nothing to see\n")
+    (job / "core.bin").write_bytes(bytes(range(256)) * 4)
+    with gzip.open(job / "old.log.gz", "wt") as fh:
+        fh.write("node-1:100:100 [0] NCCL WARN Cuda failure 'out of memory'\n")
+    return job
+
+
+@pytest.mark.parametrize("algo", ["blake3", "blake2b-256"])
+def test_file_digests_come_from_the_read_pass_and_name_their_algorithm(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, algo: str) -> None:
+    """Every file's digest (the `files` table's `digest`, `digest_algo`) is that of its stored bytes,
+    whichever path read it: the bulk line path, a structured file read whole, the CSV block reader,
+    a small-file batch, a binary file, a compressed file (its compressed bytes). Without the blake3
+    package it is BLAKE2b-256, and says so."""
+    import hashlib
+    import sys
+
+    from forensics import triage
+
+    if algo == "blake3":
+        blake3 = pytest.importorskip("blake3")
+        want = lambda b: blake3.blake3(b).hexdigest()  # noqa: E731
+    else:
+        monkeypatch.setitem(sys.modules, "blake3", None)  # as if not installed: the import fails
+        want = lambda b: hashlib.blake2b(b, digest_size=32).hexdigest()  # noqa: E731
+    assert triage.digest_algo() == algo
+    job = _digest_job(tmp_path)
+    disc = discover(job, Limits(chunk_bytes=4096))
+    try:
+        ing = ingest_mod.ingest(disc, load_job_config(job), Limits(chunk_bytes=4096))
+    finally:
+        disc.close()
+    got = {f.rel_path: f for f in ing.files}
+    assert sorted(got) == ["core.bin", "dcgm-big.csv", "dcgm-small.csv", "node-1/rank-0.log", "notes.txt", "old.log.gz"]
+    for path, f in got.items():
+        assert (f.digest, f.digest_algo) == (want((job / path).read_bytes()), algo), path
+    assert any("read by polars' CSV reader in blocks" in w for w in got["dcgm-big.csv"].warnings)
+    assert got["node-1/rank-0.log"].ignored == 50 and got["dcgm-big.csv"].parsed == 400

@@ -261,7 +261,7 @@ def _results(job: Path, engine: str, monkeypatch: pytest.MonkeyPatch) -> dict:
     out = {}
     for f in ing.files:
         ev = f.events.sort(f.events.columns, nulls_last=True) if not f.events.is_empty() else f.events
-        out[f.rel_path] = (f.lines, f.parsed, f.ignored, f.unparsed, f.parser, f.parsers, f.sha256,
+        out[f.rel_path] = (f.lines, f.parsed, f.ignored, f.unparsed, f.parser, f.parsers, f.digest,
                            f.first_ts, f.last_ts, f.unparsed_error_lines, sorted(f.warnings), ev.rows())
     return out
 

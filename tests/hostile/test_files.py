@@ -73,7 +73,7 @@ def test_50mb_single_line_is_cut_counted_and_bounded(tmp_path: Path) -> None:
     assert any(f"2 line(s) longer than {MAX_LINE_CHARS} bytes cut" in w for w in h["warnings"])
     assert any("huge.log" in w and "cut" in w for w in rep["warnings"])
     assert any("cut" in w for w in src["huge2.log.gz"]["warnings"])
-    assert h["sha256"] is not None and len(h["sha256"]) == 64
+    assert h["digest"] is not None and len(h["digest"]) == 64 and h["digest_algo"] in ("blake3", "blake2b-256")
 
 
 def test_iter_chunks_memory_bounded_for_an_endless_line(tmp_path: Path) -> None:
@@ -255,7 +255,7 @@ def test_small_file_screening_matches_file_by_file(tmp_path: Path, monkeypatch: 
             ing = ingest(d, cfg)
         finally:
             d.close()
-        return {f.rel_path: (f.lines, f.parsed, f.ignored, f.unparsed, f.parser, f.sha256, f.events.height,
+        return {f.rel_path: (f.lines, f.parsed, f.ignored, f.unparsed, f.parser, f.digest, f.events.height,
                              f.unparsed_errors.to_dicts(), f.first_ts, f.last_ts, sorted(f.warnings)) for f in ing.files}
 
     batched = run()

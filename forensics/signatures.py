@@ -435,12 +435,7 @@ def match(catalog: Catalog, events: pl.DataFrame, prefilter: bool | None = None)
         ev = frames[screen is not None].get(sig.source, sig.kind)
         if ev.is_empty():
             continue
-        cond = pl.col("message").str.contains(sig.pattern)
-        if sig.code:
-            cond = cond & pl.col("code").is_in(list(sig.code))
-        if sig.unless:
-            cond = cond & ~pl.col("message").str.contains(sig.unless)
-        hit = ev.filter(cond.fill_null(False)).select("event_id")
+        hit = ev.filter(_condition(sig)).select("event_id")  # its kinds again: the frame already holds only those
         if hit.is_empty():
             continue
         parts.append(hit.with_columns(

@@ -51,9 +51,11 @@ RDMA_LINK_RE = (r"^\s*(?:link |\d+/\d+: )(?P<dev>[^\s/]+)/(?P<port>\d+):? .*?\bs
 
 def sniff(head: str) -> float:
     """ibstat's device header with its port lines; 0.95 when both port-state lines follow."""
-    if not re.search(r"(?m)" + DEVICE_RE, head):
+    if "'" not in head or not re.search(r"(?m)" + DEVICE_RE, head):
         # `rdma link` output is one line per port: the file is that output only when most lines are
         # (the parser reads a file alone, so a log that quotes one such line stays with its own parser)
+        if "state " not in head or not re.search(r"(?m)" + RDMA_LINK_RE, head):
+            return 0.0  # no such line at all (the cheap exit for every other log)
         lines = [ln for ln in head.splitlines() if ln.strip()]
         rd = sum(1 for ln in lines if re.match(RDMA_LINK_RE, ln))
         return 0.95 if lines and rd * 2 >= len(lines) else 0.0

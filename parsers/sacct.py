@@ -45,11 +45,14 @@ _SCONTROL_MORE = re.compile(r"(?m)(?:^|\s)(?:JobId=\d+|ExitCode=\d+:\d+|Requeue=
 
 
 def sniff(head: str) -> float:
-    if _SCONTROL_STATE.search(head) and _SCONTROL_MORE.search(head):
+    # (literal gates first: `(?:^|\s)` is tried at every position by Python's `re`, 2 ms on a 64 KiB head)
+    if "JobState=" in head and _SCONTROL_STATE.search(head) and _SCONTROL_MORE.search(head):
         return 0.9
     h = head.lstrip()
     if h.startswith("{") and re.search(r'"jobs"\s*:', head) and re.search(r'"(?:job_id|exit_code|state)"\s*:', head):
         return 0.95
+    if "jobid" not in head.lower():  # what _HEADER_RE needs, anywhere (a cheap gate)
+        return 0.0
     lines = [ln for ln in head.splitlines() if ln.strip()]
     for i, ln in enumerate(lines[:20]):
         if _HEADER_RE.match(ln):

@@ -121,6 +121,7 @@ def test_prefiltered_match_equals_every_pattern_over_every_event(monkeypatch: py
     # by default (past the size threshold) the screen is used where a sample shows it pays
     import forensics.signatures as sigmod
 
+    min_events = sigmod.PREFILTER_MIN_EVENTS
     monkeypatch.setattr(sigmod, "PREFILTER_MIN_EVENTS", 100)
     chatter = [f"host{i % 7}:1:2 [0] NCCL INFO Channel {i % 32:02d}/0 : 0[0] -> 1[1] via P2P/IPC" for i in range(3 * ev.height)]
     noisy = pl.concat([ev, pl.DataFrame({"source": "nccl", "kind": "nccl_info", "code": None, "message": chatter},
@@ -132,6 +133,25 @@ def test_prefiltered_match_equals_every_pattern_over_every_event(monkeypatch: py
     # a caseless signature hit through the Kelvin sign is kept by the screen
     kelvin = ev.filter(pl.col("message").str.contains("\u212a"))["event_id"].to_list()
     assert {eid for eid, _ in want} & set(kelvin)
+    # a small frame (SMALL_SCREEN_EVENTS or fewer) drops in Python the signatures that cannot hit
+    # before any regex runs: each slice of the same rows gets exactly the oracle's hits, and fewer
+    # signatures are run than the catalog holds
+    monkeypatch.setattr(sigmod, "PREFILTER_MIN_EVENTS", min_events)
+    ran: list[int] = []
+    by_source = sigmod._match_by_source
+
+    def spy(catalog, events):  # noqa: ANN001, ANN202
+        ran.append(len(catalog.signatures))
+        return by_source(catalog, events)
+
+    monkeypatch.setattr(sigmod, "_match_by_source", spy)
+    step = 400
+    assert step <= sigmod.SMALL_SCREEN_EVENTS < ev.height
+    for lo in range(0, ev.height, step):
+        part = ev.slice(lo, step)
+        got = match(CATALOG, part)
+        assert sorted(got.select("event_id", "signature").iter_rows()) == _match_every_event(CATALOG, part), lo
+    assert len(ran) == -(-ev.height // step) and max(ran) < len(CATALOG.signatures) and min(ran) > 0
 
 
 def test_declared_literals_are_checked_against_the_examples() -> None:

@@ -41,6 +41,7 @@ lint: install
 bench: install
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/small.py
+	$(BIN)/python bench/independent_job.py bench/work/independent --measure
 
 # The independent-job shape (1.4 GB: one quoted DCGM CSV of 512 GPUs, a pdsh dmesg of 128 nodes, 64
 # INFO-level rank logs), generated once, then analyze timed against cat and grep -E -c (bench/README.md).

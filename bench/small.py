@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from run import replace_block  # noqa: E402 - bench/run.py: one writer of the README's tables
+
 RESULTS = ROOT / "bench" / "results.json"
 README = ROOT / "bench" / "README.md"
 BEGIN, END = "<!-- small:begin -->", "<!-- small:end -->"
@@ -213,11 +216,8 @@ def main() -> None:
     text = table(data["small"])
     print(text)
     print(json.dumps(res["targets"]))
-    if not args.no_readme and README.is_file():
-        doc = README.read_text()
-        if BEGIN in doc and END in doc:
-            pre, rest = doc.split(BEGIN, 1)
-            README.write_text(pre + BEGIN + "\n" + text + END + rest.split(END, 1)[1])
+    if not args.no_readme:
+        replace_block(README, BEGIN, END, text)
 
 
 if __name__ == "__main__":

@@ -153,12 +153,24 @@ def resolve_job_name(root: Path, cfg_name: str | None) -> str:
     return name or "job"
 
 
+OUTPUT_MARK = "report.json"  # every output folder holds it (outputs.write_outputs swaps in whole folders)
+
+
 def _check_out(root: Path, out: Path) -> None:
+    """The output folder is replaced as a whole when the run ends (forensics/outputs.py): refuse one
+    inside the job directory, one that holds the job (directory or archive), and an existing folder
+    that is neither empty nor an earlier output (no report.json): replacing it would delete it."""
     r, o = root.resolve(), out.resolve()
     if root.is_dir() and (o == r or r in o.parents):
         raise OutputDirError(f"refusing to write inside the job directory (it is evidence): {out}")
+    if o in r.parents:
+        raise OutputDirError(f"refusing to write to {out}: it holds the job {root} (evidence), and the output "
+                             "folder is replaced when the run ends; give a folder outside it")
     if o.exists() and not o.is_dir():
         raise OutputDirError(f"output path exists and is not a directory: {out}")
+    if o.is_dir() and not (o / OUTPUT_MARK).is_file() and any(o.iterdir()):
+        raise OutputDirError(f"refusing to replace {out}: it is not empty and is no forensics output (it has no "
+                             f"{OUTPUT_MARK}); give a new or empty folder, or an earlier output folder")
 
 
 def analyze(path: Path | str, out: Path | str | None = None,

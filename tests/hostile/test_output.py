@@ -43,6 +43,36 @@ def test_out_inside_via_symlink_refused(tmp_path: Path, snapshot) -> None:  # no
     assert snapshot(job) == before
 
 
+@pytest.mark.parametrize("where", [".", ".."])
+def test_out_that_holds_the_job_refused(tmp_path: Path, where: str, snapshot) -> None:  # noqa: ANN001
+    """The output folder is replaced when the run ends: one that holds the job (its parent, or
+    higher) would take the evidence with it."""
+    job = _job(tmp_path / "cases")
+    before = snapshot(tmp_path)
+    with pytest.raises(OutputDirError, match="holds the job"):
+        analyze(job, tmp_path / "cases" / where)
+    assert snapshot(tmp_path) == before
+
+
+def test_out_that_is_a_foreign_folder_refused(tmp_path: Path, snapshot) -> None:  # noqa: ANN001
+    """An existing folder that is not empty and holds no report.json is someone's data, never
+    replaced; an empty one and an earlier output folder are."""
+    job = _job(tmp_path)
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "sub" / "todo.txt").write_text("keep me\n")
+    before = snapshot(notes)
+    with pytest.raises(OutputDirError, match="no forensics output"):
+        analyze(job, notes)
+    assert snapshot(notes) == before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    analyze(job, empty)
+    assert (empty / "report.json").is_file()
+    analyze(job, empty)  # an earlier output: replaced
+    assert json.loads((empty / "report.json").read_text())["verdict"]["category"] == "gpu_lost"
+
+
 def test_out_that_is_a_file_refused(tmp_path: Path) -> None:
     job = _job(tmp_path)
     (tmp_path / "file").write_text("x")

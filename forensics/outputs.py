@@ -99,9 +99,9 @@ def write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callabl
 
 
 def _point_views(db: Path) -> None:
-    """The store's views over Parquet name their files by absolute path now that the folder has its
-    final name; if that fails they keep naming them relative to the folder (`forensics.store`'s
-    readers and a client started in the folder still read them)."""
+    """The store's views over Parquet name their files in the folder's final place (they were made in
+    the temporary one); if that fails, `forensics.store`'s readers still find the files beside the
+    database."""
     from forensics import store  # lazy: DuckDB loads only for the store
 
     with contextlib.suppress(Exception):

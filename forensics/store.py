@@ -45,11 +45,9 @@ class Store:
             self._find_parquet()
 
     def _find_parquet(self) -> None:
-        """A view over a Parquet file names it by its absolute path (`point_views`); in a folder that
-        was moved or copied since, or whose views still name the file relative to the folder, this
-        session reads the file beside the database instead (a temporary view shadows the stored one)."""
-        here = Path(self.path).resolve().parent
-        self.con.execute(f"SET file_search_path = {_quote(str(here))}")
+        """A view over a Parquet file names it by absolute path (`write_parquet`, `point_views`); in a
+        folder moved or copied since, this session reads the file beside the database instead (a
+        temporary view shadows the stored one)."""
         for table in PARQUET_TABLES:
             file = parquet_file(Path(self.path).resolve(), table)
             if not file.exists() or not self._is_view(table):
@@ -79,16 +77,14 @@ class Store:
 
     def write_parquet(self, table: str, df: pl.DataFrame | pl.LazyFrame) -> Path:
         """The rows of `df` as `<table>.parquet` beside the database (a LazyFrame is streamed: its rows
-        never all sit in memory) and `table` a view over that file, its columns those of the schema
-        (a column `df` lacks is null). The view names the file relative to the database's folder until
-        `point_views` names it by its absolute path (once the folder is where it stays)."""
+        never all sit in memory) and `table` a view over that file by its absolute path (DuckDB reads
+        the file when the view is made), its columns those of the schema (a column `df` lacks is
+        null). A folder renamed afterwards: `point_views`."""
         cols = self._columns(table)
         names = set(df.collect_schema().names())
-        file = parquet_file(self.path, table)
-        lazy = df.lazy().select([pl.col(c) for c, _ in cols if c in names])
-        lazy.sink_parquet(file, compression="zstd")
-        self.con.execute(f"SET file_search_path = {_quote(str(Path(self.path).resolve().parent))}")
-        view = self._view_sql(table, file.name)
+        file = parquet_file(Path(self.path).resolve(), table)
+        df.lazy().select([pl.col(c) for c, _ in cols if c in names]).sink_parquet(file, compression="zstd")
+        view = self._view_sql(table, file)
         self.con.execute(f'DROP TABLE "{table}"')
         self.con.execute(f'CREATE VIEW "{table}" AS {view}')
         return file
@@ -138,9 +134,10 @@ class Store:
 
 
 def point_views(db: Path | str) -> None:
-    """The views over Parquet files of the database at `db` name their files by absolute path, so
-    that any client opening it from any folder reads them (`Store` also finds them after the folder
-    moved). Called once the output folder has its final name."""
+    """The views over Parquet files of the database at `db` name the files beside it, by absolute
+    path, so that any client opening it from any folder reads them. Called once the output folder
+    has its final name (the views were made in a temporary one), or after moving a folder (`Store`
+    itself reads the file beside a moved database without it)."""
     st = Store(db, create=False)
     try:
         for table in PARQUET_TABLES:

@@ -60,9 +60,9 @@ def _kind(db: Path, table: str) -> str:
 
 def test_samples_as_parquet_read_back_as_the_table_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A LazyFrame written as Parquet beside the database: the view has the table's columns and types
-    (a column the frame lacks is null) and the same rows; relative to the folder at first, by absolute
-    path after `point_views`, so a client started anywhere reads it; a moved folder still reads it
-    through `Store`."""
+    (a column the frame lacks is null) and the same rows, by absolute path, so a client started
+    anywhere reads it; a moved folder still reads it through `Store`, and a plain client once
+    `point_views` named the new place."""
     import duckdb
 
     df = _samples(50)
@@ -83,10 +83,6 @@ def test_samples_as_parquet_read_back_as_the_table_would(tmp_path: Path, monkeyp
     assert got.height == 50 and got.equals(want)
     assert _kind(out / "forensics.duckdb", "dcgm_samples") == "VIEW"
     monkeypatch.chdir(tmp_path)  # not the database's folder
-    st = Store(out / "forensics.duckdb", create=False, read_only=True)
-    assert st.frame("dcgm_samples", "line_no").equals(want)  # the relative name, found beside the database
-    st.close()
-    store.point_views(out / "forensics.duckdb")
     con = duckdb.connect(str(out / "forensics.duckdb"), read_only=True)  # a plain client, elsewhere
     assert con.execute("SELECT count(*), count(value) FROM dcgm_samples").fetchone() == (50, 42)
     con.close()
@@ -101,10 +97,11 @@ def test_samples_as_parquet_read_back_as_the_table_would(tmp_path: Path, monkeyp
 
 
 def test_moved_folder_can_be_pointed_again(tmp_path: Path) -> None:
-    """`point_views` in a folder whose views name another place (it was moved) names its own file."""
+    """`point_views` in a folder whose views name another place (it was moved) names its own file
+    (any folder name: a comma, a quote)."""
     import duckdb
 
-    out, moved = tmp_path / "out", tmp_path / "moved"
+    out, moved = tmp_path / "out", tmp_path / "job, it's moved"
     out.mkdir()
     st = Store(out / "forensics.duckdb")
     st.write_parquet("dcgm_samples", _samples(12))
@@ -115,7 +112,7 @@ def test_moved_folder_can_be_pointed_again(tmp_path: Path) -> None:
     con = duckdb.connect(str(moved / "forensics.duckdb"), read_only=True)
     try:
         assert con.execute("SELECT count(*) FROM dcgm_samples").fetchone() == (12,)
-        assert str(moved / "dcgm_samples.parquet") in con.execute(
+        assert str(moved / "dcgm_samples.parquet").replace("'", "''") in con.execute(
             "SELECT sql FROM duckdb_views() WHERE view_name = 'dcgm_samples'").fetchone()[0]
     finally:
         con.close()

@@ -71,6 +71,7 @@ def write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callabl
     stage("writing the store and the report")
     # the store is written by one worker thread (DuckDB works outside the GIL) while this one
     # renders the report and its plots; its errors surface here when it is joined
+    parquet = any(isinstance(df, pl.LazyFrame) for df in result["tables"].values())
     with ThreadPoolExecutor(max_workers=1) as pool:
         stored = pool.submit(_write_store, tmp / "forensics.duckdb", result)
         try:
@@ -93,18 +94,33 @@ def write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callabl
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if parquet:
+        _point_views(out_dir / "forensics.duckdb")
+
+
+def _point_views(db: Path) -> None:
+    """The store's views over Parquet name their files in the folder's final place (they were made in
+    the temporary one); if that fails, `forensics.store`'s readers still find the files beside the
+    database."""
+    from forensics import store  # lazy: DuckDB loads only for the store
+
+    with contextlib.suppress(Exception):
+        store.point_views(db)
 
 
 def _write_store(path: Path, result: dict) -> None:
     # lazy: DuckDB and pyarrow load only when the store is written (after the verdict)
-    from forensics.store import Store
+    from forensics.store import PARQUET_TABLES, Store
 
     st = Store(path)
     try:
         st.insert("files", result["files"])
         st.insert("events", result["events"].drop("path", "attempt", strict=False))
         for t, df in result["tables"].items():
-            st.insert(t, df)
+            if isinstance(df, pl.LazyFrame) and t in PARQUET_TABLES:  # samples that wait on disk: Parquet
+                st.write_parquet(t, df)
+            else:
+                st.insert(t, df)
         st.insert("unparsed_lines", result["unparsed"])
         st.insert("rank_map", result["rank_map"])
         st.insert("attempts", result["attempts"])

@@ -1,5 +1,8 @@
 """The DuckDB store of one analysis (DESIGN §4): created from `schema.sql`, filled from polars
-frames by column name, read back as polars frames."""
+frames by column name, read back as polars frames. A large table (`PARQUET_TABLES`: the DCGM
+samples of a job whose samples waited on disk) is kept as `<table>.parquet` beside the database
+and is a view over that file in it, so that SQL sees it as before without DuckDB re-encoding
+millions of rows (docs/architecture.md "Store")."""
 
 from __future__ import annotations
 
@@ -14,6 +17,20 @@ import pyarrow as pa
 SCHEMA_SQL = resources.files("forensics").joinpath("schema.sql").read_text(encoding="utf-8")
 INSERT_BATCH_ROWS = 200_000
 MEMORY_LIMIT = "512MB"  # DuckDB's own buffers (it spills to a .tmp folder beside the database beyond it)
+PARQUET_TABLES = ("dcgm_samples",)  # tables that may be a view over a Parquet file beside the database
+
+
+def parquet_file(db: Path | str, table: str) -> Path:
+    """Where the rows of `table` lie when it is a view over Parquet: beside the database."""
+    return Path(db).parent / f"{table}.parquet"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 class Store:
@@ -24,6 +41,53 @@ class Store:
         self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         if create:
             self.con.execute(SCHEMA_SQL)
+        elif self.path != ":memory:":
+            self._find_parquet()
+
+    def _find_parquet(self) -> None:
+        """A view over a Parquet file names it by absolute path (`write_parquet`, `point_views`); in a
+        folder moved or copied since, this session reads the file beside the database instead (a
+        temporary view shadows the stored one)."""
+        for table in PARQUET_TABLES:
+            file = parquet_file(Path(self.path).resolve(), table)
+            if not file.exists() or not self._is_view(table):
+                continue
+            try:
+                self.con.execute(f'SELECT * FROM "{table}" LIMIT 0')
+            except duckdb.IOException:
+                self.con.execute(f'CREATE TEMP VIEW "{table}" AS {self._view_sql(table, file)}')
+
+    def _is_view(self, table: str) -> bool:
+        return bool(self.con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND NOT temporary",
+                                     [table]).fetchone()[0])
+
+    def _columns(self, table: str) -> list[tuple[str, str]]:
+        return self.con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                                "WHERE table_name = ? AND table_schema = 'main' AND table_catalog = current_database() "
+                                "ORDER BY ordinal_position",
+                                [table]).fetchall()
+
+    def _view_sql(self, table: str, file: Path | str) -> str:
+        """The schema's columns of `table` read from the Parquet file (null where it has none)."""
+        source = f"read_parquet({_quote(str(file))})"
+        has = {r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+        cols = ", ".join(f'CAST({_ident(c) if c in has else "NULL"} AS {t}) AS {_ident(c)}'
+                         for c, t in self._columns(table))
+        return f"SELECT {cols} FROM {source}"
+
+    def write_parquet(self, table: str, df: pl.DataFrame | pl.LazyFrame) -> Path:
+        """The rows of `df` as `<table>.parquet` beside the database (a LazyFrame is streamed: its rows
+        never all sit in memory) and `table` a view over that file by its absolute path (DuckDB reads
+        the file when the view is made), its columns those of the schema (a column `df` lacks is
+        null). A folder renamed afterwards: `point_views`."""
+        cols = self._columns(table)
+        names = set(df.collect_schema().names())
+        file = parquet_file(Path(self.path).resolve(), table)
+        df.lazy().select([pl.col(c) for c, _ in cols if c in names]).sink_parquet(file, compression="zstd")
+        view = self._view_sql(table, file)
+        self.con.execute(f'DROP TABLE "{table}"')
+        self.con.execute(f'CREATE VIEW "{table}" AS {view}')
+        return file
 
     def insert(self, table: str, df: pl.DataFrame | pl.LazyFrame) -> None:
         """A LazyFrame (a table that waits on disk) streams in as one insert, INSERT_BATCH_ROWS rows
@@ -67,3 +131,19 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
+
+
+def point_views(db: Path | str) -> None:
+    """The views over Parquet files of the database at `db` name the files beside it, by absolute
+    path, so that any client opening it from any folder reads them. Called once the output folder
+    has its final name (the views were made in a temporary one), or after moving a folder (`Store`
+    itself reads the file beside a moved database without it)."""
+    st = Store(db, create=False)
+    try:
+        for table in PARQUET_TABLES:
+            file = parquet_file(Path(db).resolve(), table)
+            if file.exists() and st._is_view(table):
+                st.con.execute(f'CREATE OR REPLACE VIEW "{table}" AS {st._view_sql(table, file)}')
+        st.con.execute("CHECKPOINT")
+    finally:
+        st.close()

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,17 +239,29 @@ def _csv_header(lines: pl.DataFrame) -> tuple[int, str] | None:
     return None
 
 
-def _per_value(df: pl.DataFrame, raw: pl.Expr, fn: Callable[[pl.Expr], pl.Expr], name: str) -> pl.DataFrame:
+def _per_value(df: pl.DataFrame, raw: pl.Expr, fn: Callable[[pl.Expr], pl.Expr], name: str,
+               runs: bool = False) -> pl.DataFrame:
     """Add column `name` = fn(raw), computed once per distinct value of `raw` (a sample file repeats
     one stamp over every GPU and field, one address over every field and sample). `fn` sees the
-    values only, as the column `_k`."""
+    values only, as the column `_k`. `runs`: the column holds long runs of one value (a stamp over
+    a whole sampling round), each looked up once: comparing neighbours costs less than hashing
+    every row."""
     k = df.with_columns(raw.alias("_k"))["_k"]  # (a literal is broadcast)
+    return df.with_columns(_values_of(k, fn, runs).alias(name))
+
+
+def _values_of(k: pl.Series, fn: Callable[[pl.Expr], pl.Expr], runs: bool) -> pl.Series:
+    if runs and k.len() > 1:
+        starts = k.ne_missing(k.shift(1)).scatter(0, True)
+        n_runs = int(starts.sum())
+        if 8 * n_runs < k.len():  # (long runs only: gathering the values back costs too)
+            return _values_of(k.filter(starts), fn, runs=False).gather(starts.cum_sum() - 1)
     u = k.drop_nulls().unique(maintain_order=True)
     v = pl.DataFrame({"_k": pl.concat([u, pl.Series([None], dtype=u.dtype)])}).select(fn(pl.col("_k")))[:, 0]
     out = k.replace_strict(u, v.head(u.len()), default=None, return_dtype=v.dtype)
     if v[-1] is not None:  # what fn makes of a missing value
         out = pl.select(pl.when(k.is_null()).then(pl.lit(v[-1], dtype=v.dtype)).otherwise(out)).to_series()
-    return df.with_columns(out.alias(name))
+    return out
 
 
 def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction:
@@ -293,7 +309,7 @@ def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext, spa
     metric = col("metric", "__name__", "field")
     uniques = df.select(metric.alias("m"))["m"].unique().to_list()
     # a few stamps and addresses repeat over every GPU and field: parse each distinct value once
-    df = _per_value(df, tsraw, lambda r: _csv_ts(r, ctx), "_ts")
+    df = _per_value(df, tsraw, lambda r: _csv_ts(r, ctx), "_ts", runs=True)
     df = _per_value(df, col("pci_bus_id"), normalize_pci, "_pci")
     return df.with_columns(pl.Series("line_no", data_lines, dtype=pl.Int64)).select(
         "line_no",
@@ -715,6 +731,7 @@ _SAMPLE_NAMES = {"ts": "timestamp", "host": "hostname", "gpu": "gpu", "uuid": "u
                  "health_code": "health_error_code", "health_watch": "health_watch"}
 
 
+BLOCK_THREADS = 2  # blocks of a large CSV parsed at once (`read_csv_chunks`)
 COMBINE_ROWS = 4_000_000  # partial bucket rows kept before they are folded (a block adds its buckets)
 _KEYS = ["ts_us", "h", "gpu", "f"]
 
@@ -726,24 +743,39 @@ def _own_strings(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns([pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c in cols]) if cols else df
 
 
+def _line_texts(data: bytes, rows: np.ndarray, first_line: int) -> dict[int, str]:
+    """line_no -> text of the given rows (0-based, one line each) of a block of whole lines."""
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    starts = np.concatenate([[0], ends + 1])
+    return {first_line + r: data[starts[r]:ends[r]].rstrip(b"\r").decode("utf-8", errors="replace")
+            for r in np.unique(rows).tolist() if 0 <= r < len(ends)}
+
+
 class _Codes:
-    """Strings seen so far, each with a stable small code (its position), for cheap group keys."""
+    """Strings seen so far, each with a stable small code (its position), for cheap group keys.
+    Codes are only ever appended, so blocks parsed in several threads share one table (a code a
+    block got stays valid; which code a string gets depends on the threads' order, but codes never
+    reach the output: it is decoded and sorted by the strings)."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
         self.pos: dict[str, int] = {}
+        self.lock = threading.Lock()
 
     def codes(self, s: pl.Series) -> pl.Series:
-        if self.names:
+        names = list(self.names)  # (append-only: a snapshot is a prefix of the table)
+        if names:
             try:  # the strings are known already (the usual case after the first block)
-                return s.cast(pl.Enum(self.names)).to_physical().cast(pl.Int32)
+                return s.cast(pl.Enum(names)).to_physical().cast(pl.Int32)
             except pl.exceptions.PolarsError:
                 pass
-        new = [v for v in s.unique().to_list() if v is not None and v not in self.pos]
-        for v in new:
-            self.pos[v] = len(self.names)
-            self.names.append(v)
-        return s.cast(pl.Enum(self.names)).to_physical().cast(pl.Int32)
+        with self.lock:
+            for v in s.unique().to_list():
+                if v is not None and v not in self.pos:
+                    self.pos[v] = len(self.names)
+                    self.names.append(v)
+            names = list(self.names)
+        return s.cast(pl.Enum(names)).to_physical().cast(pl.Int32)
 
     def decode(self, codes: pl.Expr) -> pl.Expr:
         return codes.replace_strict(list(range(len(self.names))), self.names, default=None, return_dtype=pl.Utf8)
@@ -754,9 +786,24 @@ class _Codes:
         return codes.replace_strict(order, list(range(len(order))), default=None, return_dtype=pl.Int32)
 
 
+@dataclass
+class _Block:
+    """What one block of data lines gives (`_ChunkReader.parse`), added in file order (`add`)."""
+
+    first: int  # data row index of its first row (that row is line first + 2)
+    rows: int  # CSV records read
+    lines: int  # newlines in it
+    part: pl.DataFrame  # its bucket aggregates
+    events: pl.DataFrame | None  # the rows of the event fields, as samples
+    texts: dict[int, str]  # line_no -> text of the lines that may become events
+    samples: int
+
+
 class _ChunkReader:
     """The state of `read_csv_chunks` between blocks: partial bucket aggregates (keys as codes),
-    the rows of the event fields, the texts of the lines that may become events, the counts."""
+    the rows of the event fields, the texts of the lines that may become events, the counts.
+    `parse` reads one block (it may run in several threads at once); `add` takes the blocks in
+    file order."""
 
     def __init__(self, layout: CsvLayout, ctx: ParseContext) -> None:
         self.layout, self.ctx = layout, ctx
@@ -765,7 +812,7 @@ class _ChunkReader:
         self.idx = keep
         self.names = [_SAMPLE_NAMES[roles[layout.names[i]]] if layout.names[i] in roles else layout.names[i]
                       for i in keep]
-        self.canon: dict[str, str] = {}
+        self.canon: dict[str, str] = {}  # (a cache of a pure function: threads may fill it in any order)
         self.hosts, self.fields = _Codes(), _Codes()
         self.parts: list[pl.DataFrame] = []
         self.part_rows = 0
@@ -776,7 +823,31 @@ class _ChunkReader:
         self.mismatch = False
 
     def block(self, data: bytes, n_lines: int) -> None:
-        """Complete data lines (each ending in a newline), `n_lines` of them."""
+        """Complete data lines (each ending in a newline), `n_lines` of them, read in order."""
+        self.add(self.parse(data, n_lines, self.rows), data)
+
+    def add(self, blk: _Block, data: bytes) -> None:
+        """The next block in file order. A block parsed before the rows above it were known (in a
+        thread) assumed that every line above was one record; when that was wrong (a quoted cell
+        over several lines) it is read again with its true first row, as the sequential reader
+        would read it."""
+        if blk.first != self.rows:
+            blk = self.parse(data, blk.lines, self.rows)
+        if blk.rows != blk.lines:
+            self.mismatch = True
+        self.rows += blk.rows
+        self.samples += blk.samples
+        if blk.events is not None:
+            self.events.append(blk.events)
+        self.texts.update(blk.texts)
+        self.parts.append(blk.part)
+        self.part_rows += blk.part.height
+        if self.part_rows > COMBINE_ROWS:  # folded when they grow (rows far out of time order)
+            self.parts = [self._combine(self.parts).collect()]
+            self.part_rows = self.parts[0].height
+
+    def parse(self, data: bytes, n_lines: int, first: int) -> _Block:
+        """One block of complete data lines whose first row is data row `first`."""
         lay = self.layout
         try:
             df = pl.read_csv(data, has_header=False, columns=self.idx, infer_schema=False,
@@ -784,11 +855,8 @@ class _ChunkReader:
         except pl.exceptions.NoDataError:
             df = pl.DataFrame({n: pl.Series([], dtype=pl.Utf8) for n in self.names})
         df.columns = self.names
-        if df.height != n_lines:
-            self.mismatch = True
-        first = self.rows  # data row index of this block's first row (line first + 2)
+        rows = df.height
         nos = pl.int_range(first + 2, first + 2 + df.height, dtype=pl.Int64, eager=True).alias("line_no")
-        self.rows += df.height
         if lay.wide:  # one sample per row and field, in the order of the header's fields
             wide = list(lay.wide)
             df = df.with_columns(nos).unpivot(index=[c for c in df.columns if c not in lay.wide] + ["line_no"],
@@ -811,16 +879,17 @@ class _ChunkReader:
             return pl.col(name) if name in cols else pl.lit(None, dtype=pl.Utf8)
 
         is_ev = df.select(col("metric").is_in(EVENT_FIELDS).fill_null(False).alias("e"))["e"]
+        events, texts = None, {}
         if is_ev.any():  # the rows events come from: every column, by the rules of the small-file path
             ev = _csv_samples(df.filter(is_ev), nos.filter(is_ev), self.ctx, spaces=False)
-            self.events.append(_own_strings(ev))
+            events = _own_strings(ev)
             maybe = ev.filter(pl.col("value").is_null() | (pl.col("value") != 0))["line_no"]  # 0: never an event
             if maybe.len():
-                self._keep_texts(data, maybe.to_numpy() - (first + 2), first + 2)
-        self.samples += df.height
+                texts = _line_texts(data, maybe.to_numpy() - (first + 2), first + 2)
+        samples = df.height
         # the samples, only what the buckets need, by the same rules as `_csv_samples`
         us = BUCKET_S * 1_000_000
-        df = _per_value(df, col("timestamp"), lambda r: _csv_ts(r, self.ctx).dt.epoch("us"), "_ts")
+        df = _per_value(df, col("timestamp"), lambda r: _csv_ts(r, self.ctx).dt.epoch("us"), "_ts", runs=True)
         host = df["hostname"] if "hostname" in cols else None
         if host is None or host.null_count():
             host = df.select(pl.coalesce(col("hostname"), host_hint(self.ctx)).alias("h"))["h"]
@@ -838,18 +907,7 @@ class _ChunkReader:
             bm = df.filter(pl.col("f").is_in(bits)).group_by(_KEYS).agg(
                 v.cast(pl.Int64, strict=False).bitwise_or().alias("_or"))
             part = part.join(bm, on=_KEYS, how="left", nulls_equal=True)
-        self.parts.append(_own_strings(part))
-        self.part_rows += part.height
-        if self.part_rows > COMBINE_ROWS:  # folded when they grow (rows far out of time order)
-            self.parts = [self._combine(self.parts).collect()]
-            self.part_rows = self.parts[0].height
-
-    def _keep_texts(self, data: bytes, rows: np.ndarray, first_line: int) -> None:
-        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-        starts = np.concatenate([[0], ends + 1])
-        for r in np.unique(rows).tolist():
-            if 0 <= r < len(ends):
-                self.texts[first_line + r] = data[starts[r]:ends[r]].rstrip(b"\r").decode("utf-8", errors="replace")
+        return _Block(first, rows, n_lines, _own_strings(part), events, texts, samples)
 
     @staticmethod
     def _fold(df: pl.DataFrame) -> pl.DataFrame:
@@ -928,33 +986,59 @@ def read_csv_chunks(blocks: Iterable[bytes], layout: CsvLayout, ctx: ParseContex
     aggregated to one row per GPU, field and BUCKET_S seconds (the mean value; the OR of bit-mask
     fields, the maximum of counters), stamped at the bucket's start, line_no null (a row stands for
     several lines). Events (Xid, health) come from the rows themselves, each at its own line, with
-    its line's text. Memory: one block and the partial aggregates. Returns the Extraction and the
+    its line's text. Blocks are parsed BLOCK_THREADS at a time (polars works outside the GIL: on a
+    small machine both cores read while the file is read and hashed) and added in file order, so
+    the result is the sequential reader's, block for block. Memory: a few blocks and the partial
+    aggregates. Returns the Extraction and the
     file's number of lines and of data lines read (`claimed` holds only the events' lines: the
     others are many millions)."""
     rd = _ChunkReader(layout, ctx)
-    carry, header, total = b"", True, 0
-    for b in blocks:
-        if not b:
-            continue
-        buf = carry + b if carry else b
-        cut = buf.rfind(b"\n") + 1
-        if cut == 0:
-            carry = buf
-            continue
-        data, carry = buf[:cut], buf[cut:]
-        if header:  # line 1: the header
-            nl = data.index(b"\n") + 1
-            data, header, total = data[nl:], False, 1
-        n = data.count(b"\n")
-        total += n
-        if data:
+    threads = max(1, min(BLOCK_THREADS, os.cpu_count() or 1))
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="dcgm-block") if threads > 1 else None
+    pending: deque[tuple[Future[_Block], bytes]] = deque()
+    queued = 0  # data rows of the blocks handed out, if each of their lines is one record
+
+    def feed(data: bytes, n: int) -> None:
+        nonlocal queued
+        if pool is None:
             rd.block(data, n)
-    if carry:  # a last line without a newline
-        if header:
-            total, carry = 1, b""
-        else:
-            total += 1
-            rd.block(carry + b"\n", 1)
+            return
+        pending.append((pool.submit(rd.parse, data, n, queued), data))
+        queued += n
+        while len(pending) > threads:  # memory: a few blocks in flight
+            fut, d = pending.popleft()
+            rd.add(fut.result(), d)
+
+    carry, header, total = b"", True, 0
+    try:
+        for b in blocks:
+            if not b:
+                continue
+            buf = carry + b if carry else b
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:
+                carry = buf
+                continue
+            data, carry = buf[:cut], buf[cut:]
+            if header:  # line 1: the header
+                nl = data.index(b"\n") + 1
+                data, header, total = data[nl:], False, 1
+            n = data.count(b"\n")
+            total += n
+            if data:
+                feed(data, n)
+        if carry:  # a last line without a newline
+            if header:
+                total, carry = 1, b""
+            else:
+                total += 1
+                feed(carry + b"\n", 1)
+        while pending:
+            fut, d = pending.popleft()
+            rd.add(fut.result(), d)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     return rd.finish(total)
 
 

@@ -7,6 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import duckdb
 import pytest
 
 import forensics.ingest as ingest_mod
@@ -53,5 +54,15 @@ def test_spilled_dcgm_samples_give_the_same_analysis(scenario: str, tmp_path: Pa
         sa.close()
         sb.close()
     assert ra.height > 1000 and ra.equals(rb)
+    # held in memory: a table; waited on disk: Parquet beside the database, a view over it by its path
+    assert not (tmp_path / "held" / "dcgm_samples.parquet").exists()
+    assert (tmp_path / "spilled" / "dcgm_samples.parquet").exists()
+    con = duckdb.connect(str(spilled.store_path), read_only=True)
+    try:
+        kinds = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables").fetchall())
+        assert kinds["dcgm_samples"] == "VIEW" and kinds["events"] == "BASE TABLE"
+        assert con.execute("SELECT count(*) FROM dcgm_samples").fetchone()[0] == ra.height
+    finally:
+        con.close()
     assert (tmp_path / "spilled" / "plots" / "straggler_heatmap.png").read_bytes() == \
         (tmp_path / "held" / "plots" / "straggler_heatmap.png").read_bytes()

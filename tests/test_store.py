@@ -46,3 +46,73 @@ def test_empty_inputs_insert_nothing(tmp_path: Path) -> None:
     st.insert("dcgm_samples", _samples(0).lazy())
     assert st.sql("SELECT count(*) AS n FROM dcgm_samples")["n"][0] == 0
     st.close()
+
+
+def _kind(db: Path, table: str) -> str:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT table_type FROM information_schema.tables WHERE table_name = ?", [table]).fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_samples_as_parquet_read_back_as_the_table_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LazyFrame written as Parquet beside the database: the view has the table's columns and types
+    (a column the frame lacks is null) and the same rows, by absolute path, so a client started
+    anywhere reads it; a moved folder still reads it through `Store`, and a plain client once
+    `point_views` named the new place."""
+    import duckdb
+
+    df = _samples(50)
+    df.head(20).write_parquet(tmp_path / "a.parquet")
+    df.tail(30).write_parquet(tmp_path / "b.parquet")
+    lazy = pl.concat([pl.scan_parquet(tmp_path / "a.parquet"), pl.scan_parquet(tmp_path / "b.parquet")])
+    out = tmp_path / "out"
+    out.mkdir()
+    a, b = Store(out / "forensics.duckdb"), Store(tmp_path / "eager.duckdb")
+    assert a.write_parquet("dcgm_samples", lazy) == out / "dcgm_samples.parquet"
+    b.insert("dcgm_samples", df)
+    got, want = a.frame("dcgm_samples", "line_no"), b.frame("dcgm_samples", "line_no")
+    schema = a.sql("DESCRIBE dcgm_samples").select("column_name", "column_type").rows()
+    assert schema == b.sql("DESCRIBE dcgm_samples").select("column_name", "column_type").rows()
+    assert ("uuid", "VARCHAR") in schema and got["uuid"].null_count() == 50  # not in the frame: null
+    a.close()
+    b.close()
+    assert got.height == 50 and got.equals(want)
+    assert _kind(out / "forensics.duckdb", "dcgm_samples") == "VIEW"
+    monkeypatch.chdir(tmp_path)  # not the database's folder
+    con = duckdb.connect(str(out / "forensics.duckdb"), read_only=True)  # a plain client, elsewhere
+    assert con.execute("SELECT count(*), count(value) FROM dcgm_samples").fetchone() == (50, 42)
+    con.close()
+    moved = tmp_path / "moved"
+    out.rename(moved)
+    st = Store(moved / "forensics.duckdb", create=False, read_only=True)
+    try:
+        assert st.frame("dcgm_samples", "line_no").equals(want)
+        assert st.sql("SELECT count(*) AS n FROM dcgm_samples WHERE host = 'node-1'")["n"][0] == 13
+    finally:
+        st.close()
+
+
+def test_moved_folder_can_be_pointed_again(tmp_path: Path) -> None:
+    """`point_views` in a folder whose views name another place (it was moved) names its own file
+    (any folder name: a comma, a quote)."""
+    import duckdb
+
+    out, moved = tmp_path / "out", tmp_path / "job, it's moved"
+    out.mkdir()
+    st = Store(out / "forensics.duckdb")
+    st.write_parquet("dcgm_samples", _samples(12))
+    st.close()
+    store.point_views(out / "forensics.duckdb")
+    out.rename(moved)
+    store.point_views(moved / "forensics.duckdb")
+    con = duckdb.connect(str(moved / "forensics.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM dcgm_samples").fetchone() == (12,)
+        assert str(moved / "dcgm_samples.parquet").replace("'", "''") in con.execute(
+            "SELECT sql FROM duckdb_views() WHERE view_name = 'dcgm_samples'").fetchone()[0]
+    finally:
+        con.close()

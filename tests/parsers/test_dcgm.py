@@ -380,3 +380,19 @@ def test_property_parse_bytes_is_parse(cols: list[str], rows: list[tuple], final
     if got is None:
         return
     _assert_is_parse(got, data, ctx)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([None, "", "1793606400", "1793606400.5", "1793606400123", "2026-11-02T08:00:00Z",
+                                 "2026-11-02 08:00:01", "not a time", " 1793606401 "]), max_size=60),
+       st.integers(1, 12))
+def test_property_stamps_by_runs_are_stamps_by_value(values: list[str | None], repeat: int) -> None:
+    """`_per_value(runs=True)` (one lookup per run of one value) gives what the per-distinct-value
+    lookup gives, with nulls, blanks, unparsable and repeated stamps in runs of any length."""
+    k = pl.Series("t", [v for v in values for _ in range(repeat)], dtype=pl.Utf8)
+    df = pl.DataFrame({"t": k})
+    ctx = ParseContext(path="dcgm.csv")
+    for fn in (lambda r: dcgm._csv_ts(r, ctx), lambda r: dcgm._csv_ts(r, ctx).dt.epoch("us")):
+        a = dcgm._per_value(df, pl.col("t"), fn, "o", runs=True)
+        b = dcgm._per_value(df, pl.col("t"), fn, "o", runs=False)
+        assert a.equals(b)

@@ -385,19 +385,21 @@ def _cut(rest: pl.Series, width: pl.Series) -> pl.Series:
     return out
 
 
-def _update(col: pl.Series, idx: pl.Series, values: pl.Series) -> pl.Series:
-    """`col.scatter(idx, values)`; when every row is written in order (a round that peeled every line
-    of a file behind one wrapper), `values` itself: a scatter copies every string."""
-    if idx.len() == col.len() and (idx.len() == 0 or (idx[0] == 0 and idx[-1] == idx.len() - 1
-                                                       and idx.is_sorted())):
-        return values.alias(col.name)
-    if 4 * idx.len() < col.len():
-        return col.scatter(idx, values)
-    # most rows written: the rows kept and the new values in one frame, put back in row order (views)
-    kept = pl.int_range(0, col.len(), eager=True, dtype=pl.Int64)
+def _update(cols: dict[str, pl.Series], idx: pl.Series, values: dict[str, pl.Series]) -> dict[str, pl.Series]:
+    """Each `cols[k].scatter(idx, values[k])`. When every row is written in order (a round that peeled
+    every line of a file behind one wrapper) the values themselves, when most rows are written the
+    rows kept and the values put back in row order by one sort (views): a scatter copies every
+    string."""
+    n = next(iter(cols.values())).len()
+    if idx.len() == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and idx.is_sorted())):
+        return {k: values[k].alias(c.name) for k, c in cols.items()}
+    if 4 * idx.len() < n:
+        return {k: c.scatter(idx, values[k]) for k, c in cols.items()}
+    kept = pl.int_range(0, n, eager=True, dtype=pl.Int64)
     kept = kept.filter(~kept.is_in(idx.implode()))
-    return pl.DataFrame({"i": pl.concat([kept, idx.cast(pl.Int64)]), "v": pl.concat([col.gather(kept), values])}
-                        ).sort("i")["v"].alias(col.name)
+    both = pl.DataFrame({"_at": pl.concat([kept, idx.cast(pl.Int64)]),
+                         **{k: pl.concat([c.gather(kept), values[k]]) for k, c in cols.items()}}).sort("_at")
+    return {k: both[k].alias(c.name) for k, c in cols.items()}
 
 
 def _round(df: pl.DataFrame) -> pl.DataFrame:
@@ -431,6 +433,7 @@ def peel(text: pl.Series) -> pl.DataFrame:
     """Strip the wrappers from every line of `text`. Columns: body, prefix_host, prefix_rank,
     prefix_local_rank, prefix_task, prefix_ts (text `timestamps.iso` reads). Lines without a
     wrapper keep their text as body and null hints."""
+    text = text.rechunk()  # one piece of views (cheap): several (a multi-threaded read) made peel copy the strings
     n = text.len()
     body = text.rename("body")
     nulls = {f"_{h}": pl.repeat(None, n, dtype=pl.Utf8, eager=True) for h in HINTS}
@@ -446,10 +449,9 @@ def peel(text: pl.Series) -> pl.DataFrame:
         if live.is_empty():
             break
         # each round writes the rows it peeled: a later (deeper) peel overwrites an earlier one
-        idx = live["_i"]
-        body = _update(body, idx, live["_rest"])
-        for h in HINTS:
-            nulls[f"_{h}"] = _update(nulls[f"_{h}"], idx, live[f"_{h}"])
+        got = _update({"_rest": body, **nulls}, live["_i"], {c: live[c] for c in ("_rest", *nulls)})
+        body = got.pop("_rest")
+        nulls.update(got)
     return pl.DataFrame({
         "body": body,
         "prefix_host": nulls["_host"],

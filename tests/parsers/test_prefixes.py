@@ -130,7 +130,10 @@ def test_update_and_cut_equal_scatter_and_a_slice_by_column() -> None:
                 rnd.sample(range(400), 390), []):
         ix = pl.Series(idx, dtype=pl.Int64)
         vals = pl.Series([f"new {k}" if k % 7 else None for k in idx], dtype=pl.Utf8)
-        assert _update(col, ix, vals).equals(col.clone().scatter(ix, vals), null_equal=True)
+        other = pl.Series("h", [None] * 400, dtype=pl.Utf8)
+        got = _update({"b": col, "h": other}, ix, {"b": vals, "h": vals.str.to_uppercase()})
+        assert got["b"].equals(col.clone().scatter(ix, vals), null_equal=True)
+        assert got["h"].equals(other.clone().scatter(ix, vals.str.to_uppercase()), null_equal=True)
     for n_widths in (1, 3, CUT_WIDTHS + 5):
         width = pl.Series([rnd.randrange(n_widths) for _ in range(400)], dtype=pl.UInt32)
         want = pl.DataFrame({"r": col, "n": width}).select(pl.col("r").str.slice(pl.col("n")))["r"]

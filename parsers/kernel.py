@@ -205,7 +205,7 @@ RULE_LITERALS = [
     "general protection fault", " blocked for more than ", "Linux version ", "-- Boot ", "-- Reboot --",
     "-fs error", "read-only", "Aborting journal on device", "Detected aborted journal", "orruption",
     "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ",
-    " not responding", "LustreError: ", "Lustre: ", "I/O error", " error, dev ", " timeout", ": controller is down",
+    " not responding", "LustreError: ", "Connection to ", "evicted", "I/O error", " error, dev ", " timeout", ": controller is down",
     " kgspHealthCheck", "RPC event history", "RPC history", "GSP RPC buffer contains",
 ]
 RULE_LITERALS_CI = [

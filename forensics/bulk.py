@@ -57,6 +57,8 @@ _STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
 PREFIX_SAMPLE = 4096  # lines sampled for the common NCCL prefixes of a batch
 PREFIX_KINDS = 8  # of which this many are checked as literals
 _NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
+# every line PREFIX_CHECK matches holds one of these (`triage.literal_factor`): the regex runs on those only
+_PREFIX_LITERALS = triage.LiteralSet.of(triage.literal_factor(PREFIX_CHECK) or (("", False),))
 
 
 @dataclass
@@ -188,6 +190,9 @@ def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None) -> np.n
         known = np.zeros(n, dtype=bool)
     pc = known.copy()
     other = np.flatnonzero(~known)
+    if other.size:  # of the other lines, those that hold a literal every match of the regex holds
+        maybe = frame.select(_PREFIX_LITERALS.contains(t).fill_null(True).alias("m"))["m"].to_numpy()
+        other = other[maybe[other]]
     if other.size:
         pc[other] = text.gather(other).str.contains(PREFIX_CHECK).fill_null(False).to_numpy()
     if interesting is None:

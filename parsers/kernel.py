@@ -22,6 +22,7 @@ import re
 from datetime import UTC
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from parsers.records import (
@@ -183,6 +184,51 @@ KEYWORDS = [
 ]
 
 
+# The rules' own literals: every test below that makes a line an event, a record's continuation or
+# part of an OOM record holds one of these (RULE_LITERALS exactly, RULE_LITERALS_CI in any ASCII
+# case) or is the AER bit form (AER_BIT_ANY_RE); tests/parsers/test_kernel.py checks each pattern of
+# `parse` against them (`forensics.triage.literal_factor`). A KEYWORDS line without one (`EXT4-fs
+# (nvme0n1p2): mounted filesystem`, `ib0: link becomes ready`) can become nothing and is not read.
+RULE_LITERALS = [
+    "NVRM", "nvidia-nvswitch", "AER: ", "PCIe Bus Error: severity=", ": Kill process ",
+    "invoked oom-killer", "oom-kill:", "oom_reaper: ", "Killed process ", "state changed to ", "EDAC",
+    "[Hardware Error]", "hung_task_timeout_secs", "is blocked on a ", "Power key pressed", "button/power PBTN",
+    "error status/mask=", "TLP Header", "broadcast ", "no AER-aware driver", "Error of this Agent",
+    "evice recovery successful", "device [", "_kgspRpcGspEventPmuHalted", "GSP-CrashCat", "NV_ERR_GPU_IS_LOST",
+    "NV_ERR_RESET_REQUIRED", "rpcSendMessage failed", "s of waiting for RPC response",
+    "Timeout waiting for RPC from GSP", "_kgspLogRpcTimeout", "* GSP Timeout *", "_kgspIsHeartbeatTimedOut",
+    "GSP heartbeat timed out", "Heartbeat timed out", "GspRmFree failed", "API_GPU_ATTACHED_SANITY_CHECK failed",
+    "_threadNodeCheckTimeout", "API mismatch", "uvm encountered global fatal error", "RmInitAdapter failed",
+    "rm_init_adapter failed", "ncorrected hardware memory error", "Machine check events logged", "Machine Check",
+    "Machine check", "Hardware error from APEI", "event severity: ", "BUG: soft lockup", "hard LOCKUP",
+    "stalls on CPU", "stall on CPU", "Kernel panic - not syncing", "Oops:", "BUG: unable to handle",
+    "general protection fault", " blocked for more than ", "Linux version ", "-- Boot ", "-- Reboot --",
+    "-fs error", "read-only", "Aborting journal on device", "Detected aborted journal", "orruption",
+    "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ",
+    " not responding", "LustreError: ", "Connection to ", "evicted", "I/O error", " error, dev ", " timeout", ": controller is down",
+    " kgspHealthCheck", "RPC event history", "RPC history", "GSP RPC buffer contains",
+]
+RULE_LITERALS_CI = [
+    "link is down", "link down", "link is up", "link up", "carrier lost", "lost carrier", "carrier off",
+    "cable unplugged", "cable error", "Bad or shorted cable", "Port module event[error]", "health compromised",
+    "fw_fatal", "firmware fatal", "fatal error", "syndrome", "Health issue observed", "handling bad device",
+    "health recovery flow aborted",
+]
+# A line's literal screen (`_screened`): the rules run only on lines whose body holds one of the rules'
+# literals, and the multi-line forms look at a neighbour only for these literals / this pattern (each
+# is in every line the neighbour test it stands for matches: `_thegpu`, `_fell`, `_unsup`, `_aer_mask`
+# are literal tests of the message, a suffix of the body; AER_BIT_RE's message holds AER_BIT_ANY_RE).
+NEIGHBOUR_LITERALS = ["NVRM: The NVIDIA GPU", "fallen off the bus", "not supported", "error status/mask="]
+AER_BIT_ANY_RE = rf"{_PCI_FN}:\s+\[\s*\d+\]"
+# A line that starts with a plain uptime stamp (`[   12.345678]`, after optional blanks and a raw
+# printk level `<6>`): PREFIX_RE matches none of its alternatives there (each starts with `[` and a
+# capital, `[+`, `[<`, a digit, a day or month name, or `kernel`), so it reads `lvl`, `up` and `caller`
+# alone, as FAST_PREFIX_RE does; the line is a kernel line (`_stamp_fast`).
+UPTIME_LINE_RE = r"^\s*(?:<\d{1,3}>)?\[\s*\d+\.\d+\]"
+FAST_PREFIX_RE = r"^(?P<pre>\s*(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)\]\s*(?:\[\s*(?P<caller>[TC]\d+)\])?\s*)"
+SCREEN = True  # the literal screen and the uptime fast path; tests turn it off to compare with the plain path
+
+
 # --------------------------------------------------------------------------------------------
 # helpers
 
@@ -281,6 +327,92 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                      "kernel_src", "kernel_line")
 
 
+def _stamp_fast(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """`_stamp_frame` of lines that all match UPTIME_LINE_RE: the same columns, computed from the
+    uptime stamp alone (the other groups of PREFIX_RE are null on such a line)."""
+    keep = ["hint_host", "hint_file"] if ctx.batched else []
+    df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(
+        pl.col("body").str.extract_groups(FAST_PREFIX_RE).alias("_g")).unnest("_g")
+    df = df.with_columns(pl.col("body").str.slice(pl.col("pre").str.len_chars()).alias("msg"))
+    df = df.with_columns(
+        pl.when(pl.col("up").is_not_null()).then(pl.col("msg").str.extract(MONOTONIC_RE, 1)).alias("mhost"))
+    df = df.with_columns(
+        pl.when(pl.col("mhost").is_not_null())
+        .then(pl.col("msg").str.slice(pl.col("mhost").str.len_chars() + len(" kernel: ")))
+        .otherwise(pl.col("msg")).alias("msg"),
+        pl.when(pl.col("mhost").is_not_null()).then(pl.lit("kernel")).alias("proc"),
+        pl.coalesce(pl.col("mhost"), line_host(ctx)).alias("host"))
+    up_ts = _boot_expr(pl.col("host"), ctx) + _seconds(pl.col("up"))
+    df = df.with_columns(
+        up_ts.alias("ts"),
+        pl.when(up_ts.is_not_null()).then(pl.lit("exact"))
+        .when(pl.col("up").is_not_null()).then(pl.lit("relative"))
+        .otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.col("up").alias("ts_raw"),
+        pl.lit(True).alias("kernel_src"),
+        pl.lit(True).alias("kernel_line"),
+    )
+    return df.select("line_no", "body", "msg", "host", "proc", "ts", "ts_raw", "ts_quality", *file_keys(ctx),
+                     "kernel_src", "kernel_line")
+
+
+def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """`_stamp_frame` of the lines the rules or a neighbour test may read (a KEYWORD, a
+    NEIGHBOUR_LITERALS literal, AER_BIT_ANY_RE), and of every line not of the uptime shape (their
+    kernel-line flag, and the `dmesg -H` groups, need the full prefix); with column `_row` (each row's
+    position in `lines`). Also the kernel-line flag of every line and the rows' positions. The other
+    lines (the uptime-stamped noise of a large dmesg: most of its lines) are kernel lines read no
+    further: the rows left out have no `dmesg -H` anchor and add 0 to its running sum, so the rows
+    kept get the values the whole frame would give them."""
+    n = lines.height
+    b = pl.col("body")
+    if not SCREEN:
+        df = _stamp_frame(lines, ctx).with_columns(pl.int_range(0, n, dtype=pl.Int64).alias("_row"))
+        return df, df["kernel_line"].to_numpy(), np.arange(n, dtype=np.int64)
+    # a rule reads KEYWORDS lines only, every NEIGHBOUR_LITERALS literal holds a KEYWORD but `not
+    # supported`: the many rule literals are looked for on those lines alone
+    fl = lines.select(
+        b.str.contains(UPTIME_LINE_RE).fill_null(False).alias("fast"),
+        b.str.contains_any([*KEYWORDS, "not supported"]).fill_null(True).alias("word"),
+        b.str.contains(AER_BIT_ANY_RE).fill_null(True).alias("aer"))
+    fast, keep = fl["fast"].to_numpy(), fl["aer"].to_numpy()
+    word = np.flatnonzero(fl["word"].to_numpy())
+    if word.size:
+        keep[word] |= lines[word].select((_rule_literal(b) | b.str.contains_any(NEIGHBOUR_LITERALS))
+                                         .fill_null(True))[:, 0].to_numpy()
+    slow_rows = np.flatnonzero(~fast)
+    fast_rows = np.flatnonzero(fast & keep)
+    slow = _stamp_frame(lines[slow_rows] if slow_rows.size < n else lines, ctx)
+    parts = [slow.with_columns(pl.Series("_row", slow_rows, dtype=pl.Int64))]
+    if fast_rows.size:
+        quick = _stamp_fast(lines[fast_rows], ctx).with_columns(pl.Series("_row", fast_rows, dtype=pl.Int64))
+        parts.append(quick.select(parts[0].columns).cast(parts[0].schema))
+    df = pl.concat(parts).sort("_row") if len(parts) > 1 else parts[0]
+    kline = fast.copy()
+    kline[slow_rows] = slow["kernel_line"].to_numpy()
+    return df, kline, df["_row"].to_numpy()
+
+
+def _rule_literal(col: pl.Expr) -> pl.Expr:
+    """Whether a line holds one of the rules' literals (see RULE_LITERALS)."""
+    return col.str.contains_any(RULE_LITERALS) | col.str.contains_any(RULE_LITERALS_CI, ascii_case_insensitive=True)
+
+
+def _rule_line(col: pl.Expr) -> pl.Expr:
+    """Whether a line holds one of the rules' literals or the AER bit form (see RULE_LITERALS)."""
+    return _rule_literal(col) | col.str.contains(AER_BIT_ANY_RE)
+
+
+def _next(a: np.ndarray, k: int) -> np.ndarray:
+    """`a` shifted by k rows (k > 0: the value k rows below; k < 0: above), False past the ends."""
+    out = np.zeros_like(a)
+    if k > 0:
+        out[:-k] = a[k:]
+    else:
+        out[-k:] = a[:k]
+    return out
+
+
 JOURNAL_JSON_RE = r'^\s*\{.*"MESSAGE"\s*:'
 
 
@@ -343,23 +475,31 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return Extraction(events=empty_events(), tables={"xid_events": empty_table("xid_events")})
     lines = _journal_json(lines)
-    df = _stamp_frame(lines, ctx)
+    df, kernel_line, rows = _screened(lines, ctx)
     m = pl.col("msg")
-    # neighbour flags for the multi-line forms (cheap literal checks over the whole file)
+    # neighbour flags for the multi-line forms (literal checks on the rows `_screened` kept; a line
+    # left out holds none of their literals), shifted over the whole file's rows
     df = df.with_columns(
         m.str.starts_with("NVRM: The NVIDIA GPU").alias("_thegpu"),
         m.str.contains("fallen off the bus", literal=True).alias("_fell"),
         m.str.contains("not supported", literal=True).alias("_unsup"),
         m.str.contains("error status/mask=", literal=True).alias("_aer_mask"),
         m.str.contains(AER_BIT_RE).alias("_aer_bit_like"),
-    ).with_columns(
-        (pl.col("_fell").shift(-1) | pl.col("_fell").shift(-2)).fill_null(False).alias("_fell_next"),
-        (pl.col("_unsup").shift(-1) | pl.col("_unsup").shift(-2)).fill_null(False).alias("_unsup_next"),
-        (pl.col("_thegpu").shift(1) | pl.col("_thegpu").shift(2)).fill_null(False).alias("_thegpu_prev"),
-        (pl.col("_aer_mask").shift(1) | pl.col("_aer_bit_like").shift(1)).fill_null(False).alias("_after_mask"),
     )
+    flag = {}
+    for c in ("_thegpu", "_fell", "_unsup", "_aer_mask", "_aer_bit_like"):
+        flag[c] = np.zeros(lines.height, dtype=bool)
+        flag[c][rows] = df[c].fill_null(False).to_numpy()
+    near = {
+        "_fell_next": _next(flag["_fell"], 1) | _next(flag["_fell"], 2),
+        "_unsup_next": _next(flag["_unsup"], 1) | _next(flag["_unsup"], 2),
+        "_thegpu_prev": _next(flag["_thegpu"], -1) | _next(flag["_thegpu"], -2),
+        "_after_mask": _next(flag["_aer_mask"] | flag["_aer_bit_like"], -1),
+    }
+    df = df.with_columns([pl.Series(c, a[rows]) for c, a in near.items()])
     power_src = pl.col("proc").is_in(POWER_PROCS).fill_null(False) & m.str.contains(POWER_RE)
-    cand = df.filter((pl.col("kernel_src") & m.str.contains_any(KEYWORDS)) | power_src)
+    rule = m.str.contains_any(KEYWORDS) & _rule_line(m) if SCREEN else m.str.contains_any(KEYWORDS)
+    cand = df.filter((pl.col("kernel_src") & rule) | power_src)
     warnings: list[str] = []
 
     xid = m.str.extract_groups(XID_RE)
@@ -628,7 +768,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     claimed = pl.concat([
         ev["line_no"], cand.filter(pl.col("kind").is_null() & pl.col("_cont"))["line_no"]
     ]).unique().sort()
-    ignored = df.filter(pl.col("kernel_line") & ~pl.col("line_no").is_in(claimed.implode()))["line_no"]
+    kernel_nos = lines["line_no"].filter(pl.Series(kernel_line))
+    ignored = kernel_nos.filter(~kernel_nos.is_in(claimed.implode()))
     n_rel = ev.filter(pl.col("ts_quality") == "relative").height
     if n_rel:
         warnings.append(f"{n_rel} event(s) with uptime/relative stamps and no boot time: ts left null")

@@ -340,8 +340,12 @@ def _which(df: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
     dispatched on their first character, so each is tested only against the wrappers that can
     start with it, and only until one matches: few regex passes, none per line in Python."""
     out: list[tuple[int, pl.DataFrame]] = []
-    groups = df.with_columns(pl.col("_rest").str.slice(0, 1).alias("_c")).partition_by(
-        "_c", as_dict=True, maintain_order=True, include_key=False)
+    first = df["_rest"].str.slice(0, 1)
+    if first.n_unique() == 1:  # one wrapper's lines (a file behind one launcher): no partition to copy
+        groups = {(first[0],): df}
+    else:
+        groups = df.with_columns(first.alias("_c")).partition_by("_c", as_dict=True, maintain_order=True,
+                                                                 include_key=False)
     for (c,), rem in groups.items():
         for i in _candidates(c or ""):
             m = rem["_rest"].str.contains(_ANCHORED[i])
@@ -364,6 +368,40 @@ def _hint_frame(prefix: pl.Series, i: int) -> pl.DataFrame:
     return prefix.to_frame().join(g, on="_p", how="left", maintain_order="left").drop("_p")
 
 
+CUT_WIDTHS = 16  # a round's rows are cut width by width when their prefixes have at most this many widths
+
+
+def _cut(rest: pl.Series, width: pl.Series) -> pl.Series:
+    """Each string of `rest` without its first `width` characters. A slice of one width keeps the
+    strings' bytes where they are (polars string views: a new view per row), a slice by a column
+    copies every string, so the rows are cut width by width when the widths are few (one, for a
+    file behind one launcher's wrapper)."""
+    widths = width.unique().sort()
+    if widths.len() > CUT_WIDTHS:
+        return pl.DataFrame({"r": rest, "n": width}).select(pl.col("r").str.slice(pl.col("n")))["r"]
+    out = rest.str.slice(int(widths[0]))
+    for w in widths[1:]:
+        out = rest.str.slice(int(w)).zip_with(width == w, out)
+    return out
+
+
+def _update(cols: dict[str, pl.Series], idx: pl.Series, values: dict[str, pl.Series]) -> dict[str, pl.Series]:
+    """Each `cols[k].scatter(idx, values[k])`. When every row is written in order (a round that peeled
+    every line of a file behind one wrapper) the values themselves, when most rows are written the
+    rows kept and the values put back in row order by one sort (views): a scatter copies every
+    string."""
+    n = next(iter(cols.values())).len()
+    if idx.len() == n and (n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and idx.is_sorted())):
+        return {k: values[k].alias(c.name) for k, c in cols.items()}
+    if 4 * idx.len() < n:
+        return {k: c.scatter(idx, values[k]) for k, c in cols.items()}
+    kept = pl.int_range(0, n, eager=True, dtype=pl.Int64)
+    kept = kept.filter(~kept.is_in(idx.implode()))
+    both = pl.DataFrame({"_at": pl.concat([kept, idx.cast(pl.Int64)]),
+                         **{k: pl.concat([c.gather(kept), values[k]]) for k, c in cols.items()}}).sort("_at")
+    return {k: both[k].alias(c.name) for k, c in cols.items()}
+
+
 def _round(df: pl.DataFrame) -> pl.DataFrame:
     """One peel on the rows of `df` (columns _i, _rest and the hints): each row's first matching
     wrapper, unless its veto says no; only the peeled rows come back. The prefix is cut without
@@ -378,12 +416,11 @@ def _round(df: pl.DataFrame) -> pl.DataFrame:
                 sub = sub.filter(~vetoed)
         if sub.is_empty():
             continue
-        cut = sub.select(rest.str.replace(_PREFIX_ONLY[i], "").alias("_b")).with_columns(
-            pl.col("_b").str.len_chars().alias("_n"))
-        body = cut["_b"].alias("_rest")
+        prefix = sub.select(rest.str.extract(_PREFIX_ONLY[i], 0).fill_null("").alias("_p"))["_p"]
+        body = _cut(sub["_rest"], prefix.str.len_chars()).alias("_rest")
         upd = [body]
         if i not in _NO_CAPTURE:
-            g = _hint_frame(sub.select(rest.str.slice(0, rest.str.len_chars() - cut["_n"]).alias("_p"))["_p"], i)
+            g = _hint_frame(prefix, i)
             for h in HINTS:
                 if h in g.columns:
                     v = g.select(_stamp_text(pl.col(h), w.stamp) if h == "stamp" else pl.col(h))[h]
@@ -396,6 +433,7 @@ def peel(text: pl.Series) -> pl.DataFrame:
     """Strip the wrappers from every line of `text`. Columns: body, prefix_host, prefix_rank,
     prefix_local_rank, prefix_task, prefix_ts (text `timestamps.iso` reads). Lines without a
     wrapper keep their text as body and null hints."""
+    text = text.rechunk()  # one piece of views (cheap): several (a multi-threaded read) made peel copy the strings
     n = text.len()
     body = text.rename("body")
     nulls = {f"_{h}": pl.repeat(None, n, dtype=pl.Utf8, eager=True) for h in HINTS}
@@ -411,10 +449,9 @@ def peel(text: pl.Series) -> pl.DataFrame:
         if live.is_empty():
             break
         # each round writes the rows it peeled: a later (deeper) peel overwrites an earlier one
-        idx = live["_i"]
-        body = body.scatter(idx, live["_rest"])
-        for h in HINTS:
-            nulls[f"_{h}"] = nulls[f"_{h}"].scatter(idx, live[f"_{h}"])
+        got = _update({"_rest": body, **nulls}, live["_i"], {c: live[c] for c in ("_rest", *nulls)})
+        body = got.pop("_rest")
+        nulls.update(got)
     return pl.DataFrame({
         "body": body,
         "prefix_host": nulls["_host"],

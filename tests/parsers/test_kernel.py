@@ -534,3 +534,160 @@ def test_oom_header_stands_for_a_record_cut_before_its_kill_line() -> None:
         (2, "python3", 4242), (3, None, None)]
     assert 1 in ex.claimed.to_list()
     check_contract(ex, 6)
+
+
+# ---- the literal screen and the uptime fast path give the plain path's result ---------------
+
+def _plain_and_screened(lines: pl.DataFrame, ctx: ParseContext, monkeypatch: pytest.MonkeyPatch
+                        ) -> tuple[Extraction, Extraction]:
+    got = kernel.parse(lines, ctx)
+    monkeypatch.setattr(kernel, "SCREEN", False)
+    want = kernel.parse(lines, ctx)
+    monkeypatch.setattr(kernel, "SCREEN", True)
+    return want, got
+
+
+def _same(want: Extraction, got: Extraction) -> None:
+    assert got.events.equals(want.events, null_equal=True)
+    assert got.tables.keys() == want.tables.keys()
+    for name, t in want.tables.items():
+        assert got.tables[name].equals(t, null_equal=True), name
+    assert got.claimed.to_list() == want.claimed.to_list()
+    assert got.ignored.to_list() == want.ignored.to_list()
+    assert got.warnings == want.warnings
+
+
+MIXED_DMESG = """\
+[    0.000000] Linux version 5.15.0-1063-nvidia (buildd@lcy02) #64-Ubuntu SMP
+[   12.000001] docker0: port 1(veth1) entered blocking state
+[May27 04:18] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 9
+[  +0.000123] docker0: port 1(veth1) entered forwarding state
+<6>[   13.500000] NVRM: Xid (PCI:0000:9b:00): 79, pid=1234, GPU has fallen off the bus.
+[  +1.500000] NVRM: Xid (PCI:0000:9b:00): 48, pid=1234, An uncorrectable double bit error
+[   14.000000] [T812] pcieport 0000:00:01.0: AER: Uncorrected (Fatal) error received: 0000:01:00.0
+[   14.000001] nvidia 0000:01:00.0: AER:   error status/mask=00004000/00000000
+[   14.000002] nvidia 0000:01:00.0:    [14] CmpltTO                (First)
+[   14.000003] pcieport 0000:00:01.0:    [ 5] SDES
+  [   15.000000] NVRM: The NVIDIA GPU 0000:3b:00.0
+[   15.000001] NVRM: (PCI ID: 10de:2330) installed in this system has
+[   15.000002] NVRM: fallen off the bus and is not responding to commands.
+[   16.000000] node-7 kernel: Out of memory: Killed process 4242 (python3) total-vm:1kB
+[   16.500000] audit: type=1400 audit(1.2:3): apparmor="STATUS" operation="profile_load"
+[May27 04:19] nfs: server storage-01 OK
+[  +2.000000] Lustre: Mounted lustre-client
+[  +0.500000] EXT4-fs error (device nvme0n1p2): ext4_find_entry: reading directory
+Sep 23 10:00:01 node-7 kernel: [   17.000000] mlx5_core 0000:5e:00.0: mlx5_ib0: link down
+[   18.000000] Lustre: lustre-OST0003-osc-ffff9a: Connection to lustre-OST0003 (at 10.0.0.3@o2ib) was lost; in progress operations using this service will wait for recovery to complete
+"""
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIX.glob("*.log")) + ["wrapped/pdsh_dmesg_nccl.log",
+                                                                              "wrapped/uniq_c_pdsh.log"])
+def test_screen_gives_the_plain_result_on_every_fixture(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = FIX / name if "/" not in name else ROOT / "fixtures" / name
+    boot = datetime(2025, 2, 21, tzinfo=UTC)
+    ctx = ParseContext(path="dmesg.log", host_hint="node-1", ref_year=2025, boot_times={"node-1": boot})
+    want, got = _plain_and_screened(frame(path.read_text()), ctx, monkeypatch)
+    assert want.claimed.len() + want.ignored.len() > 0
+    _same(want, got)
+
+
+def test_screen_keeps_dmesg_H_sums_and_neighbour_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    # uptime noise between `dmesg -H` anchors and their `[+delta]` lines, the 3-line fallen-off-the-bus
+    # form, AER bit lines after the mask line: the screen drops the noise, never what they add up to
+    ctx = ParseContext(path="dmesg.log", host_hint="node-7", ref_year=2025,
+                       boot_times={"node-7": datetime(2025, 5, 27, 4, 0, tzinfo=UTC)})
+    want, got = _plain_and_screened(frame(MIXED_DMESG), ctx, monkeypatch)
+    _same(want, got)
+    kinds = dict(zip(got.events["line_no"].to_list(), got.events["kind"].to_list(), strict=True))
+    assert kinds[3] == "nvswitch_sxid" and kinds[5] == "xid" and kinds[11] == "gpu_fell_off_bus"
+    assert kinds[7] == "pcie_aer" and kinds[10] == "pcie_aer"  # line 10's bit: the one above it is a bit line
+    assert kinds[14] == "host_oom_kill" and kinds[18] == "fs_error"
+    assert kinds[19] == "ib_port" and 8 in set(got.claimed.to_list())  # the mask line: the record's
+    assert got.events.filter(pl.col("line_no") == 20)["code"].to_list() == ["LUSTRE_LOST"]
+    # line 6: the +1.5 s delta after the 04:18 anchor, with the 0.000123 s of line 4 before it
+    ts6 = got.events.filter(pl.col("line_no") == 6)["ts"][0]
+    assert ts6 == datetime(2025, 5, 27, 4, 18, 1, 500123, tzinfo=UTC)
+    assert got.ignored.to_list() == [2, 4, 9, 15, 17]  # a bit line of a device with no keyword: chatter
+
+
+def test_screen_in_a_batch_keeps_files_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    # two files as forensics/bulk.py joins them: per-file keys, line numbers far apart
+    a = frame(MIXED_DMESG).with_columns(pl.lit(0, dtype=pl.Int64).alias("hint_file"))
+    b = frame((FIX / "fell_off_bus.log").read_text()).with_columns(
+        pl.col("line_no") + 1_000_000, pl.lit(1, dtype=pl.Int64).alias("hint_file"))
+    lines = pl.concat([a, b]).with_columns(pl.lit("node-7").alias("hint_host"), pl.lit(None, dtype=pl.Int64)
+                                           .alias("hint_rank"))
+    ctx = ParseContext(path="<batch>", ref_year=2025, batched=True,
+                       boot_times={"node-7": datetime(2025, 5, 27, 4, 0, tzinfo=UTC)})
+    want, got = _plain_and_screened(lines, ctx, monkeypatch)
+    _same(want, got)
+    assert got.events.filter(pl.col("line_no") > 1_000_000).height > 0
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(picked=st.lists(st.sampled_from(REAL_LINES + MIXED_DMESG.splitlines()), max_size=25))
+def test_property_screen_gives_the_plain_result(picked: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = ParseContext(path="dmesg.log", host_hint="node-7", ref_year=2025,
+                       boot_times={"node-7": datetime(2025, 5, 27, 4, 0, tzinfo=UTC)})
+    _same(*_plain_and_screened(frame("\n".join(picked)), ctx, monkeypatch))
+
+
+# patterns of `parse` that read a value, or that only ever stand beside a test with literals
+# (IB_DEV_RE beside ib_code, PCI_FN_RE beside AER_CONT_RE, the AER severity words, an Xid's body),
+# or that are a neighbour's flag (read on every line `_screened` keeps: NEIGHBOUR_LITERALS; on its
+# own line `fallen off the bus` counts beside `NVRM:`, `not supported` beside `NVRM: The NVIDIA GPU`);
+# AER_BIT_RE has no literal: `kernel._rule_line` matches AER_BIT_ANY_RE instead
+_VALUE_OR_PAIRED = {kernel.PCI_ANY_RE, kernel.PCI_FN_RE, kernel.IB_DEV_RE, kernel.AER_BIT_RE, "Uncorrected", "Fatal",
+                    "Non-Fatal", r"caused by previous Xid (\d+)", "fallen off the bus", "not supported"}
+
+
+def _parse_patterns() -> list[str]:
+    """Every pattern `kernel.parse` hands to a polars string test (literal ones escaped, `starts_with`
+    anchored), with the file-system table it loops over."""
+    import ast
+    import inspect
+    import re
+
+    out = [rx for rx, _ in kernel.FS_CODES]
+    for node in ast.walk(ast.parse(inspect.getsource(kernel.parse))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args
+                and node.func.attr in {"contains", "starts_with", "extract", "extract_groups", "ends_with"}):
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Name) and arg.id == "rx":  # the FS_CODES loop, added above
+            continue
+        val = getattr(kernel, arg.id) if isinstance(arg, ast.Name) else ast.literal_eval(arg)
+        literal = node.func.attr in {"starts_with", "ends_with"} or any(
+            k.arg == "literal" and isinstance(k.value, ast.Constant) and k.value.value for k in node.keywords)
+        if val not in _VALUE_OR_PAIRED:
+            out.append(("^" if node.func.attr == "starts_with" else "") + re.escape(val) if literal else val)
+    return out
+
+
+def test_every_rule_pattern_holds_a_rule_literal() -> None:
+    # the screen is sound: a line without a rule literal matches none of the rules' patterns, because
+    # each pattern's required literals (every match holds one) each hold a rule literal
+    from forensics.triage import literal_factor
+
+    pats = _parse_patterns()
+    assert len(pats) > 60 and kernel.OOM_HEADER_RE in pats and kernel.FS_CODES[0][0] in pats
+    # a pattern `A.*(B)` (a concatenation): every match holds a match of its last group, whose
+    # literals are rarer than A's (`Lustre: ` begins every Lustre mount line)
+    tails = {r"Lustre: .*(?:Connection to \S+ .*was lost|evicted)": r"(?:Connection to \S+ .*was lost|evicted)"}
+    for pat, tail in tails.items():
+        assert pat in pats and pat.endswith(tail) and "|" not in pat[:-len(tail)]
+    for pat in pats:
+        req = literal_factor(tails.get(pat, pat))
+        assert req is not None, pat
+        for text, caseless in req:
+            low = text.lower()
+            assert (any(r.lower() in low for r in kernel.RULE_LITERALS_CI)
+                    or (not caseless and any(r in text for r in kernel.RULE_LITERALS))), (pat, text)
+
+
+def test_every_neighbour_literal_holds_a_keyword_but_one() -> None:
+    # `_screened` looks for the neighbour literals on KEYWORDS lines (and `not supported` lines) only
+    for lit in kernel.NEIGHBOUR_LITERALS:
+        assert any(k in lit for k in [*kernel.KEYWORDS, "not supported"]), lit

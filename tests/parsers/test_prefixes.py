@@ -116,3 +116,25 @@ def test_bounded_on_adversarial_lines() -> None:
     assert time.monotonic() - t0 < 30.0
     assert out["body"][5] == "node-1: " * (n // 8 - MAX_PEELS)
     assert out["prefix_host"][5] == "node-1"
+
+
+def test_update_and_cut_equal_scatter_and_a_slice_by_column() -> None:
+    # peel's copy-free helpers give what a scatter and a per-row slice give, on every path they take
+    import random
+
+    from parsers.prefixes import CUT_WIDTHS, _cut, _update
+
+    rnd = random.Random(7)
+    col = pl.Series("body", [f"line {k} " + "x" * rnd.randint(0, 30) for k in range(400)])
+    for idx in ([*range(400)], rnd.sample(range(400), 50), sorted(rnd.sample(range(400), 350)),
+                rnd.sample(range(400), 390), []):
+        ix = pl.Series(idx, dtype=pl.Int64)
+        vals = pl.Series([f"new {k}" if k % 7 else None for k in idx], dtype=pl.Utf8)
+        other = pl.Series("h", [None] * 400, dtype=pl.Utf8)
+        got = _update({"b": col, "h": other}, ix, {"b": vals, "h": vals.str.to_uppercase()})
+        assert got["b"].equals(col.clone().scatter(ix, vals), null_equal=True)
+        assert got["h"].equals(other.clone().scatter(ix, vals.str.to_uppercase()), null_equal=True)
+    for n_widths in (1, 3, CUT_WIDTHS + 5):
+        width = pl.Series([rnd.randrange(n_widths) for _ in range(400)], dtype=pl.UInt32)
+        want = pl.DataFrame({"r": col, "n": width}).select(pl.col("r").str.slice(pl.col("n")))["r"]
+        assert _cut(col, width).equals(want)

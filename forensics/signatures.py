@@ -411,10 +411,10 @@ def _match_by_source(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts).sort("event_id", "signature")
 
 
-# below this many events the literal screen costs more than it saves (deriving the literal sets
-# takes ~0.2 s of CPU once per process), and so it does when a sample of the events shows that
-# more than PREFILTER_MAX_KEPT of them would survive it; the result is the same either way
-PREFILTER_MIN_EVENTS = 50_000
+# from this many events on the literal screen is used (below it, `_candidates` drops in Python the
+# signatures that cannot hit), unless a sample of the events shows that more than PREFILTER_MAX_KEPT
+# of them would survive it; the result is the same either way
+PREFILTER_MIN_EVENTS = 2_001
 PREFILTER_SAMPLE = 5_000
 PREFILTER_MAX_KEPT = 0.5
 

@@ -15,7 +15,6 @@ same analysis gives the same PNG bytes (`png_bytes` strips the software and date
 from __future__ import annotations
 
 import io
-import re
 from bisect import bisect_left, bisect_right
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
@@ -34,20 +33,14 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
 from forensics import downtime as dt  # noqa: E402
+from forensics.palette import BUCKET_COLORS, BUCKET_LABELS, KIND_COLORS, flagged_gpus, host_order  # noqa: E402
 from forensics.stragglers import slow_episodes  # noqa: E402
 
-__all__ = ["BUCKET_COLORS", "figure", "flagged_gpus", "host_order", "style", "timeline", "step_time", "straggler_heatmap", "downtime_breakdown", "segments",
+__all__ = ["BUCKET_COLORS", "KIND_COLORS", "figure", "flagged_gpus", "host_order", "style", "timeline", "step_time", "straggler_heatmap", "downtime_breakdown", "segments",
            "png_bytes", "save_png", "render_all", "PLOT_NAMES"]
 
 DPI = 100
 WIDTH = 10.0
-BUCKET_COLORS = {
-    "productive": "#4caf50", "startup": "#90a4ae", "checkpoint": "#1e88e5", "lost_work": "#fb8c00",
-    "termination": "#e53935", "restart": "#8e24aa", "slowdown": "#fdd835", "running": "#c5e1a5",
-}
-BUCKET_LABELS = {"running": "running (not split: no attempt details)"}
-KIND_COLORS = {"crash": "#b71c1c", "hang": "#6a1b9a", "preemption": "#37474f", "slowdown": "#f57f17",
-               "unknown": "#455a64"}
 PLOT_NAMES = ("timeline", "step_time", "straggler_heatmap", "downtime")
 SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 IDLE_SHARE = 0.2  # SM clock under this share of the busy median: the GPU is idle, not slow
@@ -419,24 +412,6 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
     ax.set_title(f"Step time ({s.height} logged steps; from {src})", fontsize=10, loc="left")
     _style(fig)
     return fig
-
-
-def host_order(host: str) -> tuple:
-    """Natural order of host names: node-2 before node-10."""
-    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", host or "") if t)
-
-
-def flagged_gpus(report: dict) -> list[tuple[str, int]]:
-    """The GPUs the report names, (host, gpu): stragglers and the culprits of interruptions (a
-    dead GPU is a culprit, not a straggler). The heatmap labels these rows at any size."""
-    out: list[tuple[str, int]] = []
-    for s in report.get("stragglers") or []:
-        out.append((s.get("host") or "?", s.get("gpu") if s.get("gpu") is not None else -1))
-    for x in report.get("interruptions") or []:
-        c = x.get("culprit") or {}
-        if c.get("host") and c.get("gpu") is not None:
-            out.append((c["host"], int(c["gpu"])))
-    return list(dict.fromkeys(out))
 
 
 def _worst_rows(busy: np.ndarray, k: int) -> list[int]:

@@ -28,7 +28,8 @@ import matplotlib.dates as mdates  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
+from matplotlib.cm import ScalarMappable  # noqa: E402
+from matplotlib.colors import Normalize, to_rgba_array  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
@@ -44,7 +45,7 @@ WIDTH = 10.0
 PLOT_NAMES = ("timeline", "step_time", "straggler_heatmap", "downtime")
 SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 IDLE_SHARE = 0.2  # SM clock under this share of the busy median: the GPU is idle, not slow
-IDLE_CMAP = ListedColormap(["#cfd8dc"])
+IDLE_RGBA = (to_rgba_array("#cfd8dc") * 255).round().astype(np.uint8)[0]  # idle GPUs' grey
 MAX_HEATMAP_COLS = 240
 MARKS = 3  # interruptions named on a timeline of more than downtime.MANY_ATTEMPTS attempts
 MAX_ALL_LABELS = 48  # up to this many GPUs every heatmap row is named; above, the flagged and worst rows
@@ -474,12 +475,16 @@ def straggler_heatmap(dcgm_samples: pl.DataFrame | None, report: dict) -> Figure
     if vmin is not None and vmax <= vmin:
         vmin, vmax = vmin - 1.0, vmax + 1.0
     ext = (mdates.date2num(lo), mdates.date2num(hi), n - 0.5, -0.5)
-    if idle.any():
-        ax.imshow(np.where(idle, 1.0, np.nan), aspect="auto", interpolation="nearest", cmap=IDLE_CMAP,
-                  vmin=0, vmax=1, extent=ext)
-    im = ax.imshow(busy, aspect="auto", interpolation="nearest", cmap="viridis", vmin=vmin, vmax=vmax,
-                   extent=ext)
-    cb = fig.colorbar(im, ax=ax, pad=0.01)
+    # one RGBA image, coloured here (busy: viridis; idle: grey; no sample: transparent): with
+    # nearest-neighbour sampling that is the picture of a grey layer under a colour-mapped one, at
+    # a quarter of the resampling (one uint8 layer, no per-pixel norm or mask in matplotlib)
+    scale = ScalarMappable(norm=Normalize(vmin, vmax), cmap="viridis")
+    scale.set_array(busy)
+    scale.autoscale_None()
+    rgba = scale.to_rgba(busy, bytes=True)
+    rgba[idle] = IDLE_RGBA
+    ax.imshow(rgba, aspect="auto", interpolation="nearest", extent=ext)
+    cb = fig.colorbar(scale, ax=ax, pad=0.01)
     cb.set_label("SM clock (MHz)", fontsize=8)
     cb.ax.tick_params(labelsize=7)
     strag = {(s.get("host") or "?", s.get("gpu") if s.get("gpu") is not None else -1): s

@@ -8,8 +8,11 @@ over its stdin; a LazyFrame travels as its plan) and reads back the PNG bytes an
 (pickled over its stdout; both ends are this program, never a file). Without a started worker, or
 when it fails in any way (no interpreter, a frame that cannot be pickled, a crash, a timeout), the
 plots are drawn here by `plots.render_all`: the same function on the same data, so the same bytes.
-The verdict path never imports matplotlib (tests/test_verdict_path.py); with the worker, the
-analysing process does not import it at all.
+The worker starts only when a core is idle at launch (the 1-minute load average below the cores
+less one): on a busy machine it could not run beside the analysis and would only add its own
+imports (polars and numpy again, about 0.5 s of CPU). `FORENSICS_PLOT_WORKER=always|never`
+overrides that. The verdict path never imports matplotlib (tests/test_verdict_path.py); with the
+worker, the analysing process does not import it at all.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["TIMEOUT_S", "prewarm", "render_all", "serve"]
+__all__ = ["ENV_VAR", "TIMEOUT_S", "prewarm", "render_all", "serve"]
 
+ENV_VAR = "FORENSICS_PLOT_WORKER"  # always | never | idle (the default)
 TIMEOUT_S = 900.0  # the worker must answer within this (then it is killed and the plots drawn here)
 _ROOT = str(Path(__file__).resolve().parents[1])  # this checkout's forensics, whatever the cwd holds
 _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forensics.plot_worker import serve; serve()"
@@ -35,12 +39,29 @@ _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forensics.plot_worker
 _worker: subprocess.Popen | None = None
 
 
-def prewarm() -> bool:
-    """Start the worker (once per process). False when it cannot be started: the plots will be
-    drawn in this process."""
+def _core_free() -> bool:
+    """A core is idle now: the 1-minute load average leaves one of this process' cores free. On a
+    busy machine the worker would not run beside the analysis, only add its own imports' CPU."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        return os.getloadavg()[0] <= cores - 1
+    except OSError:
+        return False
+
+
+def prewarm(when: str | None = None) -> bool:
+    """Start the worker (once per process) if `when` (default: the FORENSICS_PLOT_WORKER
+    variable) says so: "always", "never", or "idle" (the default: when a core is free, see
+    `_core_free`). False when no worker runs: the plots will be drawn in this process."""
     global _worker
     if _worker is not None:
         return True
+    when = when or os.environ.get(ENV_VAR) or "idle"
+    if when == "never" or (when != "always" and not _core_free()):
+        return False
     try:
         _worker = subprocess.Popen([sys.executable, "-c", _BOOT, _ROOT], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)

@@ -18,7 +18,7 @@ from forensics.analysis import Analysis, analyze
 from forensics.simulate import load_scenario, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), plot_worker.ENV_VAR: "always"}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_the_worker_draws_the_same_bytes_as_this_process(straggler: Analysis) ->
     here_errors: dict[str, str] = {}
     here = plots.render_all(straggler.report, _frames(straggler), here_errors)
     assert set(here) == set(plots.PLOT_NAMES) and not here_errors
-    assert plot_worker.prewarm()
+    assert plot_worker.prewarm("always")
     proc = plot_worker._worker
     errors: dict[str, str] = {}
     there = plot_worker.render_all(straggler.report, _frames(straggler), errors)
@@ -48,7 +48,7 @@ def test_the_worker_draws_the_same_bytes_as_this_process(straggler: Analysis) ->
 
 
 def test_a_plot_error_in_the_worker_comes_back_as_an_error(straggler: Analysis) -> None:
-    assert plot_worker.prewarm()
+    assert plot_worker.prewarm("always")
     broken = {**_frames(straggler), "steps": pl.DataFrame({"ts": [1, 2]})}  # no step_time_s column
     errors: dict[str, str] = {}
     pngs = plot_worker.render_all(straggler.report, broken, errors)
@@ -58,7 +58,7 @@ def test_a_plot_error_in_the_worker_comes_back_as_an_error(straggler: Analysis) 
 
 def test_a_failed_worker_falls_back_to_drawing_here(straggler: Analysis, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plot_worker, "_BOOT", "import sys; sys.exit(3)")
-    assert plot_worker.prewarm()
+    assert plot_worker.prewarm("always")
     proc = plot_worker._worker
     errors: dict[str, str] = {}
     pngs = plot_worker.render_all(straggler.report, _frames(straggler), errors)
@@ -88,3 +88,17 @@ def test_cli_analyze_draws_the_plots_without_matplotlib_in_the_analysing_process
     assert html.count('src="data:image/png;base64,') == len(plots.PLOT_NAMES)
     # the worker drew from the same data as the in-process analysis of the same job
     assert pngs["downtime"] == plots.png_bytes(plots.downtime_breakdown(straggler.report))
+
+
+def test_no_worker_on_a_busy_machine_or_when_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (cores - 0.5, 0.0, 0.0))
+    assert not plot_worker.prewarm() and plot_worker._worker is None  # no core free
+    monkeypatch.setenv(plot_worker.ENV_VAR, "never")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert not plot_worker.prewarm() and plot_worker._worker is None
+    monkeypatch.delenv(plot_worker.ENV_VAR)
+    if cores > 1:  # an idle machine with a second core: the worker starts
+        assert plot_worker.prewarm() and plot_worker._worker is not None
+        plot_worker._discard()
+        assert plot_worker._worker is None

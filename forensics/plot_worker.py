@@ -8,8 +8,8 @@ over its stdin; a LazyFrame travels as its plan) and reads back the PNG bytes an
 (pickled over its stdout; both ends are this program, never a file). Without a started worker, or
 when it fails in any way (no interpreter, a frame that cannot be pickled, a crash, a timeout), the
 plots are drawn here by `plots.render_all`: the same function on the same data, so the same bytes.
-The worker starts only when a core is idle at launch (the 1-minute load average below the cores
-less one): on a busy machine it could not run beside the analysis and would only add its own
+The worker starts only when a core is idle at launch (`_core_free`: the tasks runnable at that
+instant leave a core free besides this process): on a busy machine it could not run beside the analysis and would only add its own
 imports (polars and numpy again, about 0.5 s of CPU). `FORENSICS_PLOT_WORKER=always|never`
 overrides that. The verdict path never imports matplotlib (tests/test_verdict_path.py); with the
 worker, the analysing process does not import it at all.
@@ -39,13 +39,28 @@ _BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from forensics.plot_worker
 _worker: subprocess.Popen | None = None
 
 
+def _runnable_now() -> int | None:
+    """Tasks running or runnable at this instant, this one included (/proc/loadavg's fourth
+    field); None where there is no such file."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _core_free() -> bool:
-    """A core is idle now: the 1-minute load average leaves one of this process' cores free. On a
-    busy machine the worker would not run beside the analysis, only add its own imports' CPU."""
+    """A core is idle besides this process' own: the tasks runnable right now (Linux) or the
+    1-minute load average (elsewhere) leave one of this process' cores free. On a busy machine the
+    worker would not run beside the analysis, only add its own imports' CPU. (The load average
+    alone would also count this tool's own previous runs, seconds ago.)"""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
+    now = _runnable_now()
+    if now is not None:
+        return now - 1 <= cores - 2
     try:
         return os.getloadavg()[0] <= cores - 1
     except OSError:
@@ -54,8 +69,8 @@ def _core_free() -> bool:
 
 def prewarm(when: str | None = None) -> bool:
     """Start the worker (once per process) if `when` (default: the FORENSICS_PLOT_WORKER
-    variable) says so: "always", "never", or "idle" (the default: when a core is free, see
-    `_core_free`). False when no worker runs: the plots will be drawn in this process."""
+    variable) says so: "always", "never", or "idle" (the default: when a core is free besides
+    this process', see `_core_free`). False when no worker runs: the plots will be drawn in this process."""
     global _worker
     if _worker is not None:
         return True

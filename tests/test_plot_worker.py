@@ -92,10 +92,14 @@ def test_cli_analyze_draws_the_plots_without_matplotlib_in_the_analysing_process
 
 def test_no_worker_on_a_busy_machine_or_when_told(monkeypatch: pytest.MonkeyPatch) -> None:
     cores = len(os.sched_getaffinity(0))
+    assert plot_worker._runnable_now() is None or plot_worker._runnable_now() >= 1  # this process runs
+    monkeypatch.setattr(plot_worker, "_runnable_now", lambda: cores)  # every core busy, this one's too
+    assert not plot_worker.prewarm() and plot_worker._worker is None
+    monkeypatch.setattr(plot_worker, "_runnable_now", lambda: None)  # no /proc: the load average decides
     monkeypatch.setattr(os, "getloadavg", lambda: (cores - 0.5, 0.0, 0.0))
-    assert not plot_worker.prewarm() and plot_worker._worker is None  # no core free
+    assert not plot_worker.prewarm() and plot_worker._worker is None
+    monkeypatch.setattr(plot_worker, "_runnable_now", lambda: 1)  # only this process runs
     monkeypatch.setenv(plot_worker.ENV_VAR, "never")
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert not plot_worker.prewarm() and plot_worker._worker is None
     monkeypatch.delenv(plot_worker.ENV_VAR)
     if cores > 1:  # an idle machine with a second core: the worker starts

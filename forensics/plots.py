@@ -95,6 +95,14 @@ def _dt(v: str | datetime | None) -> datetime | None:
     return v
 
 
+def _date_nums(ts: pl.Series) -> np.ndarray:
+    """matplotlib date numbers of a datetime column, as `date2num(_dt(t))` gives them one by one
+    (naive UTC, microseconds), in one call."""
+    if getattr(ts.dtype, "time_zone", None):
+        ts = ts.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+    return mdates.date2num(ts.dt.cast_time_unit("us").to_numpy())
+
+
 def _time_axis(ax, lo: datetime, hi: datetime) -> None:
     span = (hi - lo).total_seconds()
     fmt = "%H:%M:%S" if span < 600 else ("%H:%M" if span < 2 * 86400 else "%m-%d %H:%M")
@@ -265,19 +273,26 @@ def _timeline_together(report: dict, reps: list[dict], attempts: pl.DataFrame | 
     interruption kind (not one per attempt), the first MARKS interruptions labelled."""
     fig = _fig(2.8)
     ax = fig.add_subplot()
-    by_bucket: dict[str, list[tuple[float, float]]] = {}
+    ends: dict[str, tuple[list[datetime], list[datetime]]] = {}
     for s, e, lab, _ in segments(report, attempts, checkpoints):
-        by_bucket.setdefault(lab, []).append((mdates.date2num(s), mdates.date2num(e) - mdates.date2num(s)))
+        a, b = ends.setdefault(lab, ([], []))
+        a.append(s)
+        b.append(e)
+    by_bucket: dict[str, list[tuple[float, float]]] = {}
+    for lab, (a, b) in ends.items():  # two date2num calls per bucket, not three per segment
+        xa, xb = mdates.date2num(a), mdates.date2num(b)
+        by_bucket[lab] = list(zip(xa.tolist(), (xb - xa).tolist(), strict=True))
     for lab in BUCKET_COLORS:
         if lab in by_bucket:
             ax.broken_barh(by_bucket[lab], (-0.35, 0.7), facecolors=BUCKET_COLORS[lab], edgecolors="none")
-    starts = [mdates.date2num(_dt(a["start"])) for a in reps]
+    starts = mdates.date2num([_dt(a["start"]) for a in reps])  # one call, not one per attempt
     ax.vlines(starts, -0.35, 0.35, colors="#333333", lw=0.3)
     lo, hi = min(_dt(a["start"]) for a in reps), max(_dt(a["end"]) for a in reps)
     marks = sorted((x for x in report.get("interruptions", []) if x.get("time")), key=lambda x: x["time"])
     for kind in KIND_COLORS:
-        ts = [mdates.date2num(_dt(x["time"])) for x in marks if (x.get("kind") or "unknown") == kind]
+        ts = [_dt(x["time"]) for x in marks if (x.get("kind") or "unknown") == kind]
         if ts:
+            ts = mdates.date2num(ts)
             ax.vlines(ts, -0.5, 0.5, colors=KIND_COLORS[kind], lw=0.8, linestyles="dashed")
     for k, x in enumerate(marks[:MARKS]):
         ax.annotate(f"{x.get('id') or ''} {x.get('category') or x.get('kind')}".strip(),
@@ -330,17 +345,14 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
     reps = sorted(report.get("attempts") or [], key=lambda a: a["start"] or "")
     together = len(reps) > dt.MANY_ATTEMPTS or s["attempt"].n_unique() > dt.MANY_ATTEMPTS
     if together:  # one line for every attempt: a gap (NaN) between two attempts, not one artist each
-        g = s.with_columns((pl.col("attempt").ne_missing(pl.col("attempt").shift(1))).alias("_new"))
-        x = [mdates.date2num(_dt(t)) for t in g["ts"].to_list()]
-        y = g["step_time_s"].to_list()
-        cut = g["_new"].to_list()
-        xs = [v for k, v in enumerate(x) for v in ((float("nan"), v) if cut[k] and k else (v,))]
-        ys = [v for k, v in enumerate(y) for v in ((float("nan"), v) if cut[k] and k else (v,))]
+        new = s["attempt"].ne_missing(s["attempt"].shift(1)).to_numpy()
+        cut = np.flatnonzero(new[1:]) + 1  # a NaN before the first step of each later attempt
+        xs = np.insert(_date_nums(s["ts"]), cut, np.nan)
+        ys = np.insert(s["step_time_s"].cast(pl.Float64).to_numpy(), cut, np.nan)
         ax.plot(xs, ys, lw=0.9, color="#37474f", marker=".", ms=2)
     else:
         for _, g in s.group_by("attempt", maintain_order=True):
-            x = [mdates.date2num(_dt(t)) for t in g["ts"].to_list()]
-            ax.plot(x, g["step_time_s"].to_list(), lw=0.9, color="#37474f", marker=".", ms=2)
+            ax.plot(_date_nums(g["ts"]), g["step_time_s"].to_list(), lw=0.9, color="#37474f", marker=".", ms=2)
     med = float(s["step_time_s"].median())
     ax.axhline(med, color="#9e9e9e", lw=0.8, ls=":")
     handles.append(ax.lines[-1])
@@ -366,8 +378,8 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
         if saves.height > dt.MANY_ATTEMPTS:  # one artist per kind of save, not one per save
             for event, color, label in (("save_end", BUCKET_COLORS["checkpoint"], "checkpoint saved"),
                                         ("save_failed", "#d32f2f", "failed save")):
-                ts = [mdates.date2num(_dt(t)) for t in saves.filter(pl.col("event") == event)["ts"].to_list()]
-                if ts:
+                ts = _date_nums(saves.filter(pl.col("event") == event)["ts"])
+                if ts.size:
                     ln = ax.vlines(ts, 0, 1, transform=ax.get_xaxis_transform(), colors=color, lw=0.8, alpha=0.8)
                     ln.set_label(f"{label} ({len(ts)})")
                     handles.append(ln)
@@ -380,8 +392,9 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
                 ln.set_label("failed save" if bad else "checkpoint saved")
                 handles.append(ln)
     if together:
-        ts = [mdates.date2num(_dt(a["start"])) for a in reps[1:] if a.get("start")]
+        ts = [_dt(a["start"]) for a in reps[1:] if a.get("start")]
         if ts:
+            ts = mdates.date2num(ts)
             ln = ax.vlines(ts, 0, 1, transform=ax.get_xaxis_transform(), colors=BUCKET_COLORS["restart"], lw=0.6,
                            linestyles="dashed")
             ln.set_label(f"restart ({len(ts)}; more than {dt.MANY_ATTEMPTS} attempts: not named)")
@@ -396,8 +409,7 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
             if k == 0:
                 ln.set_label("restart")
                 handles.append(ln)
-    lo = min(_dt(t) for t in s["ts"].to_list())
-    hi = max(_dt(t) for t in s["ts"].to_list())
+    lo, hi = _dt(s["ts"].min()), _dt(s["ts"].max())
     if reps and reps[0].get("start"):
         lo = min(lo, _dt(reps[0]["start"]))
     if reps and reps[-1].get("end"):

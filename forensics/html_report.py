@@ -17,8 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
-from forensics import plots
 from forensics.humanize import duration, label, stamp
+from forensics.palette import BUCKET_COLORS, flagged_gpus
 from forensics.report import culprit_text
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -265,7 +265,7 @@ def _src(x: dict | None) -> str:
 def _attempts_table(atts: list[dict]) -> str:
     """One row per attempt: span, how it ended, first and last step (with the lines they come
     from), witnesses, and its share of each downtime bucket (seconds in the title)."""
-    head = "".join(f'<th class=num><span class="swatch" style="background:{plots.BUCKET_COLORS[b]}"></span>{e(label(b))}</th>'
+    head = "".join(f'<th class=num><span class="swatch" style="background:{BUCKET_COLORS[b]}"></span>{e(label(b))}</th>'
                    for b in BUCKETS)
     out = ['<table id="attempts"><tr><th>attempt</th><th>start</th><th>end</th><th class=num>duration</th>'
            '<th>ended</th><th class=num>first step</th><th class=num>last step</th><th class=num>resumed from</th>'
@@ -311,7 +311,7 @@ def _timeline(rep: dict, pngs: Mapping[str, bytes]) -> str:
         for b in BUCKETS:
             v = d.get(f"{b}_s")
             share = f"{v / wall:.1%}" if v is not None and wall else ""
-            out.append(f'<tr><td><span class="swatch" style="background:{plots.BUCKET_COLORS[b]}"></span>{e(label(b))}</td>'
+            out.append(f'<tr><td><span class="swatch" style="background:{BUCKET_COLORS[b]}"></span>{e(label(b))}</td>'
                        f"<td class=num>{_fmt(v)}</td><td class=num>{e(_dur(v))}</td><td class=num>{e(share)}</td></tr>")
         out.append(f"<tr><th>wall</th><th class=num>{_fmt(d.get('wall_s'))}</th><th class=num>{e(_dur(wall))}</th>"
                    "<th class=num>100%</th></tr></table>")
@@ -353,7 +353,7 @@ def _stragglers(rep: dict, pngs: Mapping[str, bytes]) -> str:
         out.append("</table>")
     else:
         out.append('<p class="note">No straggler GPU was found.</p>')
-    named = ", ".join(f"{h} GPU {g}" for h, g in plots.flagged_gpus(rep))
+    named = ", ".join(f"{h} GPU {g}" for h, g in flagged_gpus(rep))
     out.append(_img(pngs.get("straggler_heatmap"), "SM clock per GPU over time"
                     + (f"; rows named in red: {named}" if named else ""),
                     "The straggler heatmap could not be drawn."))
@@ -496,6 +496,8 @@ def write_html(report: dict, path: Path | str, frames: Mapping[str, pl.DataFrame
     report."""
     errors: dict[str, str] = dict(plot_errors or {})
     if pngs is None:
+        from forensics import plots  # matplotlib loads only when the plots are drawn here
+
         pngs = plots.render_all(report, dict(frames or {}), errors)
     p = Path(path)
     p.write_text(render(report, pngs, errors), encoding="utf-8")

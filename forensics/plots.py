@@ -15,7 +15,6 @@ same analysis gives the same PNG bytes (`png_bytes` strips the software and date
 from __future__ import annotations
 
 import io
-import re
 from bisect import bisect_left, bisect_right
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
@@ -29,29 +28,24 @@ import matplotlib.dates as mdates  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
+from matplotlib.cm import ScalarMappable  # noqa: E402
+from matplotlib.colors import Normalize, to_rgba_array  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
 from forensics import downtime as dt  # noqa: E402
+from forensics.palette import BUCKET_COLORS, BUCKET_LABELS, KIND_COLORS, flagged_gpus, host_order  # noqa: E402
 from forensics.stragglers import slow_episodes  # noqa: E402
 
-__all__ = ["BUCKET_COLORS", "figure", "flagged_gpus", "host_order", "style", "timeline", "step_time", "straggler_heatmap", "downtime_breakdown", "segments",
+__all__ = ["BUCKET_COLORS", "KIND_COLORS", "figure", "flagged_gpus", "host_order", "style", "timeline", "step_time", "straggler_heatmap", "downtime_breakdown", "segments",
            "png_bytes", "save_png", "render_all", "PLOT_NAMES"]
 
 DPI = 100
 WIDTH = 10.0
-BUCKET_COLORS = {
-    "productive": "#4caf50", "startup": "#90a4ae", "checkpoint": "#1e88e5", "lost_work": "#fb8c00",
-    "termination": "#e53935", "restart": "#8e24aa", "slowdown": "#fdd835", "running": "#c5e1a5",
-}
-BUCKET_LABELS = {"running": "running (not split: no attempt details)"}
-KIND_COLORS = {"crash": "#b71c1c", "hang": "#6a1b9a", "preemption": "#37474f", "slowdown": "#f57f17",
-               "unknown": "#455a64"}
 PLOT_NAMES = ("timeline", "step_time", "straggler_heatmap", "downtime")
 SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
 IDLE_SHARE = 0.2  # SM clock under this share of the busy median: the GPU is idle, not slow
-IDLE_CMAP = ListedColormap(["#cfd8dc"])
+IDLE_RGBA = (to_rgba_array("#cfd8dc") * 255).round().astype(np.uint8)[0]  # idle GPUs' grey
 MAX_HEATMAP_COLS = 240
 MARKS = 3  # interruptions named on a timeline of more than downtime.MANY_ATTEMPTS attempts
 MAX_ALL_LABELS = 48  # up to this many GPUs every heatmap row is named; above, the flagged and worst rows
@@ -99,6 +93,14 @@ def _dt(v: str | datetime | None) -> datetime | None:
     if v.tzinfo is not None:
         v = v.astimezone(UTC).replace(tzinfo=None)
     return v
+
+
+def _date_nums(ts: pl.Series) -> np.ndarray:
+    """matplotlib date numbers of a datetime column, as `date2num(_dt(t))` gives them one by one
+    (naive UTC, microseconds), in one call."""
+    if getattr(ts.dtype, "time_zone", None):
+        ts = ts.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+    return mdates.date2num(ts.dt.cast_time_unit("us").to_numpy())
 
 
 def _time_axis(ax, lo: datetime, hi: datetime) -> None:
@@ -271,19 +273,26 @@ def _timeline_together(report: dict, reps: list[dict], attempts: pl.DataFrame | 
     interruption kind (not one per attempt), the first MARKS interruptions labelled."""
     fig = _fig(2.8)
     ax = fig.add_subplot()
-    by_bucket: dict[str, list[tuple[float, float]]] = {}
+    ends: dict[str, tuple[list[datetime], list[datetime]]] = {}
     for s, e, lab, _ in segments(report, attempts, checkpoints):
-        by_bucket.setdefault(lab, []).append((mdates.date2num(s), mdates.date2num(e) - mdates.date2num(s)))
+        a, b = ends.setdefault(lab, ([], []))
+        a.append(s)
+        b.append(e)
+    by_bucket: dict[str, list[tuple[float, float]]] = {}
+    for lab, (a, b) in ends.items():  # two date2num calls per bucket, not three per segment
+        xa, xb = mdates.date2num(a), mdates.date2num(b)
+        by_bucket[lab] = list(zip(xa.tolist(), (xb - xa).tolist(), strict=True))
     for lab in BUCKET_COLORS:
         if lab in by_bucket:
             ax.broken_barh(by_bucket[lab], (-0.35, 0.7), facecolors=BUCKET_COLORS[lab], edgecolors="none")
-    starts = [mdates.date2num(_dt(a["start"])) for a in reps]
+    starts = mdates.date2num([_dt(a["start"]) for a in reps])  # one call, not one per attempt
     ax.vlines(starts, -0.35, 0.35, colors="#333333", lw=0.3)
     lo, hi = min(_dt(a["start"]) for a in reps), max(_dt(a["end"]) for a in reps)
     marks = sorted((x for x in report.get("interruptions", []) if x.get("time")), key=lambda x: x["time"])
     for kind in KIND_COLORS:
-        ts = [mdates.date2num(_dt(x["time"])) for x in marks if (x.get("kind") or "unknown") == kind]
+        ts = [_dt(x["time"]) for x in marks if (x.get("kind") or "unknown") == kind]
         if ts:
+            ts = mdates.date2num(ts)
             ax.vlines(ts, -0.5, 0.5, colors=KIND_COLORS[kind], lw=0.8, linestyles="dashed")
     for k, x in enumerate(marks[:MARKS]):
         ax.annotate(f"{x.get('id') or ''} {x.get('category') or x.get('kind')}".strip(),
@@ -336,17 +345,14 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
     reps = sorted(report.get("attempts") or [], key=lambda a: a["start"] or "")
     together = len(reps) > dt.MANY_ATTEMPTS or s["attempt"].n_unique() > dt.MANY_ATTEMPTS
     if together:  # one line for every attempt: a gap (NaN) between two attempts, not one artist each
-        g = s.with_columns((pl.col("attempt").ne_missing(pl.col("attempt").shift(1))).alias("_new"))
-        x = [mdates.date2num(_dt(t)) for t in g["ts"].to_list()]
-        y = g["step_time_s"].to_list()
-        cut = g["_new"].to_list()
-        xs = [v for k, v in enumerate(x) for v in ((float("nan"), v) if cut[k] and k else (v,))]
-        ys = [v for k, v in enumerate(y) for v in ((float("nan"), v) if cut[k] and k else (v,))]
+        new = s["attempt"].ne_missing(s["attempt"].shift(1)).to_numpy()
+        cut = np.flatnonzero(new[1:]) + 1  # a NaN before the first step of each later attempt
+        xs = np.insert(_date_nums(s["ts"]), cut, np.nan)
+        ys = np.insert(s["step_time_s"].cast(pl.Float64).to_numpy(), cut, np.nan)
         ax.plot(xs, ys, lw=0.9, color="#37474f", marker=".", ms=2)
     else:
         for _, g in s.group_by("attempt", maintain_order=True):
-            x = [mdates.date2num(_dt(t)) for t in g["ts"].to_list()]
-            ax.plot(x, g["step_time_s"].to_list(), lw=0.9, color="#37474f", marker=".", ms=2)
+            ax.plot(_date_nums(g["ts"]), g["step_time_s"].to_list(), lw=0.9, color="#37474f", marker=".", ms=2)
     med = float(s["step_time_s"].median())
     ax.axhline(med, color="#9e9e9e", lw=0.8, ls=":")
     handles.append(ax.lines[-1])
@@ -372,8 +378,8 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
         if saves.height > dt.MANY_ATTEMPTS:  # one artist per kind of save, not one per save
             for event, color, label in (("save_end", BUCKET_COLORS["checkpoint"], "checkpoint saved"),
                                         ("save_failed", "#d32f2f", "failed save")):
-                ts = [mdates.date2num(_dt(t)) for t in saves.filter(pl.col("event") == event)["ts"].to_list()]
-                if ts:
+                ts = _date_nums(saves.filter(pl.col("event") == event)["ts"])
+                if ts.size:
                     ln = ax.vlines(ts, 0, 1, transform=ax.get_xaxis_transform(), colors=color, lw=0.8, alpha=0.8)
                     ln.set_label(f"{label} ({len(ts)})")
                     handles.append(ln)
@@ -386,8 +392,9 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
                 ln.set_label("failed save" if bad else "checkpoint saved")
                 handles.append(ln)
     if together:
-        ts = [mdates.date2num(_dt(a["start"])) for a in reps[1:] if a.get("start")]
+        ts = [_dt(a["start"]) for a in reps[1:] if a.get("start")]
         if ts:
+            ts = mdates.date2num(ts)
             ln = ax.vlines(ts, 0, 1, transform=ax.get_xaxis_transform(), colors=BUCKET_COLORS["restart"], lw=0.6,
                            linestyles="dashed")
             ln.set_label(f"restart ({len(ts)}; more than {dt.MANY_ATTEMPTS} attempts: not named)")
@@ -402,8 +409,7 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
             if k == 0:
                 ln.set_label("restart")
                 handles.append(ln)
-    lo = min(_dt(t) for t in s["ts"].to_list())
-    hi = max(_dt(t) for t in s["ts"].to_list())
+    lo, hi = _dt(s["ts"].min()), _dt(s["ts"].max())
     if reps and reps[0].get("start"):
         lo = min(lo, _dt(reps[0]["start"]))
     if reps and reps[-1].get("end"):
@@ -419,24 +425,6 @@ def step_time(steps: pl.DataFrame | None, report: dict, checkpoints: pl.DataFram
     ax.set_title(f"Step time ({s.height} logged steps; from {src})", fontsize=10, loc="left")
     _style(fig)
     return fig
-
-
-def host_order(host: str) -> tuple:
-    """Natural order of host names: node-2 before node-10."""
-    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", host or "") if t)
-
-
-def flagged_gpus(report: dict) -> list[tuple[str, int]]:
-    """The GPUs the report names, (host, gpu): stragglers and the culprits of interruptions (a
-    dead GPU is a culprit, not a straggler). The heatmap labels these rows at any size."""
-    out: list[tuple[str, int]] = []
-    for s in report.get("stragglers") or []:
-        out.append((s.get("host") or "?", s.get("gpu") if s.get("gpu") is not None else -1))
-    for x in report.get("interruptions") or []:
-        c = x.get("culprit") or {}
-        if c.get("host") and c.get("gpu") is not None:
-            out.append((c["host"], int(c["gpu"])))
-    return list(dict.fromkeys(out))
 
 
 def _worst_rows(busy: np.ndarray, k: int) -> list[int]:
@@ -499,12 +487,16 @@ def straggler_heatmap(dcgm_samples: pl.DataFrame | None, report: dict) -> Figure
     if vmin is not None and vmax <= vmin:
         vmin, vmax = vmin - 1.0, vmax + 1.0
     ext = (mdates.date2num(lo), mdates.date2num(hi), n - 0.5, -0.5)
-    if idle.any():
-        ax.imshow(np.where(idle, 1.0, np.nan), aspect="auto", interpolation="nearest", cmap=IDLE_CMAP,
-                  vmin=0, vmax=1, extent=ext)
-    im = ax.imshow(busy, aspect="auto", interpolation="nearest", cmap="viridis", vmin=vmin, vmax=vmax,
-                   extent=ext)
-    cb = fig.colorbar(im, ax=ax, pad=0.01)
+    # one RGBA image, coloured here (busy: viridis; idle: grey; no sample: transparent): with
+    # nearest-neighbour sampling that is the picture of a grey layer under a colour-mapped one, at
+    # a quarter of the resampling (one uint8 layer, no per-pixel norm or mask in matplotlib)
+    scale = ScalarMappable(norm=Normalize(vmin, vmax), cmap="viridis")
+    scale.set_array(busy)
+    scale.autoscale_None()
+    rgba = scale.to_rgba(busy, bytes=True)
+    rgba[idle] = IDLE_RGBA
+    ax.imshow(rgba, aspect="auto", interpolation="nearest", extent=ext)
+    cb = fig.colorbar(scale, ax=ax, pad=0.01)
     cb.set_label("SM clock (MHz)", fontsize=8)
     cb.ax.tick_params(labelsize=7)
     strag = {(s.get("host") or "?", s.get("gpu") if s.get("gpu") is not None else -1): s

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -302,3 +303,22 @@ def test_heatmap_names_flagged_and_worst_rows_at_scale() -> None:
     other = plots.straggler_heatmap(samples, {**report, "job": {"gpus": 512}})
     assert "256 of the job's 512 GPUs" in other.axes[0].get_title(loc="left")
     assert plots.flagged_gpus(report) == [("node-20", 5), ("node-7", 3)]
+
+
+def test_heatmap_cells_idle_grey_busy_viridis_missing_transparent() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [{"ts": t0 + timedelta(seconds=10 * k), "host": "n1", "gpu": g, "field": plots.SM_CLOCK,
+             "value": (0.0 if (g == 0 and k < 5) else 1400.0 + 20 * g + k)}
+            for g in range(2) for k in range(30) if not (g == 1 and k >= 20)]  # GPU 1 stops reporting
+    fig = plots.straggler_heatmap(pl.DataFrame(rows), {})
+    (img,) = fig.axes[0].images  # one RGBA layer
+    cells = img.get_array()
+    assert cells.shape == (2, 30, 4) and cells.dtype.name == "uint8"
+    assert tuple(cells[0, 0]) == (0xCF, 0xD8, 0xDC, 255)  # idle: the grey
+    assert cells[1, 25, 3] == 0  # no sample: transparent
+    busy = sorted(r["value"] for r in rows if r["value"] > 0)
+    cb = fig.axes[1]  # the colour bar spans the busy samples, from 80% of their median to the fastest
+    lo, hi = cb.get_ylim()
+    assert (lo, hi) == pytest.approx((min(busy[0], 0.8 * busy[len(busy) // 2]), busy[-1]))
+    want = colormaps["viridis"]((1400.0 + 20 + 10 - lo) / (hi - lo), bytes=True)
+    assert tuple(cells[1, 10]) == tuple(want)  # busy: viridis over that range

@@ -77,9 +77,9 @@ def test_bulk_equals_file_by_file_on_simulated_info_logs(scenario: str, tmp_path
     spec["job"]["nccl_debug"] = "INFO"
     spec["job"]["nccl_info_lines_per_rank"] = 200
     simulate(spec, tmp_path / "case", 5)
-    # small batches: many of them, screened apart and parsed together in groups (ingest._bulk_group)
+    # small batches: many of them, screened apart and parsed together, a few at a time (ingest._bulk_group)
     monkeypatch.setattr(ingest_mod, "BULK_BATCH_BYTES", 48 * 1024)
-    monkeypatch.setattr(ingest_mod, "BULK_GROUP_BATCHES", 3)
+    monkeypatch.setattr(ingest_mod, "BULK_GROUP_REST_BYTES", 64 * 1024)
     n_events = _assert_same(tmp_path / "case" / "job", monkeypatch)
     assert n_events > 10
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -257,6 +258,11 @@ def test_chatter_mask_equals_chatter() -> None:
         inter = pl.DataFrame({"t": s}).select(pl.col("t").str.contains(INFO_INTERESTING))[:, 0].to_numpy()
         assert chatter_mask(s).tolist() == want.tolist()
         assert chatter_mask(s, inter).tolist() == want.tolist()
+    # many files at once (as `screen` calls it): each file's prefixes sampled, looked up batch-wide
+    many = pl.concat(texts)
+    bounds = np.cumsum([0] + [s.len() for s in texts])
+    want = pl.DataFrame({"t": many}).select(chatter(pl.col("t")).fill_null(False))[:, 0].to_numpy()
+    assert chatter_mask(many, None, bounds).tolist() == want.tolist()
     assert texts[0].len() and chatter_mask(texts[0])[:len(CHATTER_LINES)].tolist() == [
         True, False, True, True, True, False, True, False, False, False, False, False, False]
     assert n_chat > 0  # the fixtures hold real chatter (simulated INFO logs: test_bulk_equals_..._info_logs)

@@ -53,8 +53,8 @@ GAP = 1_000_000  # line numbers between two files of a batch (wider than any par
 SEP = "\x1e"  # text of the separator lines between files
 _SEP_BLOCK = (SEP + "\n") * 2
 # every stamp shape `accounting.stamp_expr` reads has one (a web-UI export's epoch ms: the second)
-_STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
-PREFIX_SAMPLE = 256  # lines sampled per file for the batch's common NCCL prefixes
+STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
+PREFIX_SAMPLE = 64  # lines sampled per file for the batch's common NCCL prefixes
 _NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
 
 
@@ -165,12 +165,14 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     if lens is None or lens.max() > min(max_line, MAX_LINE_CHARS):
         return None, again + [it.index for it in ok]
     # the regexes run on the text as read, in the pieces polars' reader made (one per thread)
-    interesting = None
-    m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING,))
-    if m.engine == "hyperscan" and blob.isascii():  # one pass over the bytes finds the few lines it matches
+    interesting = stamped = None
+    m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING, STAMP_HINT))
+    if m.engine == "hyperscan" and blob.isascii():  # one pass over the bytes finds the few lines they match
         starts = np.concatenate([[0], np.cumsum(lens.astype(np.int64) + 1)[:-1]])
-        interesting = np.zeros(text.len(), dtype=bool)
-        interesting[m.rows(blob, starts=starts)] = True
+        interesting, stamped = (np.zeros(text.len(), dtype=bool) for _ in range(2))
+        got_i, got_s = m.rows_each(blob, starts=starts)
+        interesting[got_i] = True
+        stamped[got_s] = True
     del blob
     chat = chatter_mask(text, interesting, np.append(first, text.len()))
     kept = np.flatnonzero(~chat)  # blank lines stay: a block may hold them; so do the separators
@@ -184,10 +186,13 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     head_hi = np.minimum(n, SPAN_LINES)
     span_rows = np.sort(np.concatenate([_ranges(first, first + head_hi),
                                         _ranges(first + np.maximum(head_hi, n - SPAN_LINES), first + n)]))
+    if stamped is not None:  # those with a stamp hint (their stamps are read per group, `parse_screened`)
+        span_rows = span_rows[stamped[span_rows]]
     sk = np.searchsorted(first, span_rows, side="right") - 1
     spans = pl.DataFrame({"hint_file": sk, "line_no": bases[sk] + span_rows - first[sk] + 1,
-                          "text": text.gather(span_rows)}).filter(
-        pl.col("text").str.contains(_STAMP_HINT))  # their stamps are read per group (`parse_screened`)
+                          "text": text.gather(span_rows)})
+    if stamped is None:
+        spans = spans.filter(pl.col("text").str.contains(STAMP_HINT))
     sha = [digest(it.data) for it in ok]
     kept_items = [Item(it.index, it.sf, b"") for it in ok]
     return Screened(kept_items, n, chat_n, sha, spans, rest, bases), again
@@ -264,7 +269,7 @@ def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[in
     """hint_file -> (earliest, latest) stamp among `lines` (hint_file, line_no, text): each file's
     first and last SPAN_LINES lines, as `accounting.line_span` reads them."""
 
-    span = lines.filter(pl.col("text").str.contains(_STAMP_HINT)).select("hint_file", "line_no", "text")
+    span = lines.filter(pl.col("text").str.contains(STAMP_HINT)).select("hint_file", "line_no", "text")
     if span.is_empty():
         return {}
     sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)

@@ -228,9 +228,14 @@ def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds:
     bounds = np.array([0, n], dtype=np.int64) if bounds is None else np.asarray(bounds, dtype=np.int64)
     pc = np.zeros(n, dtype=bool)
     unknown = np.arange(n, dtype=np.int64)
-    for group in _common_prefixes(text, bounds):
+    top, groups = _common_prefixes(text, bounds)
+    for group in ([[top]] if top else []) + groups:
         part = text if unknown.size == n else text.gather(unknown)
-        hit = part.str.slice(0, len(group[0])).is_in(pl.Series(group, dtype=pl.Utf8).implode()).fill_null(False).to_numpy()
+        if len(group) == 1:  # (a plain comparison: no slice, no hashing)
+            hit = part.str.starts_with(group[0]).fill_null(False).to_numpy()
+        else:
+            hit = part.str.slice(0, len(group[0])).is_in(pl.Series(group, dtype=pl.Utf8).implode()) \
+                .fill_null(False).to_numpy()
         pc[unknown[hit]] = True
         unknown = unknown[~hit]
         if not unknown.size:
@@ -248,21 +253,26 @@ def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds:
     return chat
 
 
-def _common_prefixes(text: pl.Series, bounds: np.ndarray) -> list[list[str]]:
+def _common_prefixes(text: pl.Series, bounds: np.ndarray) -> tuple[str | None, list[list[str]]]:
     """The NCCL prefixes (strings PREFIX_CHECK matches whole, at the start of a line) found on
-    PREFIX_SAMPLE evenly spread lines of each file (rows bounds[f]:bounds[f+1]), grouped by their
-    length in characters, the groups that start the most sampled lines first."""
+    PREFIX_SAMPLE evenly spread lines of each file (rows bounds[f]:bounds[f+1]): the one that
+    starts most of the sampled lines, if one does, and the others grouped by their length in
+    characters, the groups that start the most sampled lines first."""
     sizes = np.diff(bounds)
     take = np.minimum(sizes, PREFIX_SAMPLE)
     step = np.maximum(sizes // np.maximum(take, 1), 1)
     idx = _ranges(np.zeros_like(take), take) * np.repeat(step, take) + np.repeat(bounds[:-1], take)
     found = text.gather(idx).str.extract(f"^({PREFIX_CHECK})", 1).drop_nulls()
     if found.is_empty():
-        return []
-    counts = found.value_counts(name="n").with_columns(pl.col(found.name).str.len_chars().alias("len"))
-    groups = counts.group_by("len").agg(pl.col(found.name).sort(), pl.col("n").sum()).sort(
-        ["n", "len"], descending=[True, False])
-    return groups[found.name].to_list()
+        return None, []
+    counts = found.value_counts(name="n").sort(["n", found.name], descending=[True, False])
+    top = None
+    if 2 * int(counts["n"][0]) > idx.size:
+        top = counts[found.name][0]
+        counts = counts.slice(1)
+    groups = counts.with_columns(pl.col(found.name).str.len_chars().alias("len")).group_by("len").agg(
+        pl.col(found.name).sort(), pl.col("n").sum()).sort(["n", "len"], descending=[True, False])
+    return top, groups[found.name].to_list()
 
 
 def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[int, tuple]:

@@ -151,6 +151,7 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
 
     is_clean = [clean(it.data) for it in items]
     ok = [it for it, c in zip(items, is_clean, strict=True) if c]
+    ascii_ = all(it.data.isascii() for it in ok)  # (clean files: the batch is ASCII when each is)
     again = [it.index for it, c in zip(items, is_clean, strict=True) if not c]
     if not ok:
         return None, again
@@ -167,10 +168,10 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     # the regexes run on the text as read, in the pieces polars' reader made (one per thread)
     interesting = stamped = None
     m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING, STAMP_HINT))
-    if m.engine == "hyperscan" and blob.isascii():  # one pass over the bytes finds the few lines they match
+    if m.engine == "hyperscan" and ascii_:  # one pass over the bytes finds the few lines they match
         starts = np.concatenate([[0], np.cumsum(lens.astype(np.int64) + 1)[:-1]])
         interesting, stamped = (np.zeros(text.len(), dtype=bool) for _ in range(2))
-        got_i, got_s = m.rows_each(blob, starts=starts)
+        got_i, got_s = m.rows_each(blob, starts=starts, ascii_=True)
         interesting[got_i] = True
         stamped[got_s] = True
     del blob

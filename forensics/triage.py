@@ -426,12 +426,12 @@ class Matcher:
             return self._rows_hyperscan(data, starts)
         return self._rows_polars(data, lines)
 
-    def rows_each(self, data: bytes, starts: np.ndarray | None = None, lines: pl.Series | None = None
-                  ) -> list[np.ndarray]:
+    def rows_each(self, data: bytes, starts: np.ndarray | None = None, lines: pl.Series | None = None,
+                  ascii_: bool | None = None) -> list[np.ndarray]:
         """For each of the regexes, in order, the sorted 0-based indexes of the lines of `data` it
         matches (the literals are not looked for): one pass over the bytes with hyperscan on ASCII
-        input, else polars on the lines."""
-        if self.engine == "hyperscan" and data.isascii():
+        input, else polars on the lines. `ascii_`: whether `data` is ASCII, when the caller knows."""
+        if self.engine == "hyperscan" and (data.isascii() if ascii_ is None else ascii_):
             ends = self._scan(data)
             base = self.literals.size
             return [self._rows_of(data, ends.get(base + k, []), starts) for k in range(len(self.regexes))]

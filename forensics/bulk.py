@@ -56,6 +56,8 @@ _SEP_BLOCK = (SEP + "\n") * 2
 STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
 PREFIX_SAMPLE = 64  # lines sampled per file for the batch's common NCCL prefixes
 _NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
+# every line PREFIX_CHECK matches holds one of these (`triage.literal_factor`): the regex runs on those only
+_PREFIX_LITERALS = triage.LiteralSet.of(triage.literal_factor(PREFIX_CHECK) or (("", False),))
 
 
 @dataclass
@@ -241,8 +243,12 @@ def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds:
         unknown = unknown[~hit]
         if not unknown.size:
             break
-    if unknown.size:
-        pc[unknown] = text.gather(unknown).str.contains(PREFIX_CHECK).fill_null(False).to_numpy()
+    if unknown.size:  # of the other lines, those that hold a literal every match of the regex holds
+        rest = pl.DataFrame({"t": text.gather(unknown)})
+        maybe = rest.select(_PREFIX_LITERALS.contains(pl.col("t")).fill_null(True).alias("m"))["m"].to_numpy()
+        if maybe.any():
+            pc[unknown[maybe]] = rest.filter(pl.Series(maybe))["t"].str.contains(PREFIX_CHECK).fill_null(False) \
+                .to_numpy()
     if interesting is None:
         interesting = text.str.contains(INFO_INTERESTING).fill_null(False).to_numpy()
     chat = pc.copy()

@@ -53,9 +53,8 @@ GAP = 1_000_000  # line numbers between two files of a batch (wider than any par
 SEP = "\x1e"  # text of the separator lines between files
 _SEP_BLOCK = (SEP + "\n") * 2
 # every stamp shape `accounting.stamp_expr` reads has one (a web-UI export's epoch ms: the second)
-_STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
-PREFIX_SAMPLE = 4096  # lines sampled for the common NCCL prefixes of a batch
-PREFIX_KINDS = 8  # of which this many are checked as literals
+STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
+PREFIX_SAMPLE = 64  # lines sampled per file for the batch's common NCCL prefixes
 _NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
 # every line PREFIX_CHECK matches holds one of these (`triage.literal_factor`): the regex runs on those only
 _PREFIX_LITERALS = triage.LiteralSet.of(triage.literal_factor(PREFIX_CHECK) or (("", False),))
@@ -124,94 +123,170 @@ class Screened:
     bases: np.ndarray  # line_no = base + local line number
 
 
+def _count_lines(data: bytes) -> int:
+    """Lines of `data` (a last line without '\n' counts): its newlines counted 1 MiB at a time
+    (numpy; `bytes.count` reads 1 GB/s, this about 6)."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    nl = sum(int(np.count_nonzero(a[i:i + _COUNT_BLOCK] == 10)) for i in range(0, a.size, _COUNT_BLOCK))
+    return nl + (0 if data.endswith(b"\n") else 1)
+
+
+_COUNT_BLOCK = 1 << 20
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The integers of the half-open ranges [lo, hi) one after the other (empty ranges allowed)."""
+    size = np.maximum(hi - lo, 0)
+    if not size.sum():
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(size)
+    return np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - size - lo, size)
+
+
 def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
            max_line: int = MAX_LINE_CHARS) -> tuple[Screened | None, list[int]]:
     """Read a batch into one frame, count and drop NCCL chatter, find each file's first and last
     stamps. Returns the screened batch and the item indices left to `parse_one` (unclean files,
-    or all when the batch cannot be read as lines)."""
+    or all when the batch cannot be read as lines). Only the lines kept (not chatter) and each
+    file's first and last SPAN_LINES lines with a stamp hint leave as frames: the others are
+    counted and never made rows of their own."""
 
     is_clean = [clean(it.data) for it in items]
     ok = [it for it, c in zip(items, is_clean, strict=True) if c]
+    ascii_ = all(it.data.isascii() for it in ok)  # (clean files: the batch is ASCII when each is)
     again = [it.index for it, c in zip(items, is_clean, strict=True) if not c]
     if not ok:
         return None, again
-    n = np.array([it.data.count(b"\n") + (0 if it.data.endswith(b"\n") else 1) for it in ok], dtype=np.int64)
+    n = np.array([_count_lines(it.data) for it in ok], dtype=np.int64)
     rows = n + 2
+    first = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)  # each file's first row
     bases = np.concatenate([[0], np.cumsum(n + GAP)[:-1]]).astype(np.int64)
     sep = _SEP_BLOCK.encode()
     blob = b"".join([part for it in ok for part in (it.data, b"" if it.data.endswith(b"\n") else b"\n", sep)])
-    text = plain_lines(blob)  # every file ends in '\n': the rows are those of `rows`
-    if text is None or text.str.len_bytes().max() > min(max_line, MAX_LINE_CHARS):
+    text = _read_lines(blob, int(rows.sum()))  # every file ends in '\n': the rows are those of `rows`
+    lens = text.str.len_bytes().to_numpy() if text is not None else None
+    if lens is None or lens.max() > min(max_line, MAX_LINE_CHARS):
         return None, again + [it.index for it in ok]
     # the regexes run on the text as read, in the pieces polars' reader made (one per thread)
-    interesting = None
-    m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING,))
-    if m.engine == "hyperscan" and blob.isascii():  # one pass over the bytes finds the few lines it matches
-        starts = np.concatenate([[0], np.cumsum(text.str.len_bytes().to_numpy().astype(np.int64) + 1)[:-1]])
-        interesting = np.zeros(text.len(), dtype=bool)
-        interesting[m.rows(blob, starts=starts)] = True
+    interesting = stamped = None
+    m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING, STAMP_HINT))
+    if m.engine == "hyperscan" and ascii_:  # one pass over the bytes finds the few lines they match
+        starts = np.concatenate([[0], np.cumsum(lens.astype(np.int64) + 1)[:-1]])
+        interesting, stamped = (np.zeros(text.len(), dtype=bool) for _ in range(2))
+        got_i, got_s = m.rows_each(blob, starts=starts, ascii_=True)
+        interesting[got_i] = True
+        stamped[got_s] = True
     del blob
-    chat = chatter_mask(text, interesting)
-    k = np.repeat(np.arange(len(ok), dtype=np.int64), rows)
-    local = np.arange(text.len(), dtype=np.int64) - np.repeat(np.concatenate([[0], np.cumsum(rows)[:-1]]), rows) + 1
-    df = pl.DataFrame({"line_no": bases[k] + local, "text": text, "hint_file": k, "_local": local,
-                       "_sep": local > n[k]})
-    chat_n = np.bincount(k[chat], minlength=len(ok)).astype(np.int64)
+    chat = chatter_mask(text, interesting, np.append(first, text.len()))
+    kept = np.flatnonzero(~chat)  # blank lines stay: a block may hold them; so do the separators
+    k = np.searchsorted(first, kept, side="right") - 1
+    local = kept - first[k] + 1
+    is_sep = local > n[k]
+    rest = pl.DataFrame({"line_no": bases[k] + local, "text": text.gather(kept), "hint_file": k, "_local": local,
+                         "_sep": is_sep})
+    chat_n = n - np.bincount(k[~is_sep], minlength=len(ok)).astype(np.int64)
     # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
-    span = ~df["_sep"].to_numpy() & ((local <= SPAN_LINES) | (local > (n - SPAN_LINES)[k]))
-    spans = df.filter(pl.Series(span)).select("hint_file", "line_no", "text").filter(
-        pl.col("text").str.contains(_STAMP_HINT))  # their stamps are read per group (`parse_screened`)
-    rest = df.filter(pl.Series(~chat))  # blank lines stay: a block may hold them
+    head_hi = np.minimum(n, SPAN_LINES)
+    span_rows = np.sort(np.concatenate([_ranges(first, first + head_hi),
+                                        _ranges(first + np.maximum(head_hi, n - SPAN_LINES), first + n)]))
+    if stamped is not None:  # those with a stamp hint (their stamps are read per group, `parse_screened`)
+        span_rows = span_rows[stamped[span_rows]]
+    sk = np.searchsorted(first, span_rows, side="right") - 1
+    spans = pl.DataFrame({"hint_file": sk, "line_no": bases[sk] + span_rows - first[sk] + 1,
+                          "text": text.gather(span_rows)})
+    if stamped is None:
+        spans = spans.filter(pl.col("text").str.contains(STAMP_HINT))
     sha = [digest(it.data) for it in ok]
-    kept = [Item(it.index, it.sf, b"") for it in ok]
-    return Screened(kept, n, chat_n, sha, spans, rest, bases), again
+    kept_items = [Item(it.index, it.sf, b"") for it in ok]
+    return Screened(kept_items, n, chat_n, sha, spans, rest, bases), again
 
 
-def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None) -> np.ndarray:
-    """`parsers.nccl.chatter` of each line, computed with the prefix regex on few lines: a line that
-    starts with a string the regex matches whole contains a match, so the lines starting with one of
-    the batch's most common such prefixes (`host:pid:tid [dev] NCCL INFO `, found on a sample of
-    the lines) need only a literal check; the regex runs on the others. Since every match of
+def _read_lines(blob: bytes, rows: int) -> pl.Series | None:
+    """The lines of plain text (`clean`) read as a one-column CSV by polars (many threads), as
+    `parsers.lines.plain_lines` reads them; None unless they are the `rows` expected."""
+    try:
+        s = pl.read_csv(blob, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
+                        new_columns=["text"], empty_string_is_null=False)["text"]
+    except Exception:  # noqa: BLE001 - parse_one reads anything
+        return None
+    return s if s.len() == rows else None
+
+
+def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """`parsers.nccl.chatter` of each line, computed with the prefix regex on few lines. A line
+    that starts with a string PREFIX_CHECK matches whole holds a match (the regex is not anchored),
+    so the lines starting with one of the batch's common such prefixes (`host:pid:tid [dev] NCCL
+    INFO `, found on a sample of each file's lines, `bounds`) need only a literal check: a line's
+    first characters looked up in the set of the prefixes of that length, one length after the
+    other on the lines still unknown; the regex runs on the others. Since every match of
     PREFIX_CHECK holds " NCCL INFO ", " NCCL TRACE " or " NCCL CALL ", a line it matches is chatter
     unless it is interesting (INFO_INTERESTING) and neither TRACE nor CALL, so those literals are
     checked on the interesting lines only. `interesting`: the INFO_INTERESTING mask when known
-    (bulk's triage engine). Equal to `chatter` on every line (tests/test_bulk.py)."""
+    (bulk's triage engine); `bounds`: each file's first row, then the number of rows (one file when
+    None). Equal to `chatter` on every line (tests/test_bulk.py)."""
     n = text.len()
     if n == 0:
         return np.zeros(0, dtype=bool)
-    frame = pl.DataFrame({"t": text})
-    t = pl.col("t")
-    sample = frame.gather_every(max(1, n // PREFIX_SAMPLE))
-    found = sample.select(t.str.extract(f"^({PREFIX_CHECK})", 1).alias("p")).drop_nulls()["p"]
-    common = found.value_counts(sort=True).head(PREFIX_KINDS)["p"].to_list() if found.len() else []
-    if common:
-        known = frame.select(pl.any_horizontal([t.str.starts_with(p) for p in common]).alias("k"))["k"].to_numpy()
-    else:
-        known = np.zeros(n, dtype=bool)
-    pc = known.copy()
-    other = np.flatnonzero(~known)
-    if other.size:  # of the other lines, those that hold a literal every match of the regex holds
-        maybe = frame.select(_PREFIX_LITERALS.contains(t).fill_null(True).alias("m"))["m"].to_numpy()
-        other = other[maybe[other]]
-    if other.size:
-        pc[other] = text.gather(other).str.contains(PREFIX_CHECK).fill_null(False).to_numpy()
+    bounds = np.array([0, n], dtype=np.int64) if bounds is None else np.asarray(bounds, dtype=np.int64)
+    pc = np.zeros(n, dtype=bool)
+    unknown = np.arange(n, dtype=np.int64)
+    top, groups = _common_prefixes(text, bounds)
+    for group in ([[top]] if top else []) + groups:
+        part = text if unknown.size == n else text.gather(unknown)
+        if len(group) == 1:  # (a plain comparison: no slice, no hashing)
+            hit = part.str.starts_with(group[0]).fill_null(False).to_numpy()
+        else:
+            hit = part.str.slice(0, len(group[0])).is_in(pl.Series(group, dtype=pl.Utf8).implode()) \
+                .fill_null(False).to_numpy()
+        pc[unknown[hit]] = True
+        unknown = unknown[~hit]
+        if not unknown.size:
+            break
+    if unknown.size:  # of the other lines, those that hold a literal every match of the regex holds
+        rest = pl.DataFrame({"t": text.gather(unknown)})
+        maybe = rest.select(_PREFIX_LITERALS.contains(pl.col("t")).fill_null(True).alias("m"))["m"].to_numpy()
+        if maybe.any():
+            pc[unknown[maybe]] = rest.filter(pl.Series(maybe))["t"].str.contains(PREFIX_CHECK).fill_null(False) \
+                .to_numpy()
     if interesting is None:
-        interesting = frame.select(t.str.contains(INFO_INTERESTING).fill_null(False).alias("i"))["i"].to_numpy()
+        interesting = text.str.contains(INFO_INTERESTING).fill_null(False).to_numpy()
     chat = pc.copy()
     hot = np.flatnonzero(pc & interesting)
     if hot.size:
-        sub = pl.DataFrame({"t": text.gather(hot)}).select(
-            (t.str.contains(" NCCL TRACE ", literal=True) | t.str.contains(" NCCL CALL ", literal=True))
-            .fill_null(False).alias("c"))["c"].to_numpy()
-        chat[hot] = sub
+        sub = text.gather(hot)
+        chat[hot] = (sub.str.contains(" NCCL TRACE ", literal=True) | sub.str.contains(" NCCL CALL ", literal=True)) \
+            .fill_null(False).to_numpy()
     return chat
+
+
+def _common_prefixes(text: pl.Series, bounds: np.ndarray) -> tuple[str | None, list[list[str]]]:
+    """The NCCL prefixes (strings PREFIX_CHECK matches whole, at the start of a line) found on
+    PREFIX_SAMPLE evenly spread lines of each file (rows bounds[f]:bounds[f+1]): the one that
+    starts most of the sampled lines, if one does, and the others grouped by their length in
+    characters, the groups that start the most sampled lines first."""
+    sizes = np.diff(bounds)
+    take = np.minimum(sizes, PREFIX_SAMPLE)
+    step = np.maximum(sizes // np.maximum(take, 1), 1)
+    idx = _ranges(np.zeros_like(take), take) * np.repeat(step, take) + np.repeat(bounds[:-1], take)
+    found = text.gather(idx).str.extract(f"^({PREFIX_CHECK})", 1).drop_nulls()
+    if found.is_empty():
+        return None, []
+    counts = found.value_counts(name="n").sort(["n", found.name], descending=[True, False])
+    top = None
+    if 2 * int(counts["n"][0]) > idx.size:
+        top = counts[found.name][0]
+        counts = counts.slice(1)
+    groups = counts.with_columns(pl.col(found.name).str.len_chars().alias("len")).group_by("len").agg(
+        pl.col(found.name).sort(), pl.col("n").sum()).sort(["n", "len"], descending=[True, False])
+    return top, groups[found.name].to_list()
 
 
 def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[int, tuple]:
     """hint_file -> (earliest, latest) stamp among `lines` (hint_file, line_no, text): each file's
     first and last SPAN_LINES lines, as `accounting.line_span` reads them."""
 
-    span = lines.filter(pl.col("text").str.contains(_STAMP_HINT)).select("hint_file", "line_no", "text")
+    span = lines.filter(pl.col("text").str.contains(STAMP_HINT)).select("hint_file", "line_no", "text")
     if span.is_empty():
         return {}
     sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)

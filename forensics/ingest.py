@@ -65,7 +65,9 @@ BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this m
 SCREEN_SMALL_FILES = True  # tests turn it off to compare with file-by-file parsing
 BULK = True  # plain line logs parsed many files at a time (forensics/bulk.py); tests compare both
 BULK_BATCH_BYTES = 16 * 1024 * 1024  # bytes of files per bulk batch (memory: ~3x this per worker)
-BULK_GROUP_BATCHES = 8  # screened batches parsed together (what screening leaves is small)
+# screened lines parsed together (a parse call costs ~0.3 s whatever its size; what screening leaves
+# of NCCL INFO logs is small): at most this much in memory per worker, as 8 unscreened batches were
+BULK_GROUP_REST_BYTES = 8 * BULK_BATCH_BYTES
 # A file's DCGM samples beyond this many rows wait on disk (Parquet in the caller's spill_dir) rather
 # than in memory: a 4,096-GPU job sampled at 1 Hz has tens of millions (DuckDB reads them there).
 SPILL_ROWS = 10_000
@@ -539,6 +541,17 @@ def _pack(ids: list[int], size_of: Callable[[int], int], limit: int) -> list[lis
     return packs
 
 
+def _balance(jobs: list[T], size_of: Callable[[T], int], n: int) -> list[list[T]]:
+    """`jobs` dealt into `n` lists of about equal size (the largest job first to the lightest list),
+    each list in the order of `jobs`."""
+    load, where = [0] * n, {}
+    for k in sorted(range(len(jobs)), key=lambda k: (-size_of(jobs[k]), k)):
+        g = min(range(n), key=lambda g: (load[g], g))
+        load[g] += size_of(jobs[k])
+        where[k] = g
+    return [[jobs[k] for k in range(len(jobs)) if where[k] == g] for g in range(n)]
+
+
 def _bulk_candidate(sf: SourceFile, limits: Limits) -> bool:
     """A plain file that one read and one piece hold whole (parse_one would read it in one chunk)."""
     return sf.compression is None and 0 < sf.size <= limits.chunk_bytes
@@ -555,24 +568,43 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
                 boot_times: dict[str, datetime], parsers: list[ParserInfo], limits: Limits
                 ) -> tuple[dict[int, FileResult], list[int]]:
     """Screen the batches of a group one after the other (one batch's bytes in memory at a time),
-    then parse what they left in one go (forensics/bulk.py): the parsers' fixed cost is paid once
-    per group, not per batch."""
+    then parse what they left together (forensics/bulk.py): the parsers' fixed cost (about 0.3 s a
+    call, whatever the size) is paid once per BULK_GROUP_REST_BYTES of screened lines, not per batch.
+    A batch whose screening fails, or screened batches whose parse fails, go to `parse_one`."""
 
-    try:
-        screens, again = [], []
-        for batch in group:
+    got: dict[int, FileResult] = {}
+    again: list[int] = []
+    screens: list = []
+    held = 0
+
+    def flush() -> None:
+        nonlocal screens, held
+        if not screens:
+            return
+        try:
+            done, more = parse_screened(screens, cfg, ref_year, boot_times, parsers)
+        except Exception:  # noqa: BLE001 - file by file instead: parse_one reports what fails, per file
+            done, more = {}, [it.index for sc in screens for it in sc.items]
+        got.update(done)
+        again.extend(more)
+        screens, held = [], 0
+
+    for batch in group:
+        try:
             items, left = _bulk_items(batch, cfg, parsers)
             sc, more = screen(items, cfg, ref_year, max_line=limits.max_line_bytes)
             del items  # the batch's bytes: the screened frame holds its lines (a 59 MB dmesg stayed twice)
-            again += left + more
-            if sc is not None:
-                screens.append(sc)
-        if not screens:
-            return {}, again
-        got, more = parse_screened(screens, cfg, ref_year, boot_times, parsers)
-        return got, again + more  # type: ignore[return-value]
-    except Exception:  # noqa: BLE001 - file by file instead: parse_one reports what fails, per file
-        return {}, [i for batch in group for i, _ in batch]
+        except Exception:  # noqa: BLE001
+            again += [i for i, _ in batch]
+            continue
+        again += left + more
+        if sc is not None:
+            screens.append(sc)
+            held += sc.rest.estimated_size()
+            if held >= BULK_GROUP_REST_BYTES:
+                flush()
+    flush()
+    return got, again
 
 
 def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo]) -> tuple[list, list[int]]:
@@ -671,9 +703,9 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         # (the CSV tables, `_parse_table`, go file by file below, after these: a DCGM export read
         # beside the line logs made the two largest frames of a run overlap, 1.2 GB on the 1.4 GB
         # job of bench/README.md, and with the large files put after it, the wall time was longer)
-        # groups of batches, at least one per worker, at most BULK_GROUP_BATCHES batches each
-        n_groups = max(min(workers, len(packs)), -(-len(packs) // BULK_GROUP_BATCHES))
-        groups = [packs[g::n_groups] for g in range(n_groups)] if packs else []
+        # one group of batches per worker (each parses what its screens leave, BULK_GROUP_REST_BYTES
+        # at a time), balanced by bytes
+        groups = _balance(packs, lambda b: sum(sf.size for _, sf in b), min(workers, len(packs)))
         pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits)[0], groups)
         order_left = [i for i in order if results[i] is None]
     else:

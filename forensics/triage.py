@@ -426,13 +426,30 @@ class Matcher:
             return self._rows_hyperscan(data, starts)
         return self._rows_polars(data, lines)
 
-    def _rows_hyperscan(self, data: bytes, starts: np.ndarray | None) -> np.ndarray:
-        if self._db is None or not data:
-            return np.array([], dtype=np.int64)
-        ends: list[int] = []
+    def rows_each(self, data: bytes, starts: np.ndarray | None = None, lines: pl.Series | None = None,
+                  ascii_: bool | None = None) -> list[np.ndarray]:
+        """For each of the regexes, in order, the sorted 0-based indexes of the lines of `data` it
+        matches (the literals are not looked for): one pass over the bytes with hyperscan on ASCII
+        input, else polars on the lines. `ascii_`: whether `data` is ASCII, when the caller knows."""
+        if self.engine == "hyperscan" and (data.isascii() if ascii_ is None else ascii_):
+            ends = self._scan(data)
+            base = self.literals.size
+            return [self._rows_of(data, ends.get(base + k, []), starts) for k in range(len(self.regexes))]
+        s = lines if lines is not None else _lines(data)
+        if s.is_empty() or not self.regexes:
+            return [np.array([], dtype=np.int64) for _ in self.regexes]
+        masks = pl.DataFrame({"t": s}).select([pl.col("t").str.contains(rx).alias(f"m{k}")
+                                               for k, rx in enumerate(self.regexes)])
+        return [np.flatnonzero(masks[c].fill_null(False).to_numpy()).astype(np.int64) for c in masks.columns]
 
-        def hit(_id: int, _frm: int, to: int, _flags: int, _ctx: object) -> None:
-            ends.append(to)
+    def _scan(self, data: bytes) -> dict[int, list[int]]:
+        """The end offsets of the matches of each expression (by id), from one hyperscan pass."""
+        ends: dict[int, list[int]] = {}
+        if self._db is None or not data:
+            return ends
+
+        def hit(i: int, _frm: int, to: int, _flags: int, _ctx: object) -> None:
+            ends.setdefault(i, []).append(to)
 
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
@@ -440,6 +457,15 @@ class Matcher:
 
             scratch = self._local.scratch = hyperscan.Scratch(self._db)
         self._db.scan(data, match_event_handler=hit, scratch=scratch)
+        return ends
+
+    def _rows_hyperscan(self, data: bytes, starts: np.ndarray | None) -> np.ndarray:
+        ends = [to for got in self._scan(data).values() for to in got]
+        return self._rows_of(data, ends, starts)
+
+    @staticmethod
+    def _rows_of(data: bytes, ends: list[int], starts: np.ndarray | None) -> np.ndarray:
+        """The lines holding the matches that end at `ends` (sorted, unique)."""
         if not ends:
             return np.array([], dtype=np.int64)
         last = np.unique(np.asarray(ends, dtype=np.int64) - 1)  # offset of each match's last byte

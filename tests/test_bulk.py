@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -77,9 +78,9 @@ def test_bulk_equals_file_by_file_on_simulated_info_logs(scenario: str, tmp_path
     spec["job"]["nccl_debug"] = "INFO"
     spec["job"]["nccl_info_lines_per_rank"] = 200
     simulate(spec, tmp_path / "case", 5)
-    # small batches: many of them, screened apart and parsed together in groups (ingest._bulk_group)
+    # small batches: many of them, screened apart and parsed together, a few at a time (ingest._bulk_group)
     monkeypatch.setattr(ingest_mod, "BULK_BATCH_BYTES", 48 * 1024)
-    monkeypatch.setattr(ingest_mod, "BULK_GROUP_BATCHES", 3)
+    monkeypatch.setattr(ingest_mod, "BULK_GROUP_REST_BYTES", 64 * 1024)
     n_events = _assert_same(tmp_path / "case" / "job", monkeypatch)
     assert n_events > 10
 
@@ -243,20 +244,26 @@ def test_chatter_mask_equals_chatter() -> None:
     from parsers.lines import plain_lines
     from parsers.nccl import INFO_INTERESTING, chatter
 
-    texts = [pl.Series("text", CHATTER_LINES * 50 + CHATTER_LINES[::-1], dtype=pl.Utf8)]
+    texts = [pl.Series("text", CHATTER_LINES * 50 + CHATTER_LINES[::-1], dtype=pl.Utf8),
+             pl.Series("text", CHATTER_LINES[:1] * 40 + CHATTER_LINES, dtype=pl.Utf8)]  # one prefix starts most
     for p in sorted(FIXTURES.rglob("*")):
         data = p.read_bytes() if p.is_file() and p.suffix not in (".gz", ".zst", ".tar") else b""
         s = plain_lines(data) if data and clean(data) else None
         if s is not None:
             texts.append(s)
     n_chat = 0
-    for s in texts[1:]:
+    for s in texts[2:]:
         n_chat += int(pl.DataFrame({"t": s}).select(chatter(pl.col("t")).fill_null(False).sum())[0, 0])
     for s in texts:
         want = pl.DataFrame({"t": s}).select(chatter(pl.col("t")).fill_null(False))[:, 0].to_numpy()
         inter = pl.DataFrame({"t": s}).select(pl.col("t").str.contains(INFO_INTERESTING))[:, 0].to_numpy()
         assert chatter_mask(s).tolist() == want.tolist()
         assert chatter_mask(s, inter).tolist() == want.tolist()
+    # many files at once (as `screen` calls it): each file's prefixes sampled, looked up batch-wide
+    many = pl.concat(texts)
+    bounds = np.cumsum([0] + [s.len() for s in texts])
+    want = pl.DataFrame({"t": many}).select(chatter(pl.col("t")).fill_null(False))[:, 0].to_numpy()
+    assert chatter_mask(many, None, bounds).tolist() == want.tolist()
     assert texts[0].len() and chatter_mask(texts[0])[:len(CHATTER_LINES)].tolist() == [
         True, False, True, True, True, False, True, False, False, False, False, False, False]
     assert n_chat > 0  # the fixtures hold real chatter (simulated INFO logs: test_bulk_equals_..._info_logs)

@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,12 +20,13 @@ from hypothesis import strategies as st
 import forensics.ingest as ingest_mod
 from forensics import triage
 from forensics.analysis import analyze
+from forensics.bulk import STAMP_HINT
 from forensics.config import load_job_config
 from forensics.discovery import discover
 from forensics.signatures import literal_coverage, load_catalog, match
 from forensics.simulate import load_scenario, simulate
 from parsers import registry
-from parsers.lines import decode_lines, with_body
+from parsers.lines import decode_lines, is_plain, plain_lines, with_body
 from parsers.nccl import INFO_INTERESTING
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,6 +230,33 @@ def test_engines_agree_on_regexes_and_odd_bytes() -> None:
     lits = triage.LiteralSet(("NCCL version",), ("p2p",))
     got = {e: triage.scan([data], triage.matcher(lits, engine=e)).line_nos.tolist() for e in triage.ENGINES}
     assert got["hyperscan"] == got["polars"] == [2, 4]
+
+
+@pytest.mark.skipif(not triage.hyperscan_available(), reason="hyperscan not installed")
+def test_rows_each_gives_each_regex_its_lines_in_either_engine() -> None:
+    """`Matcher.rows_each` (bulk.screen: the interesting lines and the stamp hints in one pass):
+    per regex, the lines `str.contains` finds, with hyperscan on ASCII input and polars otherwise,
+    and on every fixture file."""
+    rx = (INFO_INTERESTING, STAMP_HINT)
+    data = (b"host1:12:34 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+            b"[2026-11-02 10:00:01] host1:12:34 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P\n"
+            b"host1:12:34 [0] NCCL INFO misc/socket.cc:540 -> 2 at 10:00:02\n"
+            b"| 1730541600000 | web export\n\n")
+    got = {e: [r.tolist() for r in triage.matcher(triage.LiteralSet((), ()), rx, engine=e).rows_each(data)]
+           for e in triage.ENGINES}
+    assert got["hyperscan"] == got["polars"] == [[0, 2], [1, 2, 3]]
+    n = 0
+    for f in FILES:
+        blob = f.read_bytes()
+        if not blob or not is_plain(blob):
+            continue
+        lines = plain_lines(blob)
+        want = [np.flatnonzero(lines.str.contains(r).fill_null(False).to_numpy()).tolist() for r in rx]
+        for e in triage.ENGINES:
+            assert [r.tolist() for r in triage.matcher(triage.LiteralSet((), ()), rx, engine=e).rows_each(blob)] \
+                == want, (f, e)
+        n += sum(map(len, want))
+    assert n > 100
 
 
 def test_digest_is_blake3_or_blake2b_and_says_which(tmp_path: Path) -> None:

@@ -153,10 +153,6 @@ def analyze(
 ) -> None:
     """Analyze a job directory: verdict, culprit, action, evidence, downtime."""
     _check_job_path(job_dir)  # a wrong path fails before the analysis' imports
-    if not no_html:  # the plots' process imports matplotlib on the other core while the logs are read
-        from forensics import plot_worker
-
-        plot_worker.prewarm()
     # lazy: each command loads only the modules it runs (`forensics --help` and the verdict stay fast)
     from forensics.analysis import OutputDirError
     from forensics.analysis import analyze as run

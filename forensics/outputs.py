@@ -136,15 +136,15 @@ def _write_report_files(tmp: Path, result: dict, rep: dict, html: bool,
     (tmp / "report.json").write_text(json.dumps(rep, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     write_markdown(rep, tmp / "report.md")
     if html:
-        # matplotlib loads only when the plots are drawn, in the worker `forensics analyze` started
-        from forensics import html_report, plot_worker
+        # matplotlib loads only here, when the plots are drawn (after the verdict)
+        from forensics import html_report, plots
 
         tables = result["tables"]
         frames = {"attempts": result["attempts"], "steps": tables.get("train_steps"),
                   "checkpoints": tables.get("checkpoints"), "dcgm_samples": tables.get("dcgm_samples")}
         plot_errors: dict[str, str] = {}
         stage("drawing the plots")
-        pngs = plot_worker.render_all(rep, frames, plot_errors)
+        pngs = plots.render_all(rep, frames, plot_errors)
         stage("writing report.html")
         (tmp / "plots").mkdir()
         for name, png in pngs.items():

@@ -1,6 +1,5 @@
 """The plots' colours and the GPUs they name, without matplotlib: report.html's swatches and
-straggler section use them in a process that never imports matplotlib (the plots may be drawn by
-`forensics.plot_worker`'s second process)."""
+straggler section use them without importing the plotting stack."""
 
 from __future__ import annotations
 

@@ -222,7 +222,7 @@ def test_the_graph_is_read_from_real_imports() -> None:
     got = {(e.src, e.dst, e.lazy) for e in import_edges(ROOT)}
     assert ("forensics.analysis", "forensics.ingest", False) in got
     assert ("forensics.ingest", "parsers.records", False) in got
-    assert ("forensics.outputs", "forensics.plot_worker", True) in got  # `from forensics import html_report, plot_worker`
+    assert ("forensics.outputs", "forensics.plots", True) in got  # `from forensics import html_report, plots`
     assert ("forensics.analysis", "forensics.store", False) not in got  # only under TYPE_CHECKING
 
 

@@ -254,7 +254,9 @@ def load_catalog() -> Catalog:
 
 def _catalog_inputs() -> list[bytes]:
     base = resources.files("forensics").joinpath("signatures")
+    # (triage.py derives the literal sets the entry keeps)
     out = [sys.version.encode(), pl.__version__.encode(), "\n".join(SOURCES).encode(), Path(__file__).read_bytes(),
+           resources.files("forensics").joinpath("triage.py").read_bytes(),
            resources.files("parsers").joinpath("data/xid.csv").read_bytes()]
     for entry in sorted(base.iterdir(), key=lambda e: e.name):
         if entry.is_file():

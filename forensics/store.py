@@ -45,16 +45,13 @@ class Store:
             self._find_parquet()
 
     def _find_parquet(self) -> None:
-        """A view over a Parquet file names it by absolute path (`write_parquet`, `point_views`); in a
-        folder moved or copied since, this session reads the file beside the database instead (a
-        temporary view shadows the stored one)."""
+        """A view over a Parquet file names it by absolute path (`write_parquet`, `point_views`); this
+        session always reads the file beside the database (a temporary view shadows the stored one),
+        so a folder moved or copied since never reads another folder's file, even when the old path
+        now holds a newer run's samples."""
         for table in PARQUET_TABLES:
             file = parquet_file(Path(self.path).resolve(), table)
-            if not file.exists() or not self._is_view(table):
-                continue
-            try:
-                self.con.execute(f'SELECT * FROM "{table}" LIMIT 0')
-            except duckdb.IOException:
+            if file.exists() and self._is_view(table):
                 self.con.execute(f'CREATE TEMP VIEW "{table}" AS {self._view_sql(table, file)}')
 
     def _is_view(self, table: str) -> bool:

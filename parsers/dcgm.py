@@ -867,7 +867,7 @@ class _ChunkReader:
         if "metric" in df.columns:
             new = [f for f in df["metric"].unique().to_list() if f is not None and f not in self.canon]
             self.canon.update({f: canonical_or_id(f) for f in new})
-            renamed = {f: c for f, c in self.canon.items() if f != c}
+            renamed = {f: c for f, c in list(self.canon.items()) if f != c}  # a snapshot: the other thread may add
             if renamed:
                 df = df.with_columns(pl.col("metric").replace(renamed))
         spaces = any(c in data for c in _SPACES)

@@ -116,3 +116,27 @@ def test_moved_folder_can_be_pointed_again(tmp_path: Path) -> None:
             "SELECT sql FROM duckdb_views() WHERE view_name = 'dcgm_samples'").fetchone()[0]
     finally:
         con.close()
+
+
+def test_a_copied_folder_reads_its_own_samples_when_the_old_path_holds_newer_ones(tmp_path: Path) -> None:
+    """An output folder copied away, then the original rewritten by a newer run: `Store` on the copy
+    reads the copy's own Parquet file, never the newer run's file its stored view names."""
+    import shutil
+
+    out = tmp_path / "out"
+    out.mkdir()
+    st = Store(out / "forensics.duckdb")
+    st.write_parquet("dcgm_samples", _samples(12))
+    st.close()
+    store.point_views(out / "forensics.duckdb")
+    shutil.copytree(out, tmp_path / "copy")
+    shutil.rmtree(out)
+    out.mkdir()
+    st = Store(out / "forensics.duckdb")
+    st.write_parquet("dcgm_samples", _samples(30))  # the newer run, at the path the copy's view names
+    st.close()
+    copy = Store(tmp_path / "copy" / "forensics.duckdb", create=False, read_only=True)
+    try:
+        assert copy.sql("SELECT count(*) AS n FROM dcgm_samples")["n"][0] == 12
+    finally:
+        copy.close()

@@ -245,22 +245,28 @@ def _seconds(expr: pl.Expr) -> pl.Expr:
     return pl.duration(microseconds=(expr.cast(pl.Float64, strict=False) * 1e6).round(0).cast(pl.Int64))
 
 
-def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
-    """Every line with its prefix split off: msg, host, proc, ts, ts_raw, ts_quality, kernel flag."""
-    g = pl.col("body").str.extract_groups(PREFIX_RE)
+def _split_prefix(lines: pl.DataFrame, ctx: ParseContext, prefix_re: str) -> pl.DataFrame:
+    """The lines with `prefix_re`'s groups (PREFIX_RE, or FAST_PREFIX_RE on plain uptime lines) and
+    `msg`, the body after the prefix; `mhost` the host of a journalctl short-monotonic record, whose
+    `host kernel: ` is cut from `msg` too (only the kernel's records are read here, so only that
+    identifier is taken: `[ 5.1] usb 1-1: ...` stays a dmesg message; a second, anchored pass on the
+    message is cheaper than one more optional group in PREFIX_RE)."""
     keep = ["hint_host", "hint_file"] if ctx.batched else []
-    df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(g.alias("_g")).unnest("_g")
+    df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(
+        pl.col("body").str.extract_groups(prefix_re).alias("_g")).unnest("_g")
     df = df.with_columns(pl.col("body").str.slice(pl.col("pre").str.len_chars()).alias("msg"))
-    # journalctl -o short-monotonic: the uptime stamp, then `host kernel: ` (only the kernel's records
-    # are read here, so only that identifier is taken: `[ 5.1] usb 1-1: ...` stays a dmesg message);
-    # a second, anchored pass on the message: cheaper than one more optional group in PREFIX_RE
     df = df.with_columns(
         pl.when(pl.col("up").is_not_null()).then(pl.col("msg").str.extract(MONOTONIC_RE, 1)).alias("mhost"))
-    df = df.with_columns(
+    return df.with_columns(
         pl.when(pl.col("mhost").is_not_null())
         .then(pl.col("msg").str.slice(pl.col("mhost").str.len_chars() + len(" kernel: ")))
-        .otherwise(pl.col("msg")).alias("msg"),
-        pl.when(pl.col("mhost").is_not_null()).then(pl.lit("kernel")).alias("mproc"))
+        .otherwise(pl.col("msg")).alias("msg"))
+
+
+def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Every line with its prefix split off: msg, host, proc, ts, ts_raw, ts_quality, kernel flag."""
+    df = _split_prefix(lines, ctx, PREFIX_RE)
+    df = df.with_columns(pl.when(pl.col("mhost").is_not_null()).then(pl.lit("kernel")).alias("mproc"))
     tz = ctx.tz
     host = pl.coalesce(pl.col("ihost"), pl.col("shost"), pl.col("uhost"), pl.col("fhost"), pl.col("mhost"),
                        line_host(ctx))  # content, wrapper, path
@@ -330,16 +336,8 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
 def _stamp_fast(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """`_stamp_frame` of lines that all match UPTIME_LINE_RE: the same columns, computed from the
     uptime stamp alone (the other groups of PREFIX_RE are null on such a line)."""
-    keep = ["hint_host", "hint_file"] if ctx.batched else []
-    df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(
-        pl.col("body").str.extract_groups(FAST_PREFIX_RE).alias("_g")).unnest("_g")
-    df = df.with_columns(pl.col("body").str.slice(pl.col("pre").str.len_chars()).alias("msg"))
+    df = _split_prefix(lines, ctx, FAST_PREFIX_RE)
     df = df.with_columns(
-        pl.when(pl.col("up").is_not_null()).then(pl.col("msg").str.extract(MONOTONIC_RE, 1)).alias("mhost"))
-    df = df.with_columns(
-        pl.when(pl.col("mhost").is_not_null())
-        .then(pl.col("msg").str.slice(pl.col("mhost").str.len_chars() + len(" kernel: ")))
-        .otherwise(pl.col("msg")).alias("msg"),
         pl.when(pl.col("mhost").is_not_null()).then(pl.lit("kernel")).alias("proc"),
         pl.coalesce(pl.col("mhost"), line_host(ctx)).alias("host"))
     up_ts = _boot_expr(pl.col("host"), ctx) + _seconds(pl.col("up"))

@@ -101,12 +101,16 @@ SEGFAULT = (
 SIGNAL_COMPANION = r"^\s*\*\*\* Aborted at \d+ \(unix time\)|^\s*PC: @ |^\s*\*\*\* Check failure stack trace: \*\*\*"
 # NaN / Inf reported by frameworks (Megatron rerun state machine and grad-norm checks, fairseq, torch
 # anomaly mode, clip_grad_norm_(error_if_nonfinite), TF check_numerics, Keras TerminateOnNaN,
-# Lightning EarlyStopping(check_finite), DeepSpeed / fairseq minimum loss scale)
+# Lightning EarlyStopping(check_finite), DeepSpeed / fairseq minimum loss scale, TF Estimator's
+# NanTensorHook (`Model diverged with loss = NaN.` logged, then NanLossDuringTrainingError `NaN loss during
+# training.`), JAX's jax_debug_nans / jax_debug_infs (`FloatingPointError: invalid value (nan) encountered in
+# <primitive>`)
 NAN = (
     r"found (?:NaN|Inf) in local|Unexpected result (?:nan|-?inf)\b|(?i:loss is (?:nan|inf)\b)"
     r"|Minimum loss scale reached|loss scale already at minimum|returned nan values in its"
     r"|gradients are Nan/Inf|Detected nan/inf grad norm|for gradients from `parameters` is non-finite"
     r"|Tensor had (?:NaN|Inf) values|Invalid loss, terminating training|is not finite\. Previous best value"
+    r"|Model diverged with loss = NaN|NaN loss during training|invalid value \((?:nan|inf)\) encountered in"
 )
 # who reported it, in the reporter's own words: Megatron's NaN checks name rank, node (os.uname) and device,
 # `Rank 3: found NaN in local grad norm ... Device: 3, node: host-a` (param_and_grad_buffer, optimizer

@@ -356,8 +356,11 @@ def test_nan_families():
         "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.\n"
         "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.\n"
         "Rank 3, node n1, device 3, iteration 1201: Unexpected result inf (message='found Inf in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n"
-        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n")
-    assert ev(ex, "nan")["line_no"].to_list() == [1, 2, 3, 4]
+        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n"
+        "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.\n"
+        "FloatingPointError: invalid value (nan) encountered in jit(train_step)\n"
+        "ValueError: loss must be finite, got 3.2 (checked with jnp.isfinite; NaN handling on)\n")
+    assert ev(ex, "nan")["line_no"].to_list() == [1, 2, 3, 4, 5, 6]
 
 
 def test_tpu_allocator_oom_family():

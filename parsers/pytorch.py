@@ -136,7 +136,15 @@ OOM_GPU = (
     # Internal: out of memory`, `INTERNAL:` in newer TF): the CUDA status string of a failed launch
     r"|Non-OK-status: .*\bstatus: [A-Za-z ]+: out of memory"
 )
-OOM_HOST = r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
+# host memory: PyTorch's CPU allocator, ENOMEM from fork/mmap, and the allocation-failure words of the other
+# runtimes in a training process: Rust's default alloc-error hook (tokenizers, safetensors: `memory allocation
+# of N bytes failed`, then abort), NumPy (`_ArrayMemoryError: Unable to allocate 3.2 GiB for an array`),
+# CPython's MemoryError
+OOM_HOST = (
+    r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
+    r"|memory allocation of \d+ bytes failed|Unable to allocate [\d.]+ [KMGTPE]?i?B for an array"
+    r"|^(?:[\w.]+\.)?(?:_Array)?MemoryError\b"
+)
 OOM_SHM = (
     r"insufficient shared memory \(shm\)|out of shared memory|is killed by signal: Bus error"
     r"|unable to (?:write to|mmap \d+ bytes from|allocate shared memory\(shm\) for) file </torch_"

@@ -27,6 +27,8 @@ CASES: dict[str, tuple[str | None, str | None, bool | None]] = {
     "selfrag83-elastic-exitcode-9-host-memory": ("oom", "elastic-sigkill", False),
     "dle549-tf-bert-model-diverged-nan": ("numerics", "pt-nan", False),
     "sagemaker454-tf-s3-checkpoint-curl-55": ("storage", "ckpt-object-store-error", True),
+    "dsexamples321-rust-alloc-failed-host-oom": ("oom", "pt-host-oom", False),
+    "kubeflow301-tfjob-master-evicted-node-memory": ("oom", "k8s-evicted-memory-pressure", False),
 }
 
 XFAIL = {

@@ -277,6 +277,19 @@ def test_oom_families_of_every_framework():
     assert ex.claimed.to_list() == list(range(1, 15))
 
 
+def test_host_allocation_failure_family():
+    """The allocation-failure words of the runtimes beside PyTorch in a training process are host OOM:
+    Rust's alloc-error hook (tokenizers; interleaved by two processes as posted), NumPy, CPython MemoryError;
+    the GPU caching allocator's OutOfMemoryError stays gpu, and prose about allocations is no OOM."""
+    ex = run(
+        "memory allocation of memory allocation of 20971522097152 bytes failed\n"
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape (429496730,) and data type float64\n"
+        "MemoryError\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "WARNING: memory allocation of the cache is slow, consider an Error-free pinning\n")
+    assert ev(ex, "oom").select("line_no", "code").rows() == [(1, "host"), (2, "host"), (3, "host"), (4, "gpu")]
+
+
 def test_lone_exception_lines_and_cut_traceback():
     """Issue 14: an exception line with no traceback, and one after frames whose header was cut."""
     ex = run(

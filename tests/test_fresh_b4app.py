@@ -35,7 +35,8 @@ XFAIL = {
     "submitit1708-slurm-requeue-signal-before-limit":
         "the log's own words are submitit's `this job is preempted` and Slurm's `DUE TO JOB REQUEUE`; only "
         "the thread's title and the sbatch script (--signal=USR2@120, --time=1440) say it was the time limit. "
-        "Telling them apart needs the job's elapsed time against its limit (sacct), which the excerpt lacks",
+        "Telling them apart needs the job's elapsed time against its limit (sacct), which the excerpt lacks; "
+        "submitit's own clock (has_timed_out) also says it was not the limit, so the label is doubtful",
     "paimegatron680-nan-forward-loss-container-bug":
         "a NaN from the software stack (fixed by a newer NGC container) prints the same Megatron NaN check as "
         "a NaN from data or learning rate; only a rerun on other software tells them apart",

@@ -21,7 +21,7 @@ CASES: dict[str, tuple[str | None, str | None, bool | None]] = {
     "hopsworks1557-dataloader-shm-enospc": ("oom", "pt-shm-exhausted", False),
     "horovod2255-mpirun-dataloader-bus-error-shm": ("oom", "pt-shm-exhausted", False),
     "lumi3-torchrun-omp-warning-healthy": (None, None, None),
-    "submitit1708-slurm-requeue-signal-before-limit": ("time_limit", "slurm-cancel-requeue", True),
+    "submitit1708-slurm-requeue-signal-before-limit": ("time_limit", "submitit-preempted", True),
     "firefly68-deepspeed-min-loss-scale": ("numerics", "pt-nan", False),
     "paimegatron680-nan-forward-loss-container-bug": ("framework_bug", "pt-nan", False),
     "selfrag83-elastic-exitcode-9-host-memory": ("oom", "elastic-sigkill", False),
@@ -100,3 +100,18 @@ def test_object_store_final_error_vs_retry_notice(tmp_path: Path, lines: str, ca
     else:
         assert (v["category"], v["evidence"][0]["signature"], v["auto_recoverable"]) == (
             category, "ckpt-object-store-error", True)
+
+
+def test_submitit_timeout_requeue_is_the_time_limit(tmp_path: Path) -> None:
+    """The same requeue when submitit's clock says the job ran into its limit: its `timed-out` line, earlier
+    and weightier than Slurm's `DUE TO JOB REQUEUE`, makes the verdict time_limit (restartable: requeued)."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "slurm-609.out").write_text(
+        "submitit INFO (2022-08-13 02:04:11,450) - Job has timed out. Ran 1438 minutes out of requested 1440 minutes.\n"
+        "submitit WARNING (2022-08-13 02:04:11,453) - Caught signal SIGUSR2 on gpu-node-3: this job is timed-out.\n"
+        "slurmstepd: error: *** JOB 609 ON gpu-node-3 CANCELLED AT 2022-08-13T02:04:12 DUE TO JOB REQUEUE ***\n"
+        "srun: error: gpu-node-3: tasks 2-3: Exited with exit code 1\n")
+    v = analyze(job, tmp_path / "out", html=False).report["verdict"]
+    assert (v["category"], v["evidence"][0]["signature"], v["evidence"][0]["line"], v["auto_recoverable"]) == (
+        "time_limit", "submitit-timed-out", 2, True)

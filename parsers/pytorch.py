@@ -101,12 +101,16 @@ SEGFAULT = (
 SIGNAL_COMPANION = r"^\s*\*\*\* Aborted at \d+ \(unix time\)|^\s*PC: @ |^\s*\*\*\* Check failure stack trace: \*\*\*"
 # NaN / Inf reported by frameworks (Megatron rerun state machine and grad-norm checks, fairseq, torch
 # anomaly mode, clip_grad_norm_(error_if_nonfinite), TF check_numerics, Keras TerminateOnNaN,
-# Lightning EarlyStopping(check_finite), DeepSpeed / fairseq minimum loss scale)
+# Lightning EarlyStopping(check_finite), DeepSpeed / fairseq minimum loss scale, TF Estimator's
+# NanTensorHook (`Model diverged with loss = NaN.` logged, then NanLossDuringTrainingError `NaN loss during
+# training.`), JAX's jax_debug_nans / jax_debug_infs (`FloatingPointError: invalid value (nan) encountered in
+# <primitive>`)
 NAN = (
     r"found (?:NaN|Inf) in local|Unexpected result (?:nan|-?inf)\b|(?i:loss is (?:nan|inf)\b)"
     r"|Minimum loss scale reached|loss scale already at minimum|returned nan values in its"
     r"|gradients are Nan/Inf|Detected nan/inf grad norm|for gradients from `parameters` is non-finite"
     r"|Tensor had (?:NaN|Inf) values|Invalid loss, terminating training|is not finite\. Previous best value"
+    r"|Model diverged with loss = NaN|NaN loss during training|invalid value \((?:nan|inf)\) encountered in"
 )
 # who reported it, in the reporter's own words: Megatron's NaN checks name rank, node (os.uname) and device,
 # `Rank 3: found NaN in local grad norm ... Device: 3, node: host-a` (param_and_grad_buffer, optimizer
@@ -132,7 +136,15 @@ OOM_GPU = (
     # Internal: out of memory`, `INTERNAL:` in newer TF): the CUDA status string of a failed launch
     r"|Non-OK-status: .*\bstatus: [A-Za-z ]+: out of memory"
 )
-OOM_HOST = r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
+# host memory: PyTorch's CPU allocator, ENOMEM from fork/mmap, and the allocation-failure words of the other
+# runtimes in a training process: Rust's default alloc-error hook (tokenizers, safetensors: `memory allocation
+# of N bytes failed`, then abort), NumPy (`_ArrayMemoryError: Unable to allocate 3.2 GiB for an array`),
+# CPython's MemoryError
+OOM_HOST = (
+    r"DefaultCPUAllocator: (?:can't allocate|not enough) memory|\[Errno 12\] Cannot allocate memory"
+    r"|memory allocation of \d+ bytes failed|Unable to allocate [\d.]+ [KMGTPE]?i?B for an array"
+    r"|^(?:[\w.]+\.)?(?:_Array)?MemoryError\b"
+)
 OOM_SHM = (
     r"insufficient shared memory \(shm\)|out of shared memory|is killed by signal: Bus error"
     r"|unable to (?:write to|mmap \d+ bytes from|allocate shared memory\(shm\) for) file </torch_"

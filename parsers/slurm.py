@@ -21,6 +21,13 @@ reason:...`, in `scontrol show node`'s `Reason=` or `sinfo -R`) is `slurm_node_f
 GPU_COUNT_LOW: a GPU the node no longer sees; the host is the line's node, else the `NodeName=` of
 the `scontrol show node` record above it.
 
+submitit (the Slurm launcher's own logger in the job's stderr, core/job_environment.py): at the
+requeue/timeout signal it decides by its own clock whether the job timed out and says so, `Caught signal
+SIGUSR2 on H: this job is timed-out.` / `... this job is preempted.` (code SUBMITIT_TIMEOUT /
+SUBMITIT_PREEMPTED), after `Job has timed out. Ran N minutes out of requested M minutes.` (SUBMITIT_TIMEOUT;
+its `has not timed out` twin is claimed, no event); the `DUE TO JOB REQUEUE` cancel that follows is
+submitit's own requeue. `slurm_cancel` events, host from the line, stamp from submitit's `(Y-m-d H:M:S,ms)`.
+
 PBS / Torque notices (the job mail body and the `=>> PBS:` lines MOM writes into the job's
 output) are `pbs_job` events: code `NODE_FAILURE` (`job preempted (node failure)`), `PREEMPTED`
 (`Job was preempted`, `job preempted`), `WALLTIME` (`job killed: walltime N exceeded limit M`,
@@ -54,6 +61,9 @@ NOT_RESP_RE = r"error: Nodes? (?P<host>\S+) not responding"
 PBS_RE = (r"job preempted \(node failure\)|[Jj]ob (?:was )?preempted|job killed: (?:walltime|mem|vmem|pmem) \d+\S* exceeded"
           r"|exceeded its walltime limit|Job deleted at request of \S+|\bExit_status=-?\d+")
 NODE_FAIL_RE = r"srun: error: Node failure on (?P<host>\S+)"
+SUBMITIT_SIG_RE = r"Caught signal SIG[A-Z0-9]+ on (?P<host>\S+?): this job is (?P<case>timed-out|preempted)\."
+SUBMITIT_RAN_RE = r"\bJob has (?P<not>not )?timed out\. Ran \d+ minutes out of requested \d+ minutes\."
+SUBMITIT_TS_RE = r"^submitit [A-Z]+ \((\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),\d+\) - "
 _JOB = r"(?:JobId=|job_id |job )?(?P<job>[^\s,]+)"
 CTLD_KILL_RE = r"Killing " + _JOB + r" on failed node (?P<host>[^\s,]+)"
 CTLD_REQUEUE_RE = r"requeue (?:job )?" + _JOB + r" due to failure of node (?P<host>[^\s,]+)"
@@ -96,7 +106,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     cand = lines.filter(b.str.contains_any(["***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", "pilog",
                                             "not responding", "preempted", "walltime", "exceeded limit",
                                             "Job deleted at request", "Exit_status=", "Exec host:", "failed node",
-                                            "failure of node", "count reported lower", "NodeName="]))
+                                            "failure of node", "count reported lower", "NodeName=", "this job is",
+                                            "timed out. Ran"]))
     cand = cand.with_columns(
         b.str.extract_groups(CANCEL_RE).alias("_c"),
         b.str.extract_groups(STEP_FAIL_RE).alias("_sf"),
@@ -134,7 +145,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(b.str.contains("Job deleted at request of", literal=True)).then(pl.lit("DELETED"))
         .otherwise(pl.concat_str([pl.lit("EXIT_STATUS="), b.str.extract(r"\bExit_status=(-?\d+)", 1)]))
     )
-    is_reason = b.str.contains(r"\*\*\* REASON: ")
+    sub_sig = b.str.extract_groups(SUBMITIT_SIG_RE)
+    sub_ran = b.str.extract_groups(SUBMITIT_RAN_RE)
+    is_sub = sub_sig.struct.field("host").is_not_null()
+    is_sub_timeout = sub_ran.struct.field("not").is_null() & b.str.contains(SUBMITIT_RAN_RE)
+    sub_code = (pl.when(is_sub & (sub_sig.struct.field("case") == "preempted")).then(pl.lit("SUBMITIT_PREEMPTED"))
+                .when(is_sub | is_sub_timeout).then(pl.lit("SUBMITIT_TIMEOUT")))
+    is_reason = b.str.contains(r"\*\*\* REASON: ") | (b.str.contains(SUBMITIT_RAN_RE) & ~is_sub_timeout)
     what = F("_t").struct.field("what")
     what_core = what.str.replace(r"\s*\(core dumped\)$", "")
     exit_code = what.str.extract(r"^Exited with exit code (\d+)", 1)
@@ -154,6 +171,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(not_resp.is_not_null()).then(pl.lit("slurm_node_fail"))
         .when(is_execve | is_prolog).then(pl.lit("slurm_error"))
         .when(is_pbs).then(pl.lit("pbs_job"))
+        .when(sub_code.is_not_null()).then(pl.lit("slurm_cancel"))
     )
     cancel_code = _due_code(F("_c").struct.field("due").str.strip_chars())
     code = (
@@ -173,6 +191,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_execve).then(pl.lit("EXECVE"))
         .when(is_prolog).then(pl.lit("PROLOG_FAILED"))
         .when(is_pbs).then(pbs_code)
+        .when(sub_code.is_not_null()).then(sub_code)
     )
     severity = (
         pl.when(is_cancel & cancel_code.is_in(["TIME_LIMIT", "PREEMPTION", "JOB_REQUEUE", "SIGNAL", "CANCELLED"]))
@@ -183,12 +202,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_task & (exit_code == "0")).then(pl.lit("info"))
         .when(is_pbs & pbs_code.str.starts_with("EXIT_STATUS=")).then(pl.lit("info"))
         .when(is_pbs & pbs_code.is_in(["DELETED", "PREEMPTED", "WALLTIME"])).then(pl.lit("warning"))
+        .when(sub_code.is_not_null()).then(pl.lit("warning"))
         .otherwise(pl.lit("error"))
     )
     # a host the poster redacted (`ON ... CANCELLED`, `ON <node> CANCELLED`) names no node: null
     host = pl.coalesce(*[pl.when(h.str.contains(r"^[A-Za-z0-9]")).then(h) for h in (
         F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
-        F("_t").struct.field("host"), F("_nf").struct.field("host"), F("_ctld_host"))], line_host(ctx))
+        F("_t").struct.field("host"), F("_nf").struct.field("host"), F("_ctld_host"),
+        sub_sig.struct.field("host"))], line_host(ctx))
     # a PBS mail names the job's first execution host above its notices (`Exec host:  gpu-2-17/5`)
     keys = [k for k in ("hint_file",) if k in cand.columns]
     exec_host = b.str.extract(r"^\s*Exec host:\s+([^/\s+]+)", 1)
@@ -203,7 +224,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             .otherwise(host))
     # slurmctld/slurmd's own line stamp (LogTimeFormat iso8601[_ms] or rfc5424[_ms]): `[2026-05-01T12:00:00.101] `
     own = b.str.extract(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ", 1)
-    t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"), own)
+    t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"), own, b.str.extract(SUBMITIT_TS_RE, 1))
     ts = iso(t_raw.str.replace("T", " "), ctx.tz)
     cand = cand.with_columns(kind.alias("kind"), code.alias("code"), severity.alias("severity"),
                              host.alias("host"), ts.alias("ts"), t_raw.alias("ts_raw"),

@@ -341,6 +341,13 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
         (r"^No Grad overflow for \d+ iterations|^Increasing dynamic loss scale from", IGNORE),
         (r"^(?:\w+: )?(?:Current loss scale already at minimum|(?:AMP: )?Minimum loss scale reached)",
          ev("nan", "loss_scale_min", "error")),
+        # TF Estimator's NanTensorHook (basic_session_run_hooks): `logging.error("Model diverged with loss =
+        # NaN.")` through Python logging (`ERROR:tensorflow:` here `tensorflow:` after the level word) or absl
+        # (`E0606 09:34:26.659411 4691 basic_session_run_hooks.py:760] `), then NanLossDuringTrainingError's
+        # `NaN loss during training.` (fail_on_nan_loss=True, the default)
+        (r"^(?:tensorflow:|[EW]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] )?(?:Model diverged with loss = NaN"
+         r"|(?:[\w.]+\.)?NanLossDuringTrainingError: NaN loss during training)",
+         ev("nan", "diverged", "error")),
         (r"^(?:\[Torch\] )?Checkpoint (?P<tag>\S+) is (?:about to be saved|begin to save)!",
          ckpt("save_start", "deepspeed", path=pl.lit(None, pl.Utf8), aux=g("tag"))),
         (r"^(?:\[Torch\] )?Checkpoint (?P<tag>\S+) is ready now!",

@@ -277,6 +277,19 @@ def test_oom_families_of_every_framework():
     assert ex.claimed.to_list() == list(range(1, 15))
 
 
+def test_host_allocation_failure_family():
+    """The allocation-failure words of the runtimes beside PyTorch in a training process are host OOM:
+    Rust's alloc-error hook (tokenizers; interleaved by two processes as posted), NumPy, CPython MemoryError;
+    the GPU caching allocator's OutOfMemoryError stays gpu, and prose about allocations is no OOM."""
+    ex = run(
+        "memory allocation of memory allocation of 20971522097152 bytes failed\n"
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape (429496730,) and data type float64\n"
+        "MemoryError\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "WARNING: memory allocation of the cache is slow, consider an Error-free pinning\n")
+    assert ev(ex, "oom").select("line_no", "code").rows() == [(1, "host"), (2, "host"), (3, "host"), (4, "gpu")]
+
+
 def test_lone_exception_lines_and_cut_traceback():
     """Issue 14: an exception line with no traceback, and one after frames whose header was cut."""
     ex = run(
@@ -356,8 +369,11 @@ def test_nan_families():
         "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the learning rate, using gradient clipping or increasing the batch size.\n"
         "RuntimeError: Function 'LogSoftmaxBackward0' returned nan values in its 0th output.\n"
         "Rank 3, node n1, device 3, iteration 1201: Unexpected result inf (message='found Inf in local grad norm for bucket #0 in backward pass before data-parallel communication collective')\n"
-        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n")
-    assert ev(ex, "nan")["line_no"].to_list() == [1, 2, 3, 4]
+        "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n"
+        "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.\n"
+        "FloatingPointError: invalid value (nan) encountered in jit(train_step)\n"
+        "ValueError: loss must be finite, got 3.2 (checked with jnp.isfinite; NaN handling on)\n")
+    assert ev(ex, "nan")["line_no"].to_list() == [1, 2, 3, 4, 5, 6]
 
 
 def test_tpu_allocator_oom_family():

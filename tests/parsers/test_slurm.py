@@ -159,3 +159,22 @@ def test_slurmctld_failed_node_lines_name_the_node() -> None:
 def test_scontrol_show_node_reason_gpu_count_low_takes_the_record_node() -> None:
     e = fixture("scontrol_show_node_gpu_low.txt").events.to_dicts()
     assert [(x["line_no"], x["code"], x["host"]) for x in e] == [(6, "GPU_COUNT_LOW", "gpu-022")]
+
+
+def test_submitit_signal_verdicts() -> None:
+    """submitit's own word at the requeue signal (its has_timed_out clock): `timed-out` and `Job has timed
+    out` are SUBMITIT_TIMEOUT, `preempted` SUBMITIT_PREEMPTED, each a slurm_cancel with the host and the
+    stamp of its line; `Job has not timed out` is claimed without an event, `Bypassing signal` is not claimed."""
+    ex = run(
+        "submitit INFO (2021-04-01 02:26:27,643) - Job has not timed out. Ran 61 minutes out of requested 120 minutes.\n"
+        "submitit WARNING (2021-04-01 02:26:27,643) - Caught signal SIGUSR1 on learnfair4096: this job is preempted.\n"
+        "submitit INFO (2021-04-01 04:20:00,000) - Job has timed out. Ran 118 minutes out of requested 120 minutes.\n"
+        "submitit WARNING (2021-04-01 04:20:00,001) - Caught signal SIGUSR2 on learnfair0293: this job is timed-out.\n"
+        "submitit WARNING (2021-04-01 04:20:00,299) - Bypassing signal SIGCONT\n")
+    check_contract(ex, 5)
+    assert ex.events.select("line_no", "kind", "code", "severity", "host").rows() == [
+        (2, "slurm_cancel", "SUBMITIT_PREEMPTED", "warning", "learnfair4096"),
+        (3, "slurm_cancel", "SUBMITIT_TIMEOUT", "warning", None),
+        (4, "slurm_cancel", "SUBMITIT_TIMEOUT", "warning", "learnfair0293")]
+    assert ex.events["ts"][0] == datetime(2021, 4, 1, 2, 26, 27, tzinfo=UTC)
+    assert ex.claimed.to_list() == [1, 2, 3, 4]

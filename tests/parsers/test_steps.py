@@ -304,6 +304,21 @@ def test_deepspeed_min_loss_scale() -> None:
     assert kinds(x) == [(1, "nan", "loss_scale_min")] and x.events["severity"][0] == "error"
 
 
+def test_tf_nan_tensor_hook_divergence() -> None:
+    """TF Estimator's NanTensorHook, through Python logging and absl alike, and the NanLossDuringTrainingError
+    it raises are each a NaN event; the LoggingTensorHook's `loss = X, step = N` beside them is a step; a
+    finite loss that merely mentions NaN handling is neither."""
+    x = parse(
+        "INFO:tensorflow:loss = 11.164111, step = 1\n"
+        "ERROR:tensorflow:Model diverged with loss = NaN.\n"
+        "E0606 09:34:26.659411 46912496659904 basic_session_run_hooks.py:760] Model diverged with loss = NaN.\n"
+        "tensorflow.python.training.basic_session_run_hooks.NanLossDuringTrainingError: NaN loss during training.\n"
+        "INFO:tensorflow:Using NanTensorHook to stop training when the loss becomes NaN\n")
+    assert [k for k in kinds(x) if k[1] == "nan"] == [(2, "nan", "diverged"), (3, "nan", "diverged"),
+                                                      (4, "nan", "diverged")]
+    assert (1, "step", "1") in kinds(x)
+
+
 # --------------------------------------------------------------------------- torchtitan
 
 def test_torchtitan_tps_current() -> None:

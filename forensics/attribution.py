@@ -348,10 +348,11 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
                 notes.append(f"suspect peer address {', '.join(g.unmapped)} could not be mapped to a host "
                              "(no NCCL interface line for it)")
                 host, rank, gpu, pci = None, None, None, None
-        repeats = _app_fault_repeats(root, ae, prec)
+        repeats = _app_fault_repeats(root, ae, aj, prec)
         if repeats >= prec.app_fault_processes:
             category = prec.app_fault_category
-            summary += (f"; it repeats on this GPU across {repeats} different processes, so the GPU is suspect "
+            where = "this GPU" if root.get("pci_bus_id") is not None else "this host"
+            summary += (f"; it repeats on {where} across {repeats} different processes, so the GPU is suspect "
                         "rather than the code")
         if category == "comm_hang_unknown":
             desync = _desync(tmo)
@@ -382,12 +383,18 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     )
 
 
-def _app_fault_repeats(root: dict, ae: pl.DataFrame, prec: Precedence) -> int:
-    """Distinct processes that hit an application-class Xid (precedence.toml app_fault_repeats) on
-    the root's GPU."""
-    if root["signature"] not in prec.app_fault_signatures or root.get("pci_bus_id") is None:
+def _app_fault_repeats(root: dict, ae: pl.DataFrame, aj: pl.DataFrame, prec: Precedence) -> int:
+    """Distinct processes that hit an application-class fault (precedence.toml app_fault_repeats):
+    an application-class Xid on the root's GPU, or (a fault that names no GPU, such as a crash
+    inside the GPU driver's library) the root's signature on the root's host."""
+    if root["signature"] not in prec.app_fault_signatures:
         return 0
-    codes = [s.removeprefix("xid-") for s in prec.app_fault_signatures]
+    if not root["signature"].startswith("xid-"):
+        same = aj.filter((pl.col("signature") == root["signature"]) & pl.col("host").eq_missing(root.get("host")))
+        return int(same["pid"].drop_nulls().n_unique())
+    if root.get("pci_bus_id") is None:
+        return 0
+    codes = [s.removeprefix("xid-") for s in prec.app_fault_signatures if s.startswith("xid-")]
     same = ae.filter((pl.col("kind") == "xid") & pl.col("code").is_in(codes)
                      & (pl.col("pci_bus_id") == root["pci_bus_id"]) & pl.col("host").eq_missing(root.get("host")))
     return int(same["pid"].drop_nulls().n_unique())

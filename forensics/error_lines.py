@@ -26,6 +26,15 @@ KIND = "error_line"
 # wording that marks a line as an error rather than a warning (the rest of ingest.ERRORISH:
 # warn, timeout, killed, ... are kept as warnings; the signatures decide what they mean)
 ERROR_WORDS = r"(?i)error|fail|fatal|exception|abort|panic|\bkilled\b|traceback|segmentation fault"
+# ... unless the line states its emitter's own level, and that level is below error: its error words
+# are then content, not a failure. Informational: NCCL's `NCCL INFO` / `NCCL TRACE` level word (a line
+# posted without its `host:pid:tid` prefix, which the NCCL parser does not read: `NCCL INFO
+# NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.`), glog `I` lines. Warning: a line that opens
+# with a lower-case `warning: ` (gdb / cuda-gdb, which report an intercepted CUDA API error as
+# `warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)` and let the call
+# return; gcc, ld, nvcc) or Python's warnings module (`file.py:12: UserWarning: ...`).
+INFO_LEVEL = r"\bNCCL (?:INFO|TRACE)\b|^\[?I\d{4} \d\d:\d\d:\d\d"
+WARNING_LEVEL = r"^\s*warning: |^\S+:\d+: [A-Z]\w*Warning: "
 _ISO = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 _GLOG = r"^\[?[IWEF](\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
 
@@ -55,7 +64,9 @@ def error_line_events(unparsed: pl.DataFrame, paths: dict[int, str], hosts: dict
         fid.replace_strict(paths, default=None, return_dtype=pl.Utf8).alias("path"),
         pl.lit(SOURCE).alias("source"),
         pl.lit(KIND).alias("kind"),
-        pl.when(pl.col("body").str.contains(ERROR_WORDS)).then(pl.lit("error")).otherwise(pl.lit("warning"))
+        pl.when(pl.col("body").str.contains(INFO_LEVEL)).then(pl.lit("info"))
+        .when(pl.col("body").str.contains(WARNING_LEVEL)).then(pl.lit("warning"))
+        .when(pl.col("body").str.contains(ERROR_WORDS)).then(pl.lit("error")).otherwise(pl.lit("warning"))
         .alias("severity"),
         pl.col("body").str.strip_chars().alias("message"),
     )

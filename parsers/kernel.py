@@ -4,7 +4,8 @@ or without an uptime stamp), rsyslog RFC3339, bare `kernel:` pastes and prefix-l
 
 Events: `xid`, `gpu_identity`, `gpu_fell_off_bus`, `gsp_error`, `nvrm_error`, `pcie_aer`,
 `nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `hung_task`, `kernel_lockup` (soft/hard lockup,
-RCU stall), `fs_error` (ext4/XFS/NFS/Lustre/block I/O), `power_key`, `kernel_panic`, `boot`;
+RCU stall), `fs_error` (ext4/XFS/NFS/Lustre/block I/O), `power_key`, `kernel_panic`, `boot`,
+`user_fault` (a user process's segfault / trap / general protection fault, with the library it hit);
 table `xid_events`. `power_key` also reads the systemd-logind / acpid lines of a journal or
 syslog dump (the kernel itself prints nothing when the power button is pressed).
 
@@ -150,6 +151,14 @@ OOM_REAP_RE = r"oom_reaper: (?:reaped process |unable to reap pid:)(?P<pid>\d+) 
 OOM_HEADER_RE = r"\S invoked oom-killer: gfp_mask="
 # kernel/hung_task.c; kernel/watchdog.c (pr_fmt "watchdog: "); kernel/rcu/tree_stall.h
 HUNG_RE = r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds"
+# a user-space process killed by a fault the kernel reports (arch/x86/mm/fault.c show_signal_msg:
+# `comm[pid]: segfault at ADDR ip IP sp SP error N in LIB[BASE+SIZE]`; arch/x86/kernel/traps.c:
+# `traps: comm[pid] trap invalid opcode ip:.. sp:.. error:0 in LIB[..]`, `traps: comm[pid] general
+# protection fault ip:..`; arch/arm64 arm64_show_signal: `comm[pid]: unhandled level 2 translation
+# fault (11) at 0x.., esr 0x.., in LIB[..]`). The library the fault hit follows ` in ` (kind user_fault,
+# code the fault type); the process need not be the job's.
+USER_FAULT_RE = (r"^(?:traps: )?(?P<comm>[^\[\s][^\[]*?)\[(?P<pid>\d+)\]:? "
+                 r"(?P<what>segfault at |trap |general protection fault |unhandled )")
 LOCKUP_RE = (r"BUG: soft lockup - CPU#\d+ stuck for|Watchdog detected hard LOCKUP on cpu"
              r"|detected (?:expedited )?stalls on CPUs/tasks|self-detected stall on CPU")
 # filesystems and block devices: fs/ext4/super.c, fs/xfs/xfs_fsops.c + xfs_message.c, fs/nfs/client
@@ -180,7 +189,7 @@ KEYWORDS = [
     "Linux version", "-- Boot", "-- Reboot", "Killed process", "fallen off the bus", "Timeout",
     "blocked for more than", "lockup", "LOCKUP", "stall", "-fs ", "XFS", "nfs: server", "Lustre",
     "read-only", "journal", "I/O error", "nvme", "Power key", "button/power", "Heartbeat", "Cable",
-    "hung_task_timeout_secs",
+    "hung_task_timeout_secs", "segfault at ", "trap ", "unhandled ",
 ]
 
 
@@ -207,6 +216,7 @@ RULE_LITERALS = [
     "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ",
     " not responding", "LustreError: ", "Connection to ", "evicted", "I/O error", " error, dev ", " timeout", ": controller is down",
     " kgspHealthCheck", "RPC event history", "RPC history", "GSP RPC buffer contains",
+    "segfault at ", "trap ", "general protection fault ", "unhandled ",
 ]
 RULE_LITERALS_CI = [
     "link is down", "link down", "link is up", "link up", "carrier lost", "lost carrier", "carrier off",
@@ -514,6 +524,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         xid.alias("_x"), ident.alias("_id"), sx.alias("_sx"), aer_recv.alias("_ar"), aer_bus.alias("_ab"),
         aer_bit.alias("_abit"), oom.alias("_oom"), m.str.extract_groups(OOM_TASK_RE).alias("_ot"),
         m.str.extract_groups(OOM_REAP_RE).alias("_or"), m.str.extract_groups(HUNG_RE).alias("_hung"),
+        m.str.extract_groups(USER_FAULT_RE).alias("_uf"),
         killed.alias("_killed"),
     )
     # the nearest kill line above and below (its line and pid), within one file of a batch
@@ -625,6 +636,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_oom_cont = m.str.contains(r"invoked oom-killer|oom-kill:|oom_reaper: |Killed process \d+ \(")
     # hung tasks, lockups, filesystems, power key
     is_hung = F("_hung").struct.field("pid").is_not_null()
+    is_ufault = F("_uf").struct.field("pid").is_not_null()
+    ufault_code = F("_uf").struct.field("what").str.strip_chars().replace_strict(
+        {"segfault at": "segfault", "trap": "trap", "general protection fault": "general_protection",
+         "unhandled": "unhandled"}, default=None)
     lockup_code = _when_chain([
         (m.str.contains("BUG: soft lockup", literal=True), pl.lit("soft_lockup")),
         (m.str.contains("hard LOCKUP", literal=True), pl.lit("hard_lockup")),
@@ -667,6 +682,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (is_oom, pl.lit("host_oom_kill")),
         (panic_code.is_not_null(), pl.lit("kernel_panic")),
         (is_hung, pl.lit("hung_task")),
+        (is_ufault, pl.lit("user_fault")),
         (lockup_code.is_not_null(), pl.lit("kernel_lockup")),
         (fs_code.is_not_null(), pl.lit("fs_error")),
         (is_power, pl.lit("power_key")),
@@ -702,6 +718,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (is_oom, oom_name),
             (panic_code.is_not_null(), panic_code),
             (is_hung, F("_hung").struct.field("name")),
+            (is_ufault, ufault_code),
             (lockup_code.is_not_null(), lockup_code),
             (fs_code.is_not_null(), fs_code),
             (is_power, pl.lit("POWER_KEY")),
@@ -723,6 +740,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (panic_code == "panic", pl.lit("critical")),
             (panic_code.is_not_null(), pl.lit("error")),
             (is_hung, pl.lit("warning")),
+            (is_ufault, pl.lit("error")),
             (lockup_code.is_not_null(), pl.lit("error")),
             (fs_code == "NFS_OK", pl.lit("info")),
             (fs_code.is_not_null(), pl.lit("error")),
@@ -734,6 +752,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (is_xid, F("_x").struct.field("pid").cast(pl.Int64, strict=False)),
             (is_oom, oom_pid.cast(pl.Int64, strict=False)),
             (is_hung, F("_hung").struct.field("pid").cast(pl.Int64, strict=False)),
+            (is_ufault, F("_uf").struct.field("pid").cast(pl.Int64, strict=False)),
         ]).alias("pid"),
     )
     # AER bit lines take the severity of the record header above them (same device)
@@ -802,7 +821,7 @@ SPEC = ParserSpec(
         "bare kernel: / prefix-less NVRM lines",
     ),
     kinds=("xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer", "nvswitch_sxid",
-           "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key",
+           "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key", "user_fault",
            "kernel_panic", "boot"),
     tables=("xid_events",),
     batch=True,

@@ -48,6 +48,7 @@ ANCHORS = (
     r"|The above exception|Last error|memory|RESOURCE_EXHAUSTED|OOM|BufferAssignment|allocation:|fragmentation:"
     r"|\*\*\* |PC: @|Check failed|Bus error|Aborted|Floating point exception|Illegal instruction|Interrupt"
     r"|socket|TCPStore|Rendezvous|rendezvous|store|segmentation fault|floating-point"
+    r"|\(\): |double free|corrupted |Signal: |Signal code: |Failing at address: "
 )
 
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
@@ -82,13 +83,25 @@ RESULT_BY_TEXT = [
 ]
 CUDA_ERR = r"CUDA error: |cuda runtime error \(\d+\)|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|uncorrectable ECC error"
 # native crashes: shell job-control messages, Python faulthandler, glog/absl failure-signal handlers,
-# PyTorch DataLoader worker signal handlers (torch/csrc/DataLoader.cpp), glog CHECK failures
+# PyTorch DataLoader worker signal handlers (torch/csrc/DataLoader.cpp), glog CHECK failures, Open MPI's
+# signal handler (opal/util/stacktrace.c: `[host:pid] *** Process received signal ***`, then
+# `[host:pid] Signal: <strsignal> (<n>)`), and glibc's heap-consistency checks (malloc/malloc.c
+# malloc_printerr, which abort(): `free(): invalid pointer`, `double free or corruption (out)`,
+# `malloc(): corrupted top size`, `corrupted size vs. prev_size`, `munmap_chunk(): invalid pointer`;
+# glibc < 2.26 wraps them as `*** Error in `prog': <msg>: 0x... ***` or `*** glibc detected *** prog: <msg>`)
+HEAP_CORRUPTION = (
+    r"(?:^\s*|\*\*\* Error in `[^`]*': |\*\*\* glibc detected \*\*\* \S+: )"
+    r"(?:(?:free|malloc|realloc|calloc|malloc_consolidate|munmap_chunk|_int_free|_int_malloc|_int_realloc"
+    r"|tcache_thread_shutdown)\(\): (?:invalid|corrupted|double free|unaligned|mismatching|memory corruption"
+    r"|smallbin|largebin|unsorted)|double free or corruption|corrupted (?:size vs\. prev_size|double-linked list))"
+)
 SIGNAL_BY_TEXT = [
+    (HEAP_CORRUPTION, "heap_corruption"),
     (r"Segmentation fault|Caught signal 11\b|\*\*\* SIGSEGV|segmentation fault encountered in worker", "SIGSEGV"),
-    (r"Bus error \(core dumped\)|Fatal Python error: Bus error|\*\*\* SIGBUS", "SIGBUS"),
+    (r"Bus error \(core dumped\)|Fatal Python error: Bus error|\*\*\* SIGBUS|\bSignal: Bus error \(7\)", "SIGBUS"),
     (r"Floating point exception|\*\*\* SIGFPE|floating-point exception encountered in worker", "SIGFPE"),
     (r"Illegal instruction|\*\*\* SIGILL", "SIGILL"),
-    (r"^Aborted \(core dumped\)|Fatal Python error: Aborted|\*\*\* SIGABRT", "SIGABRT"),
+    (r"^Aborted \(core dumped\)|Fatal Python error: Aborted|\*\*\* SIGABRT|\bSignal: Aborted \(6\)", "SIGABRT"),
     (r"Check failed: ", "check_failed"),
 ]
 SEGFAULT = (
@@ -97,8 +110,12 @@ SEGFAULT = (
     r"|Fatal Python error: (?:Bus error|Aborted|Floating point exception|Illegal instruction)"
     r"|ERROR: Unexpected (?:segmentation fault|floating-point exception) encountered in worker"
     r"|^\[?F\d{4} [\d:.]+ +\d+ [^\]]+\] Check failed: |^\s*Check failed: "
+    r"|\bSignal: (?:Segmentation fault|Bus error|Floating point exception|Illegal instruction|Aborted) \(\d+\)"
+    + "|" + HEAP_CORRUPTION
 )
-SIGNAL_COMPANION = r"^\s*\*\*\* Aborted at \d+ \(unix time\)|^\s*PC: @ |^\s*\*\*\* Check failure stack trace: \*\*\*"
+SIGNAL_COMPANION = (r"^\s*\*\*\* Aborted at \d+ \(unix time\)|^\s*PC: @ |^\s*\*\*\* Check failure stack trace: \*\*\*"
+                    r"|\*\*\* Process received signal \*\*\*|\*\*\* End of error message \*\*\*"
+                    r"|\] Signal code: |\] Failing at address: ")
 # NaN / Inf reported by frameworks (Megatron rerun state machine and grad-norm checks, fairseq, torch
 # anomaly mode, clip_grad_norm_(error_if_nonfinite), TF check_numerics, Keras TerminateOnNaN,
 # Lightning EarlyStopping(check_finite), DeepSpeed / fairseq minimum loss scale, TF Estimator's

@@ -65,3 +65,25 @@ def test_launcher_prefix_gives_the_rank() -> None:
 def test_nothing_unparsed_nothing_made() -> None:
     empty = _unparsed([])
     assert error_line_events(empty, {}, {}, {}, _events([]), tz=UTC_TZ).is_empty()
+
+
+def test_an_emitters_own_level_below_error_wins_over_its_error_words() -> None:
+    """A line that states its emitter's level as informational (NCCL's `NCCL INFO` word on a line
+    posted without its prefix, glog `I`) or opens with gdb's / a compiler's `warning: ` (or a Python
+    warning) is no error for its words; the same words without such a level are (nccl#1292,
+    nccl#258: both threads concluded nothing failed)."""
+    texts = [
+        " NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.",
+        "h1:12:12 [0] NCCL INFO NET/Plugin: Plugin load (libnccl-net.so) returned 2 : failed to open",
+        "I0501 10:00:07.123456 12 loader.cc:1] failed to read optional config, using defaults",
+        "warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)",
+        "/opt/x/data.py:41: UserWarning: failed to load image extension",
+        "NCCL WARN Cuda failure 'invalid argument'",
+        "E0501 10:00:07.123456 12 loader.cc:1] failed call to cuInit: CUDA_ERROR_NO_DEVICE",
+        "RuntimeError: warning: this is the error text of an exception",
+        "Test NCCL failure common.cu:892 'invalid device ordinal'",
+    ]
+    out = error_line_events(_unparsed([(0, i + 1, t) for i, t in enumerate(texts)]), {0: "a.log"}, {}, {},
+                            _events([]), tz=UTC_TZ)
+    assert out["severity"].to_list() == ["info", "info", "info", "warning", "warning",
+                                         "error", "error", "error", "error"]

@@ -691,3 +691,22 @@ def test_every_neighbour_literal_holds_a_keyword_but_one() -> None:
     # `_screened` looks for the neighbour literals on KEYWORDS lines (and `not supported` lines) only
     for lit in kernel.NEIGHBOUR_LITERALS:
         assert any(k in lit for k in [*kernel.KEYWORDS, "not supported"]), lit
+
+
+def test_user_space_faults_the_kernel_reports() -> None:
+    """show_signal_msg (x86 page fault), traps.c (trap / general protection) and arm64's unhandled
+    fault lines are `user_fault` events with the process's pid and the fault type; the library stays
+    in the message. An oops (a kernel-mode general protection fault) is not one."""
+    ex = run("Mar 24 09:53:55 cn110 kernel: python[3551]: segfault at 1378 ip 00007fff859dbeff sp 00007fff3b60ce60"
+             " error 4 in libcuda.so.418.67[7fff858c5000+dec000]\n"
+             "[ 1234.500000] traps: python3[4242] general protection fault ip:7f3c2a1b sp:7ffd0c2e error:0 in"
+             " libnvidia-ptxjitcompiler.so.535.104.05[7f3b00000000+1c00000]\n"
+             "[   99.100000] python3[77]: unhandled level 2 translation fault (11) at 0x00000010, esr 0x92000006, in"
+             " libcuda.so.1[ffff8e000000+1e6f000]\n"
+             "[    5.000000] traps: gnome-shell[900] trap int3 ip:7f3a sp:7ffc error:0 in libglib-2.0.so.0.7200.4[7f3a0000+8d000]\n"
+             "[   12.000000] general protection fault, probably for non-canonical address 0xdead: 0000 [#1] SMP NOPTI\n",
+             ref_year=2021)
+    assert ex.events.select("line_no", "kind", "code", "pid").rows() == [
+        (1, "user_fault", "segfault", 3551), (2, "user_fault", "general_protection", 4242),
+        (3, "user_fault", "unhandled", 77), (4, "user_fault", "trap", 900), (5, "kernel_panic", "oops", None)]
+    assert ex.events["host"][0] == "cn110" and "in libcuda.so.418.67[" in ex.events["message"][0]

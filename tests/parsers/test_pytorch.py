@@ -433,3 +433,23 @@ def test_cpp_terminate_what_line_is_the_exception():
     assert ev(ex, "cuda_error")["line_no"].to_list() == [4]
     assert ev(ex, "watchdog_timeout").is_empty()
     assert set(range(1, 12)) <= set(ex.claimed.to_list())
+
+
+def test_open_mpi_signal_handler_and_glibc_heap_corruption():
+    """Open MPI's signal handler (opal/util/stacktrace.c) names the signal by strsignal on its
+    `Signal:` line; its other lines are companions. glibc's malloc_printerr messages are a native
+    crash of their own (code heap_corruption), in the current and the pre-2.26 wrappings."""
+    ex = run("free(): corrupted unsorted chunks\n"
+             "[rack1-93-slot7:186363] *** Process received signal ***\n"
+             "[rack1-93-slot7:186363] Signal: Aborted (6)\n"
+             "[rack1-93-slot7:186363] Signal code:  (-6)\n"
+             "[gpu-07:4242] Signal: Segmentation fault (11)\n"
+             "[gpu-07:4242] Signal code: Address not mapped (1)\n"
+             "[gpu-07:4242] Failing at address: 0x10\n"
+             "[gpu-07:4242] *** End of error message ***\n"
+             "*** Error in `python3': double free or corruption (!prev): 0x0000000001a2b3c0 ***\n"
+             "Epoch 3: corrupted batch skipped, free(): called by loader\n")
+    assert ev(ex, "segfault").select("line_no", "code").rows() == [
+        (1, "heap_corruption"), (3, "SIGABRT"), (5, "SIGSEGV"), (9, "heap_corruption")]
+    assert set(range(1, 10)) <= set(ex.claimed.to_list())
+    assert 10 not in ex.claimed.to_list()

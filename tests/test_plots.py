@@ -7,6 +7,7 @@ import io
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from matplotlib import colormaps
@@ -322,3 +323,40 @@ def test_heatmap_cells_idle_grey_busy_viridis_missing_transparent() -> None:
     assert (lo, hi) == pytest.approx((min(busy[0], 0.8 * busy[len(busy) // 2]), busy[-1]))
     want = colormaps["viridis"]((1400.0 + 20 + 10 - lo) / (hi - lo), bytes=True)
     assert tuple(cells[1, 10]) == tuple(want)  # busy: viridis over that range
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def test_png_bytes_are_the_pixels_savefig_draws(crashed: Analysis) -> None:
+    """png_bytes lays out and draws once and writes RGB: the picture is savefig's, pixel for pixel
+    (each of a fresh figure: a second constrained layout of a figure with a colour bar moves it),
+    and the figure keeps its layout engine."""
+    samples = _fleet_of_clocks()
+    report = {"job": {"gpus": 256}, "stragglers": [{"host": "node-20", "gpu": 5, "start": None, "end": None}]}
+    makers = [lambda: plots.downtime_breakdown(crashed.report), lambda: plots.straggler_heatmap(samples, report),
+              lambda: plots.step_time(None, crashed.report)]
+    for make in makers:
+        fig = make()
+        engine = fig.get_layout_engine()
+        got = plots.png_bytes(fig)
+        assert fig.get_layout_engine() is engine
+        assert Image.open(io.BytesIO(got)).mode == "RGB"  # every pixel opaque: no alpha channel
+        buf = io.BytesIO()
+        make().savefig(buf, format="png", dpi=plots.DPI, facecolor="white")
+        want = _pixels(buf.getvalue())
+        assert want.shape == _pixels(got).shape and (want[..., 3] == 255).all()
+        assert np.array_equal(_pixels(got), want)
+        assert plots.png_bytes(make()) == got  # deterministic
+
+
+@pytest.mark.parametrize("rows", [7, 8, 700])
+def test_column_medians_are_numpys_nanmedian(rows: int) -> None:
+    rng = np.random.default_rng(rows)
+    a = rng.normal(1400.0, 60.0, (rows, 50)).round(1)
+    a[rng.random(a.shape) < 0.3] = np.nan
+    a[:, 0] = np.nan
+    a[0, 0] = 900.0  # one finite value
+    a[:, 1] = 1500.0  # ties
+    assert np.array_equal(plots._column_medians(a), np.nanmedian(a, axis=0))

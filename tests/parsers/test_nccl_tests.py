@@ -3,10 +3,13 @@ the headerless device lines a markdown quote leaves, wrong results, failure line
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 
+from forensics.analysis import analyze
 from forensics.signatures import load_catalog, match
 from parsers import nccl_tests
 from parsers.lines import decode_lines, with_body
@@ -128,3 +131,35 @@ def test_a_file_without_nccl_tests_lines_gives_nothing() -> None:
     ex, _ = run(text)  # a row alone holds no trigger literal: not read
     assert ex.events.is_empty() and ex.claimed.is_empty() and ex.ignored.is_empty()
     assert nccl_tests.sniff("NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n") == 0.0
+
+
+@pytest.mark.parametrize(("name", "want"), [
+    ("all_reduce_perf_2025_dgx.log", ("none", None, None, None)),
+    ("all_reduce_perf_2018_old.log", ("none", None, None, None)),
+    ("all_reduce_perf_2024_wrong_results.log", ("unknown", "unknown", "nccl-tests-wrong-results", 13)),
+    ("alltoall_perf_pdsh_cuda_oom.log", ("crash", "oom", "cuda-oom", 8)),
+])
+def test_end_to_end_verdicts(name: str, want: tuple, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copy(FIX / name, job / name)
+    v = analyze(job, tmp_path / "out", html=False).report["verdict"]
+    ev = v["evidence"][0] if v["evidence"] else {}
+    assert (v["kind"], v["category"] if v["kind"] != "none" else None, ev.get("signature"), ev.get("line")) == want
+    if name.startswith("alltoall"):
+        assert v["culprit"]["host"] == "node-3"
+
+
+def test_per_iteration_columns_timestamps_and_unchecked_rows() -> None:
+    # -I 1 adds i_min i_max i_p99 i_cv% to each half (the cv% of 3.41 is no wrong count); -Z appends a
+    # stamp; -c 0 prints N/A for #wrong
+    text = ("# nThread 1 nGpus 8 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+            "validation: 1 graph: 0 unalign: 0\n"
+            "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows \n"
+            "     1048576        262144     float     sum      -1    52.1"
+            "0   20.13   35.22       0    50.01    58.93    58.12     3.41    51.80   20.24   35.42      12    49.90    57.70    57.60     3.12\n"
+            "     1048576        262144     float     sum      -1    52.1"
+            "0   20.13   35.22    N/A    51.80   20.24   35.42    N/A  2025-10-17 09:41:07\n")
+    ex, lines = run(text)
+    assert unread(ex, lines) == []
+    assert ex.events.select("line_no", "kind", "code").rows() == [(3, "wrong_results", "12")]

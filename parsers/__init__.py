@@ -52,6 +52,7 @@ PARSER_MODULES = (
     "ibstat",
     "ipmi",
     "sagemaker",
+    "nccl_tests",
 )
 
 

@@ -42,12 +42,6 @@ XFAIL = {
         "they are one attempt and its earliest root (the Xid 31) wins. Naming the last incident needs "
         "incidents split by a gap in time inside an attempt (forensics/attribution.py / forensics/attempts.py), "
         "not a precedence rule: hardware-over-application-xid is for one incident (same host, 300 s)"),
-    "nccl258-cuda-gdb-peer-access-warnings": (
-        "no parser reads the file: its only structured lines are nccl-tests' device table (its `#` lost to "
-        "the thread's markdown quote) and cuda-gdb's; with no file recognised the verdict is 'No "
-        "recognizable log content found' (unknown), not `none`. cuda-gdb's `warning: Cuda API error "
-        "detected` lines are now warnings (no failure seen); a parser for nccl-tests output (the NCCL "
-        "parser's sniff, off limits here) would make this `none`"),
 }
 
 # the thread's restart answer against the analyzer's documented rule (precedence.toml [restart]):

@@ -114,18 +114,23 @@ def _write_store(path: Path, result: dict) -> None:
 
     st = Store(path)
     try:
-        st.insert("files", result["files"])
-        st.insert("events", result["events"].drop("path", "attempt", strict=False))
-        for t, df in result["tables"].items():
-            if isinstance(df, pl.LazyFrame) and t in PARQUET_TABLES:  # samples that wait on disk: Parquet
+        lazy = {t: df for t, df in result["tables"].items() if isinstance(df, pl.LazyFrame)}
+        with st.transaction():  # the frames in memory: one commit (a small bundle's store: 20 tables)
+            st.insert("files", result["files"])
+            st.insert("events", result["events"].drop("path", "attempt", strict=False))
+            for t, df in result["tables"].items():
+                if t not in lazy:
+                    st.insert(t, df)
+            st.insert("unparsed_lines", result["unparsed"])
+            st.insert("rank_map", result["rank_map"])
+            st.insert("attempts", result["attempts"])
+            st.insert("signature_hits", result["hits"].drop("weight"))
+            _insert_results(st, result["report"])
+        for t, df in lazy.items():  # tables that wait on disk, each streamed in on its own
+            if t in PARQUET_TABLES:  # samples: Parquet beside the database, a view over it
                 st.write_parquet(t, df)
             else:
                 st.insert(t, df)
-        st.insert("unparsed_lines", result["unparsed"])
-        st.insert("rank_map", result["rank_map"])
-        st.insert("attempts", result["attempts"])
-        st.insert("signature_hits", result["hits"].drop("weight"))
-        _insert_results(st, result["report"])
     finally:
         st.close()
 

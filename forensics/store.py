@@ -6,13 +6,17 @@ millions of rows (docs/architecture.md "Store")."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
-import pyarrow as pa
+
+if TYPE_CHECKING:  # pyarrow loads only to stream a LazyFrame in and to read tables back, never for a small store
+    import pyarrow as pa
 
 SCHEMA_SQL = resources.files("forensics").joinpath("schema.sql").read_text(encoding="utf-8")
 INSERT_BATCH_ROWS = 200_000
@@ -33,6 +37,46 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _has_null_type(t: pl.DataType) -> bool:
+    if t == pl.Null:
+        return True
+    if isinstance(t, pl.List | pl.Array):
+        return _has_null_type(t.inner)
+    if isinstance(t, pl.Struct):
+        return any(_has_null_type(f.dtype) for f in t.fields)
+    return False
+
+
+def _typed(t: pl.DataType) -> pl.DataType:
+    """`t` with polars' Null type, at any depth, made Utf8."""
+    if t == pl.Null:
+        return pl.Utf8()
+    if isinstance(t, pl.List):
+        return pl.List(_typed(t.inner))
+    if isinstance(t, pl.Array):
+        return pl.Array(_typed(t.inner), t.shape)
+    if isinstance(t, pl.Struct):
+        return pl.Struct([pl.Field(f.name, _typed(f.dtype)) for f in t.fields])
+    return t
+
+
+class _ArrowStream:
+    """A polars frame seen by DuckDB only through the Arrow PyCapsule stream interface: DuckDB reads
+    it without pyarrow (a polars DataFrame itself it converts with `to_arrow`, which loads pyarrow:
+    0.05 s and more of the import time of a small bundle's analysis)."""
+
+    __slots__ = ("df",)
+
+    def __init__(self, df: pl.DataFrame) -> None:
+        # a column of polars' Null type (all null: e.g. no interruption has a time) goes out without a
+        # validity bitmap, which DuckDB's stream reader refuses: as text, all null (any column casts it)
+        casts = {c: _typed(t) for c, t in df.schema.items() if _has_null_type(t)}
+        self.df = df.cast(casts) if casts else df
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.df.__arrow_c_stream__(requested_schema)
+
+
 class Store:
     def __init__(self, path: Path | str = ":memory:", create: bool = True, read_only: bool = False) -> None:
         self.path = str(path)
@@ -40,9 +84,22 @@ class Store:
         self.con.execute("SET TimeZone = 'UTC'")
         self.con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
         if create:
-            self.con.execute(SCHEMA_SQL)
+            with self.transaction():  # one commit for the whole schema, not one per statement
+                self.con.execute(SCHEMA_SQL)
         elif self.path != ":memory:":
             self._find_parquet()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Statements (`insert` of DataFrames) committed together, once (DuckDB commits each one on its
+        own otherwise); rolled back on an error. Not around a LazyFrame `insert`: that one checkpoints."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
 
     def _find_parquet(self) -> None:
         """A view over a Parquet file names it by absolute path (`write_parquet`, `point_views`); this
@@ -91,6 +148,8 @@ class Store:
         in memory at a time (DuckDB writes large appends to the file as they come, within its
         memory limit)."""
         if isinstance(df, pl.LazyFrame):
+            import pyarrow as pa  # noqa: PLC0415 - only for a table that waits on disk (a large job)
+
             batches = iter(df.collect_batches(chunk_size=INSERT_BATCH_ROWS))
             first = next(batches, None)
             if first is None:
@@ -107,14 +166,17 @@ class Store:
             return
         if df.is_empty():
             return
-        self._insert_arrow(table, df.to_arrow())
+        self._insert_arrow(table, _ArrowStream(df))
 
-    def _insert_arrow(self, table: str, arrow: pa.Table | pa.RecordBatchReader) -> None:
+    def _insert_arrow(self, table: str, arrow: pa.RecordBatchReader | _ArrowStream) -> None:
         self.con.register("_incoming", arrow)
         try:
             self.con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM _incoming')
-        finally:
-            self.con.unregister("_incoming")
+        except BaseException:
+            with contextlib.suppress(duckdb.Error):  # an aborted transaction refuses it until its rollback
+                self.con.unregister("_incoming")
+            raise
+        self.con.unregister("_incoming")
 
     def frame(self, table: str, order_by: str | None = None) -> pl.DataFrame:
         q = f'SELECT * FROM "{table}"' + (f" ORDER BY {order_by}" if order_by else "")

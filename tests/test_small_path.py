@@ -170,3 +170,41 @@ def test_analyze_imports_no_pydantic(tmp_path: Path) -> None:
     assert not {"pydantic", "pydantic_core", "matplotlib"} & mods
     assert run.stdout.startswith("Verdict: crash · network_fabric")
     assert list((tmp_path / "cache").glob("catalog-*.json"))  # the catalog went to the cache, not the job dir
+
+
+def test_the_cli_builds_only_the_command_it_runs() -> None:
+    """`forensics analyze ...` builds the click command of `analyze` alone (typer would build every
+    command's from its signature on each run); help, an unknown name, a group or no command get the
+    whole app, and the command built alone is the one the whole app has."""
+    import typer.main
+
+    from forensics import cli
+
+    def names(argv: list[str]) -> list[str]:
+        lean = cli.app._lean((argv,), {})
+        return sorted(typer.main.get_command(lean).commands)  # type: ignore[attr-defined]
+
+    every = names(["--help"])
+    assert {"analyze", "explain-time", "eval", "fleet", "sources"} <= set(every)
+    assert names(["analyze", "job", "--no-html"]) == ["analyze"]
+    assert names(["--no-color", "explain-time", "out"]) == ["explain-time"]
+    assert names(["eval", "cases"]) == ["eval"]
+    assert names(["fleet", "ingest", "x"]) == names(["nosuch"]) == names([]) == every
+    alone = typer.main.get_command(cli.app._lean((["analyze"],), {})).commands["analyze"]  # type: ignore[attr-defined]
+    whole = typer.main.get_command(cli.app).commands["analyze"]  # type: ignore[attr-defined]
+    assert [p.opts for p in alone.params] == [p.opts for p in whole.params] and alone.help == whole.help
+
+
+def test_sorted_unique_is_numpys_unique() -> None:
+    """triage's line numbers of the matches: sorted and unique as `np.unique` gives them (which would
+    load numpy.ma on a small bundle's run), same values and dtype, empty and repeated inputs too."""
+    import numpy as np
+
+    from forensics import triage
+
+    rng = np.random.default_rng(17)
+    for n in (0, 1, 2, 3, 50, 5000):
+        for hi in (1, 7, 10**9):
+            a = rng.integers(-3, hi, n).astype(np.int64)
+            got, want = triage._sorted_unique(a), np.unique(a)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()

@@ -140,3 +140,47 @@ def test_a_copied_folder_reads_its_own_samples_when_the_old_path_holds_newer_one
         assert copy.sql("SELECT count(*) AS n FROM dcgm_samples")["n"][0] == 12
     finally:
         copy.close()
+
+
+def test_frames_go_in_without_pyarrow_null_typed_columns_too(tmp_path: Path) -> None:
+    """A DataFrame reaches DuckDB through the Arrow stream interface, never through pyarrow (the
+    store of a small bundle loads no pyarrow); columns of polars' Null type (no value known at all,
+    at the top or inside a list) go in as nulls, the others as they are; a failed insert inside a
+    transaction leaves nothing of it. In a fresh process: the test session may have loaded pyarrow."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = f"""
+import json, sys
+from datetime import UTC, datetime
+import polars as pl
+from forensics.store import Store
+st = Store({str(tmp_path / "s.duckdb")!r})
+with st.transaction():
+    st.insert("evidence", pl.DataFrame({{"interruption_id": ["i0", "i1"], "event_id": [3, None],
+                                        "time": [None, None], "text": ["a [b] 'c'", None]}}))
+    st.insert("files", pl.DataFrame({{"file_id": [0], "path": ["x/rank0.log"], "size": [10], "lines": [2],
+        "parsed": [1], "ignored": [0], "unparsed": [1], "events": [1], "warnings": [[None]],
+        "first_ts": [datetime(2026, 11, 2, 8, 0, 1, 500000, tzinfo=UTC)], "last_ts": [None]}}))
+try:
+    with st.transaction():
+        st.insert("downtime", pl.DataFrame({{"bucket": ["lost_work"], "seconds": [1.5]}}))
+        st.insert("files", pl.DataFrame({{"file_id": [1], "path": [None], "lines": [1]}}))  # NOT NULL path
+except Exception as exc:
+    failed = type(exc).__name__
+rows = {{t: st.con.execute(f'SELECT * FROM "{{t}}"').fetchall() for t in ("evidence", "files", "downtime")}}
+st.close()
+print(json.dumps({{"pyarrow": "pyarrow" in sys.modules, "failed": failed, "rows": rows}}, default=str))
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout)
+    assert got["pyarrow"] is False and got["failed"] == "ConstraintException"
+    assert got["rows"]["evidence"] == [["i0", 3, None, None, None, None, None, "a [b] 'c'"],
+                                       ["i1", None, None, None, None, None, None, None]]
+    assert got["rows"]["files"] == [[0, "x/rank0.log", 10, None, None, None, None, 2, 1, 0, 1, 1, [None], None,
+                                     "2026-11-02 08:00:01.500000+00:00", None]]
+    assert got["rows"]["downtime"] == []  # rolled back with the failed insert

@@ -47,6 +47,8 @@ class _App(typer.Typer):
     def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, _interrupt)
+        global _done
+        _done = False  # a second call in one process (a notebook, a test) starts unlatched
         try:
             return typer.Typer.__call__(self._lean(args, kwargs), *args, **kwargs)
         except Interrupted:
@@ -80,9 +82,11 @@ def _end_now() -> None:
     """End the process once its command's work is done and closed (outputs renamed into place, the
     store closed, every worker pool joined): what Python's own exit would add is the teardown of
     every module loaded (polars, numpy, DuckDB: 0.05-0.15 s), nothing the outputs need. Not under
-    coverage measurement (it saves its data at exit), and not when the terminal output cannot be
-    flushed (the usual exit then reports it)."""
-    if "coverage" in sys.modules:
+    coverage measurement (it saves its data at exit), not when the terminal output cannot be
+    flushed (the usual exit then reports it), and only in a process whose main program is this CLI
+    (the `forensics` script or `python -m forensics.cli`): `app([...])` called from a notebook kernel
+    or a test runner returns there as usual."""
+    if "coverage" in sys.modules or not _cli_is_main():
         return
     try:
         sys.stdout.flush()
@@ -90,6 +94,15 @@ def _end_now() -> None:
     except (OSError, ValueError):
         return
     os._exit(0)
+
+
+def _cli_is_main() -> bool:
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None:  # python -m forensics.cli (this module runs as __main__, its spec keeps the name)
+        return spec.name == "forensics.cli"
+    # the console script: its __main__ is a file named like the script that imports `app`
+    return Path(sys.argv[0]).stem == "forensics" and getattr(main, "app", None) is app
 
 
 app = _App(no_args_is_help=True, rich_markup_mode=None, context_settings=CONTEXT,

@@ -208,3 +208,27 @@ def test_sorted_unique_is_numpys_unique() -> None:
             a = rng.integers(-3, hi, n).astype(np.int64)
             got, want = triage._sorted_unique(a), np.unique(a)
             assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def test_analyze_ends_early_only_as_the_cli_program(tmp_path: Path) -> None:
+    """`forensics analyze` ends without Python's module teardown once its outputs are written and
+    closed; `app([...])` called inside another program (a notebook kernel, a test runner) must come
+    back to it: the process goes on after the command's SystemExit, twice in a row."""
+    job = JOBS / "057-dmesg-aer-surprise-down-then-xid79-gpuburn"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = (
+        "import sys\n"
+        "from forensics.cli import app\n"
+        "for n in (1, 2):\n"
+        "    try:\n"
+        f"        app(['analyze', {str(job)!r}, '--out', {str(tmp_path)!r} + f'/out{{n}}', '--no-html'])\n"
+        "    except SystemExit as e:\n"
+        "        print(f'came back {n} code', e.code, flush=True)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "came back 1 code 0" in run.stdout and "came back 2 code 0" in run.stdout
+    script = subprocess.run([sys.executable, "-m", "forensics.cli", "analyze", str(job), "--out",
+                             str(tmp_path / "cli"), "--no-html"], capture_output=True, text=True, env=env, timeout=300)
+    assert script.returncode == 0, script.stderr
+    assert json.loads((tmp_path / "cli" / "report.json").read_text())["verdict"]["category"] == "gpu_lost"
+    assert (tmp_path / "cli" / "forensics.duckdb").stat().st_size > 0

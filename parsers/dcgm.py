@@ -326,7 +326,7 @@ def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext, spa
         col("UUID", "uuid", "gpu_uuid").alias("uuid"),
         pl.col("_pci").alias("pci_bus_id"),
         _canon_expr(metric, uniques).alias("field"),
-        clean_value(col("value")).alias("value"),
+        clean_value(col("value"), stripped=True).alias("value"),  # (col strips: see `spaces`)
         col("err_code").alias("err_code"),
         col("xid").alias("xid_label"),
         col("health_error_code").alias("health_code"),

@@ -517,13 +517,52 @@ def _head_tail_spans(files: dict[int, tuple[bytes, np.ndarray, int]], cfg: JobCo
                   cfg, ref_year)
 
 
+def _sorted_unique(s: pl.Series) -> np.ndarray:
+    """The distinct values of an integer Series, ascending (no hashing when they are so already)."""
+    a = s.cast(pl.Int64).drop_nulls().to_numpy()
+    if a.size > 1 and not bool((a[1:] > a[:-1]).all()):
+        a = np.unique(a)
+    return a
+
+
+def _per_file_counts(nos: np.ndarray, bases: np.ndarray) -> np.ndarray:
+    """How many of the ascending batch line numbers `nos` fall in each file (file f: bases[f] on)."""
+    return np.diff(np.searchsorted(nos, np.append(bases, np.iinfo(np.int64).max)))
+
+
+def _split_tables(tables: dict[str, pl.DataFrame], bases: np.ndarray, hosts: list[str | None]
+                  ) -> dict[str, dict] | None:
+    """`_split`'s tables when each table's rows are in batch line order (each file's rows one run):
+    each file's rows a slice (no copy, no partition), its line numbers made its own, host filled
+    from its path. None when a table is not in that order (then `_split` does it)."""
+    out: dict[str, dict] = {}
+    for tname, tdf in tables.items():
+        if tname not in TABLE_SCHEMAS or tdf.is_empty():
+            continue
+        t = conform(tdf, TABLE_SCHEMAS[tname])
+        nos = t["line_no"]
+        if nos.null_count() or not nos.is_sorted():
+            return None
+        starts = np.searchsorted(nos.to_numpy(), np.append(bases, np.iinfo(np.int64).max))
+        parts = {}
+        for f in range(len(bases)):
+            a, b = int(starts[f]), int(starts[f + 1])
+            if b > a:
+                part = t.slice(a, b - a).with_columns(pl.col("line_no") - int(bases[f]))
+                if "host" in part.columns:
+                    part = part.with_columns(pl.col("host").fill_null(pl.lit(hosts[f], dtype=pl.Utf8)))
+                parts[(f,)] = part
+        out[tname] = parts
+    return out
+
+
 def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int | None,
                 max_line: int = MAX_LINE_CHARS) -> tuple[dict[int, object], list[int]]:
     """Whole structured files that parser `p` reads straight from their bytes (`parse_bytes_many`:
     many files, one read per header, its rules applied once). FileResults by item index, as
     `ingest.parse_one` makes them, and the indices it leaves to the usual way (not plain text, a
     line over the limit, a file the parser declines, or one whose lines it does not account for
-    exactly once)."""
+    exactly once). Each file's newlines are found once (here; the parser gets them)."""
 
     ok, again, newlines = [], [], []
     for it in items:
@@ -540,7 +579,7 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
     hosts, ranks = _hints(ok, cfg)
     ctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone, batched=True)
     try:
-        ext, taken = p.module.parse_bytes_many([it.data for it in ok], hosts, ctx)
+        ext, taken = p.module.parse_bytes_many([it.data for it in ok], hosts, ctx, newlines=newlines)
     except Exception:  # noqa: BLE001 - the usual way reads them and reports what fails
         return {}, again + [it.index for it in ok]
     if ext.warnings:
@@ -548,16 +587,23 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
     bases = np.arange(len(ok), dtype=np.int64) * p.module.BYTES_STRIDE
     n = np.array([len(nl) + (0 if it.data.endswith(b"\n") else 1) for it, nl in zip(ok, newlines, strict=True)],
                  dtype=np.int64)
-    claimed, ignored = ext.claimed.cast(pl.Int64).unique(), ext.ignored.cast(pl.Int64).unique()
-    n_claimed = np.bincount(_file_of(claimed, bases), minlength=len(ok))
-    n_ignored = np.bincount(_file_of(ignored, bases), minlength=len(ok))
-    both = np.unique(_file_of(claimed.filter(claimed.is_in(ignored.implode())), bases))
+    claimed, ignored = _sorted_unique(ext.claimed), _sorted_unique(ext.ignored)
+    n_claimed = _per_file_counts(claimed, bases)
+    n_ignored = _per_file_counts(ignored, bases)
+    at = np.searchsorted(claimed, ignored)  # the lines both claimed and ignored (ignored ones are few)
+    dup = ignored[(at < claimed.size) & (claimed[np.minimum(at, max(claimed.size - 1, 0))] == ignored)] \
+        if claimed.size else ignored[:0]
+    both = np.unique(_file_of(pl.Series(dup), bases)) if dup.size else []
     taken = [t and n_claimed[k] + n_ignored[k] == n[k] and k not in both for k, t in enumerate(taken)]
     lo_hi = _head_tail_spans({k: (it.data, newlines[k], int(n[k])) for k, it in enumerate(ok) if taken[k]},
                              cfg, ref_year)
     if lo_hi is None:
         return {}, again + [it.index for it in ok]
-    events, tables = _split([(p.name, ext)], bases, hosts, ranks, cfg)
+    tables = _split_tables(ext.tables, bases, hosts)
+    if tables is None:
+        events, tables = _split([(p.name, ext)], bases, hosts, ranks, cfg)
+    else:
+        events, _ = _split([(p.name, Extraction(events=ext.events))], bases, hosts, ranks, cfg)
     no_events = pl.DataFrame(schema=EVENT_SCHEMA)
     out: dict[int, object] = {}
     for k, it in enumerate(ok):
@@ -573,4 +619,3 @@ def parse_whole(items: list[Item], p: ParserInfo, cfg: JobConfig, ref_year: int 
         res.warnings.extend(it.sf.warnings)
         out[it.index] = res
     return out, again
-

@@ -19,7 +19,8 @@ literals; a file with no matching line gives nothing).
 A structured parser (exclusive True) may also read whole plain files straight from their bytes
 (`reads_bytes=True`):
     parse_bytes(data: bytes, ctx: ParseContext) -> Extraction | None
-    parse_bytes_many(datas, hosts, ctx) -> (Extraction, taken flags); BYTES_STRIDE: int
+    parse_bytes_many(datas, hosts, ctx, newlines=None) -> (Extraction, taken flags); BYTES_STRIDE: int
+                               # (newlines: each file's newline offsets, numpy, as the caller found them)
                                # exactly what `parse` gives on the file's lines, or not taken: the
                                # file needs `parse` (ingest then reads it the usual way; dcgm's long CSV)
 

@@ -92,8 +92,8 @@ def _dcgm_whole_files(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     taken: list[int] = []
     real = dcgm.parse_bytes_many
 
-    def counting(datas: list[bytes], hosts: list, ctx: ParseContext):  # noqa: ANN202
-        ext, took = real(datas, hosts, ctx)
+    def counting(datas: list[bytes], hosts: list, ctx: ParseContext, **kw):  # noqa: ANN003, ANN202
+        ext, took = real(datas, hosts, ctx, **kw)
         taken.extend(took)
         return ext, took
 

@@ -396,3 +396,45 @@ def test_property_stamps_by_runs_are_stamps_by_value(values: list[str | None], r
         a = dcgm._per_value(df, pl.col("t"), fn, "o", runs=True)
         b = dcgm._per_value(df, pl.col("t"), fn, "o", runs=False)
         assert a.equals(b)
+
+
+@pytest.mark.parametrize("join_below", [0, 1 << 30])
+def test_parse_bytes_many_same_whether_files_are_read_alone_or_joined(join_below: int,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files of one header are read from their own bytes (large ones: no copy) or joined under
+    the header (small ones): either way the same Extraction, also when a file lacks its final
+    newline or has only its header, and with the newline offsets given by the caller or not."""
+    import numpy as np
+
+    xid = PARSE_BYTES_CASES["epoch ms stamps, an XID that changes"][0]
+    files = [xid, xid.replace(",79\n", ",31\n").rstrip("\n"), xid.split("\n", 1)[0] + "\n",
+             PARSE_BYTES_CASES["fixture long_timeseries"][0], xid]
+    datas = [f.encode() for f in files]
+    hosts = [f"h{k}" for k in range(len(files))]
+    ctx = ParseContext(path="<batch>", batched=True)
+    monkeypatch.setattr(dcgm, "JOIN_BELOW", 1 << 30)
+    ref, ref_taken = dcgm.parse_bytes_many(datas, hosts, ctx)
+    monkeypatch.setattr(dcgm, "JOIN_BELOW", join_below)
+    nls = [np.flatnonzero(np.frombuffer(d, dtype=np.uint8) == 10) for d in datas]
+    for got, taken in (dcgm.parse_bytes_many(datas, hosts, ctx), dcgm.parse_bytes_many(datas, hosts, ctx, newlines=nls)):
+        assert taken == ref_taken == [True] * len(files)
+        assert got.events.equals(ref.events)
+        assert got.tables["dcgm_samples"].equals(ref.tables["dcgm_samples"])
+        assert got.claimed.to_list() == ref.claimed.to_list() and got.ignored.to_list() == ref.ignored.to_list()
+    assert ref.events.height >= 6 and ref.tables["dcgm_samples"].height > 20
+
+
+def test_sort_unique_is_the_four_column_sort() -> None:
+    """The buckets' one-key sort orders as `sort(keys, nulls_last=True)` (nulls in any key, negative
+    GPU ids), and falls back to that sort when the key ranges do not fit in 62 bits."""
+    import random
+
+    rng = random.Random(7)
+    rows = {(rng.choice([None, *range(-3, 40)]), rng.choice([None, 0, 1, 2]), rng.choice([None, -1, *range(8)]),
+             rng.choice([None, 0, 1, 2, 3])) for _ in range(3000)}
+    df = pl.DataFrame(sorted(rows, key=str), schema={"t": pl.Int64, "h": pl.Int32, "gpu": pl.Int64, "f": pl.Int32},
+                      orient="row").with_row_index("i")
+    keys = ["t", "h", "gpu", "f"]
+    assert dcgm._sort_unique(df, keys).equals(df.sort(keys, nulls_last=True))
+    wide = df.with_columns(pl.when(pl.col("i") == 5).then(pl.lit(1 << 61)).otherwise(pl.col("t")).alias("t"))
+    assert dcgm._sort_unique(wide, keys).equals(wide.sort(keys, nulls_last=True))

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from forensics import discovery
+from forensics import discovery, triage
 from forensics.accounting import (
     ERRORISH,
     MAX_KEPT_ERRORS,
@@ -48,7 +48,7 @@ from forensics.discovery import (
 )
 from forensics.report import MAX_UNPARSED_LISTED
 from parsers import ParserInfo, registry, source_with
-from parsers.elastic import parse_error_json, sniff_error_json
+from parsers.elastic import ERROR_JSON_NEEDS, parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
 from parsers.nccl import chatter
 from parsers.prefixes import peel
@@ -149,11 +149,59 @@ def peeled_head(head_text: str) -> str:
     return "\n".join(peel(pl.Series(head_text.split("\n"), dtype=pl.Utf8))["body"].to_list())
 
 
-def _choose(head_text: str, parsers: list[ParserInfo]) -> list[ParserInfo]:
-    head_text = sniff_text(head_text)
+SNIFF_GATE = True  # the structured formats' sniffs skipped on heads without their SNIFF_NEEDS; tests compare
+
+
+@dataclass(frozen=True)
+class _Gate:
+    """The literals the structured parsers' sniffs need (SNIFF_NEEDS) and the error-JSON sniff's,
+    looked for in one pass over a head (`triage.LiteralGate`)."""
+    gate: triage.LiteralGate
+    needs: tuple[tuple[str, frozenset[int] | None], ...]  # each structured parser: its literals' indexes
+    error_json: int  # the index of ERROR_JSON_NEEDS
+    line_parsers: tuple[ParserInfo, ...]
+
+
+_GATES: dict[tuple, _Gate] = {}
+
+
+def _gate(parsers: list[ParserInfo]) -> _Gate:
+    key = (triage.engine_name(), *map(id, parsers))
+    got = _GATES.get(key)
+    if got is None:
+        lits: list[tuple[str, bool]] = [ERROR_JSON_NEEDS]
+        needs = []
+        for p in parsers:
+            if p.exclusive:
+                more = tuple(getattr(p.module, "SNIFF_NEEDS", None) or ())
+                needs.append((p.name, frozenset(range(len(lits), len(lits) + len(more))) if more else None))
+                lits += more
+        got = _GATES[key] = _Gate(triage.literal_gate(lits), tuple(needs), 0,
+                                  tuple(p for p in parsers if not p.exclusive))
+    return got
+
+
+def _may_sniff(head: bytes, parsers: list[ParserInfo]) -> tuple[frozenset[str] | None, bool]:
+    """Names of the structured parsers whose sniff can score on a head with these bytes (those
+    without SNIFF_NEEDS, and those with one of theirs in the head), and whether the head can be an
+    error JSON file (`sniff_error_json`). The literals are ASCII without a newline: in the bytes
+    exactly when in the decoded text `sniff_text` makes of them. (None, True) without SNIFF_GATE."""
+    if not SNIFF_GATE:
+        return None, True
+    g = _gate(parsers)
+    found = g.gate.found(head)
+    return frozenset(name for name, need in g.needs if need is None or need & found), g.error_json in found
+
+
+def _choose(head_text: str, parsers: list[ParserInfo], may: frozenset[str] | None = None) -> list[ParserInfo]:
+    """The parsers that read a file with this head (`may`: `_may_sniff` of its bytes, when known)."""
     line_parsers = [p for p in parsers if not p.exclusive]
+    if may is not None and not may:
+        return line_parsers  # no structured format can score: nothing to sniff
+    head_text = sniff_text(head_text)
     # structured formats read `text` as is: they sniff the raw head
-    exclusive = [(s, p) for p in parsers if p.exclusive and (s := _sniff(p, head_text)) >= 0.5]
+    exclusive = [(s, p) for p in parsers
+                 if p.exclusive and (may is None or p.name in may) and (s := _sniff(p, head_text)) >= 0.5]
     if exclusive:  # the line parsers' sniffs only matter against a structured format's
         best = max(exclusive, key=lambda sp: sp[0])
         # at LINE_SNIFF_MAX no line parser can beat it: their sniffs are not run
@@ -170,8 +218,11 @@ def _head_choice(head: bytes, cfg: JobConfig, parsers: list[ParserInfo]) -> list
     (`uptime -s`) or torchelastic error-JSON file, which it handles apart."""
     if not head or looks_binary(head) or _boot_time_file(head, cfg) is not None:
         return []
+    may, error_json = _may_sniff(head, parsers)
+    if may is not None and not may and not error_json:
+        return list(_gate(parsers).line_parsers)  # (`_choose` without decoding the head)
     text = head.decode("utf-8", errors="replace")
-    return [] if sniff_error_json(text) else _choose(text, parsers)
+    return [] if error_json and sniff_error_json(text) else _choose(text, parsers, may)
 
 
 def _run_parser(p: ParserInfo | None, fn: Callable[[], Extraction], warnings: list[str]) -> Extraction | None:
@@ -203,8 +254,9 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         res.lines = res.parsed = head.count(b"\n") or 1
         res.digest = _file_digest(sf)
         return res
-    error_json = sniff_error_json(head_text)
-    chosen = [] if error_json else _choose(head_text, parsers)
+    may, error_json = _may_sniff(head, parsers)
+    error_json = error_json and sniff_error_json(head_text)
+    chosen = [] if error_json else _choose(head_text, parsers, may)
     hasher = new_hasher() if sf.compression is None else None
     events, tables, claimed_counts = [], {}, Counter()
     wrapped_hosts: list[pl.DataFrame] = []  # line_no -> the host a line's wrapper names (pdsh, Ray, kubectl)

@@ -438,15 +438,19 @@ def _whole_parser(sf: SourceFile, chosen: list[ParserInfo], limits: Limits) -> P
     return None
 
 
-def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limits: Limits) -> ParserInfo | None:
-    """`_whole_parser` from the file's head, as `parse_one` chooses (None for anything unusual)."""
+def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limits: Limits,
+                 chosen: list[ParserInfo] | None = None) -> ParserInfo | None:
+    """`_whole_parser` from the file's head, as `parse_one` chooses (None for anything unusual);
+    `chosen`: `_head_choice` of its head when known."""
     if not PARSE_BYTES or not _bulk_candidate(sf, limits):
         return None
-    try:
-        head = read_head(sf, limits)
-    except OSError:
-        return None
-    return _whole_parser(sf, _head_choice(head, cfg, parsers), limits)
+    if chosen is None:
+        try:
+            head = read_head(sf, limits)
+        except OSError:
+            return None
+        chosen = _head_choice(head, cfg, parsers)
+    return _whole_parser(sf, chosen, limits)
 
 
 def _whole_group(ids: list[int], disc: Discovery, p: ParserInfo, cfg: JobConfig, ref_year: int | None,
@@ -484,14 +488,16 @@ def _file_digest(sf: SourceFile) -> str | None:
     return h.hexdigest()
 
 
-def _small_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[ParserInfo]) -> bool:
+def _small_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[ParserInfo],
+                     chosen: list[ParserInfo] | None = None) -> bool:
     """A small plain text file that every line parser would read (no structured format, no error
-    file, no boot-time file): it can be pre-screened in a batch with other small files."""
+    file, no boot-time file): it can be pre-screened in a batch with other small files.
+    `chosen`: `_head_choice` of `head` when known."""
     if sf.compression is not None or not head or len(head) != sf.size or len(head) >= HEAD_BYTES:
         return False
     if head.count(b"\n") > 2 * SPAN_LINES:
         return False
-    chosen = _head_choice(head, cfg, parsers)
+    chosen = _head_choice(head, cfg, parsers) if chosen is None else chosen
     return bool(chosen) and all(not p.exclusive for p in chosen)
 
 
@@ -617,12 +623,13 @@ def _read_whole(sf: SourceFile) -> bytes:
 
 
 def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_year: int | None,
-                boot_times: dict[str, datetime], parsers: list[ParserInfo], limits: Limits
-                ) -> tuple[dict[int, FileResult], list[int]]:
+                boot_times: dict[str, datetime], parsers: list[ParserInfo], limits: Limits,
+                choices: dict[int, list[ParserInfo]] | None = None) -> tuple[dict[int, FileResult], list[int]]:
     """Screen the batches of a group one after the other (one batch's bytes in memory at a time),
     then parse what they left together (forensics/bulk.py): the parsers' fixed cost (about 0.3 s a
     call, whatever the size) is paid once per BULK_GROUP_REST_BYTES of screened lines, not per batch.
-    A batch whose screening fails, or screened batches whose parse fails, go to `parse_one`."""
+    A batch whose screening fails, or screened batches whose parse fails, go to `parse_one`.
+    `choices`: `_head_choice` of the files' heads by index, where known (see `_bulk_items`)."""
 
     got: dict[int, FileResult] = {}
     again: list[int] = []
@@ -643,7 +650,7 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
 
     for batch in group:
         try:
-            items, left = _bulk_items(batch, cfg, parsers)
+            items, left = _bulk_items(batch, cfg, parsers, choices or {})
             sc, more = screen(items, cfg, ref_year, max_line=limits.max_line_bytes)
             del items  # the batch's bytes: the screened frame holds its lines (a 59 MB dmesg stayed twice)
         except Exception:  # noqa: BLE001
@@ -659,18 +666,27 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
     return got, again
 
 
-def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo]) -> tuple[list, list[int]]:
+def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo],
+                choices: dict[int, list[ParserInfo]]) -> tuple[list, list[int]]:
     """Read the files of one batch: the plain line logs among them (for forensics/bulk.py), and the
-    indices of the others (structured formats, error files, binary, unreadable, changed)."""
+    indices of the others (structured formats, error files, binary, unreadable, changed). A file
+    whose head's choice is known (`choices`) and is not the line parsers is not read here."""
 
     items, again = [], []
     for i, sf in batch:
+        known = choices.get(i)
+        if known is not None and (not known or any(p.exclusive for p in known)):
+            again.append(i)
+            continue
         try:
             data = _read_whole(sf)
         except OSError:
             again.append(i)
             continue
-        chosen = _head_choice(data[:HEAD_BYTES], cfg, parsers) if len(data) == sf.size else []
+        if len(data) != sf.size:
+            chosen = []
+        else:
+            chosen = known if known is not None else _head_choice(data[:HEAD_BYTES], cfg, parsers)
         if not chosen or any(p.exclusive for p in chosen):
             again.append(i)
             continue
@@ -701,8 +717,13 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     heads: list[bytes] = []
     years = _YearCount()
     boot_times = dict(cfg.boot_times)
-    for sf in disc.files:
+    # the parsers each plain file of at most one chunk goes to, from this head (`_head_choice`): the
+    # bulk, whole-file and small-file routes below read them (a file's head is sniffed once)
+    choices: dict[int, list[ParserInfo]] = {}
+    for i, sf in enumerate(disc.files):
         head = _safe_head(sf, limits)
+        if _bulk_candidate(sf, limits):
+            choices[i] = _head_choice(head, cfg, parsers)
         if not cfg.year:
             years.add(head)
         bt = _boot_time_file(head, cfg)
@@ -758,14 +779,14 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         # one group of batches per worker (each parses what its screens leave, BULK_GROUP_REST_BYTES
         # at a time), balanced by bytes
         groups = _balance(packs, lambda b: sum(sf.size for _, sf in b), min(workers, len(packs)))
-        pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits)[0], groups)
+        pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits, choices)[0], groups)
         order_left = [i for i in order if results[i] is None]
     else:
         order_left = order
     # whole structured files a parser reads from their bytes (DCGM CSV): many at a time
     routes: dict[str, tuple[ParserInfo, list[int]]] = {}
     for i in order_left:
-        wp = _whole_route(disc.files[i], cfg, parsers, limits)
+        wp = _whole_route(disc.files[i], cfg, parsers, limits, choices.get(i))
         if wp is not None:
             routes.setdefault(wp.name, (wp, []))[1].append(i)
     jobs = [(wp, pack) for wp, ids in routes.values()
@@ -774,7 +795,8 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         pooled(lambda j: _whole_group(j[1], disc, j[0], cfg, ref_year, limits), jobs)
         order_left = [i for i in order_left if results[i] is None]
     # small unrecognizable files are screened in batches (no per-file parser cost)
-    cands = [i for i in order_left if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers)]
+    cands = [i for i in order_left
+             if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers, choices.get(i))]
     batches = [[(i, disc.files[i], heads[i]) for i in p] for p in _pack(cands, lambda i: len(heads[i]) + 1, BATCH_BYTES)]
     single = set(order_left) - set(cands)
     if len(cands) > 1:

@@ -491,7 +491,7 @@ def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: li
     tables: dict[str, dict] = {}
     for tname, parts in tb_parts.items():
         tb = _with_file(pl.concat(parts), bases)
-        if "host" in tb.columns:
+        if "host" in tb.columns and tb["host"].null_count():  # (a CSV export's rows name their host)
             tb = tb.with_columns(pl.col("host").fill_null(_per_file(hosts, pl.Utf8)))
         tables[tname] = tb.partition_by("hint_file", as_dict=True, maintain_order=True, include_key=False)
     return events, tables

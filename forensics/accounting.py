@@ -78,11 +78,26 @@ def fill_wrapper_host(events: pl.DataFrame, hosts: pl.DataFrame | None) -> pl.Da
 
 def stamp_expr(ctx: ParseContext) -> pl.Expr:
     """The time stamp a line prints, in any shape a process log uses (null when none)."""
+    return stamp_of_fields(ctx, *stamp_fields())
+
+
+# the pieces of a line its stamp is read from (text), by name: `stamp_expr` is `stamp_of_fields` of
+# them, so a caller may read the pieces, drop repeats, and parse each distinct one once
+def stamp_fields() -> list[pl.Expr]:
+    """The stamp's pieces of each line (with `body`, `prefix_ts`): an ISO stamp, glog's MMDD and
+    time, a wrapper's stamp; named _st_iso, _st_mmdd, _st_hms, _st_prefix."""
     g = pl.col("body").str.extract_groups(_GLOG)
+    return [pl.col("body").str.extract(_ISO_ANY, 1).str.replace("_", " ").alias("_st_iso"),
+            g.struct.field("1").alias("_st_mmdd"), g.struct.field("2").alias("_st_hms"),
+            pl.col("prefix_ts").alias("_st_prefix")]
+
+
+def stamp_of_fields(ctx: ParseContext, iso: pl.Expr, mmdd: pl.Expr, hms: pl.Expr, prefix: pl.Expr) -> pl.Expr:
+    """The stamp from its pieces (`stamp_fields`)."""
     return pl.coalesce(
-        ts.iso(pl.col("body").str.extract(_ISO_ANY, 1).str.replace("_", " "), ctx.tz),
-        ts.mmdd_time(g.struct.field("1"), g.struct.field("2"), ctx.ref_year, ctx.tz),
-        ts.iso(pl.col("prefix_ts"), ctx.tz),  # a wrapper's stamp (docker, mpirun, web-UI export)
+        ts.iso(iso, ctx.tz),
+        ts.mmdd_time(mmdd, hms, ctx.ref_year, ctx.tz),
+        ts.iso(prefix, ctx.tz),  # a wrapper's stamp (docker, mpirun, web-UI export)
     )
 
 

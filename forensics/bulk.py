@@ -38,7 +38,8 @@ from forensics.accounting import (
     check_unchanged,
     fill_wrapper_host,
     keep_errors,
-    stamp_expr,
+    stamp_fields,
+    stamp_of_fields,
     wrapper_hosts,
 )
 from forensics.config import JobConfig
@@ -290,8 +291,11 @@ def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[in
     if span.is_empty():
         return {}
     sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)
-    st = with_body(span).with_columns(stamp_expr(sctx).alias("_t")).group_by("hint_file").agg(
-        pl.col("_t").min().alias("lo"), pl.col("_t").max().alias("hi"))
+    # each distinct stamp (its pieces, `accounting.stamp_fields`) parsed once per file: the lines
+    # of a CSV export share a few hundred stamps, and parsing is most of the cost
+    fields = with_body(span).select("hint_file", *stamp_fields()).unique()
+    st = fields.with_columns(stamp_of_fields(sctx, *(pl.col(c) for c in fields.columns[1:])).alias("_t")) \
+        .group_by("hint_file").agg(pl.col("_t").min().alias("lo"), pl.col("_t").max().alias("hi"))
     return {r["hint_file"]: (r["lo"], r["hi"]) for r in st.iter_rows(named=True)}
 
 
@@ -487,7 +491,7 @@ def _split(exts: Iterable, bases: np.ndarray, hosts: list[str | None], ranks: li
     tables: dict[str, dict] = {}
     for tname, parts in tb_parts.items():
         tb = _with_file(pl.concat(parts), bases)
-        if "host" in tb.columns:
+        if "host" in tb.columns and tb["host"].null_count():  # (a CSV export's rows name their host)
             tb = tb.with_columns(pl.col("host").fill_null(_per_file(hosts, pl.Utf8)))
         tables[tname] = tb.partition_by("hint_file", as_dict=True, maintain_order=True, include_key=False)
     return events, tables

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from forensics import discovery
+from forensics import discovery, triage
 from forensics.accounting import (
     ERRORISH,
     MAX_KEPT_ERRORS,
@@ -48,7 +48,7 @@ from forensics.discovery import (
 )
 from forensics.report import MAX_UNPARSED_LISTED
 from parsers import ParserInfo, registry, source_with
-from parsers.elastic import parse_error_json, sniff_error_json
+from parsers.elastic import ERROR_JSON_NEEDS, parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
 from parsers.nccl import chatter
 from parsers.prefixes import peel
@@ -149,11 +149,59 @@ def peeled_head(head_text: str) -> str:
     return "\n".join(peel(pl.Series(head_text.split("\n"), dtype=pl.Utf8))["body"].to_list())
 
 
-def _choose(head_text: str, parsers: list[ParserInfo]) -> list[ParserInfo]:
-    head_text = sniff_text(head_text)
+SNIFF_GATE = True  # the structured formats' sniffs skipped on heads without their SNIFF_NEEDS; tests compare
+
+
+@dataclass(frozen=True)
+class _Gate:
+    """The literals the structured parsers' sniffs need (SNIFF_NEEDS) and the error-JSON sniff's,
+    looked for in one pass over a head (`triage.LiteralGate`)."""
+    gate: triage.LiteralGate
+    needs: tuple[tuple[str, frozenset[int] | None], ...]  # each structured parser: its literals' indexes
+    error_json: int  # the index of ERROR_JSON_NEEDS
+    line_parsers: tuple[ParserInfo, ...]
+
+
+_GATES: dict[tuple, _Gate] = {}
+
+
+def _gate(parsers: list[ParserInfo]) -> _Gate:
+    key = (triage.engine_name(), *map(id, parsers))
+    got = _GATES.get(key)
+    if got is None:
+        lits: list[tuple[str, bool]] = [ERROR_JSON_NEEDS]
+        needs = []
+        for p in parsers:
+            if p.exclusive:
+                more = tuple(getattr(p.module, "SNIFF_NEEDS", None) or ())
+                needs.append((p.name, frozenset(range(len(lits), len(lits) + len(more))) if more else None))
+                lits += more
+        got = _GATES[key] = _Gate(triage.literal_gate(lits), tuple(needs), 0,
+                                  tuple(p for p in parsers if not p.exclusive))
+    return got
+
+
+def _may_sniff(head: bytes, parsers: list[ParserInfo]) -> tuple[frozenset[str] | None, bool]:
+    """Names of the structured parsers whose sniff can score on a head with these bytes (those
+    without SNIFF_NEEDS, and those with one of theirs in the head), and whether the head can be an
+    error JSON file (`sniff_error_json`). The literals are ASCII without a newline: in the bytes
+    exactly when in the decoded text `sniff_text` makes of them. (None, True) without SNIFF_GATE."""
+    if not SNIFF_GATE:
+        return None, True
+    g = _gate(parsers)
+    found = g.gate.found(head)
+    return frozenset(name for name, need in g.needs if need is None or need & found), g.error_json in found
+
+
+def _choose(head_text: str, parsers: list[ParserInfo], may: frozenset[str] | None = None) -> list[ParserInfo]:
+    """The parsers that read a file with this head (`may`: `_may_sniff` of its bytes, when known)."""
     line_parsers = [p for p in parsers if not p.exclusive]
+    if may is not None and not may:
+        return line_parsers  # no structured format can score: nothing to sniff
+    head_text = sniff_text(head_text)
     # structured formats read `text` as is: they sniff the raw head
-    exclusive = [(s, p) for p in parsers if p.exclusive and (s := _sniff(p, head_text)) >= 0.5]
+    exclusive = [(s, p) for p in parsers
+                 if p.exclusive and (may is None or p.name in may) and (s := _sniff(p, head_text)) >= 0.5]
     if exclusive:  # the line parsers' sniffs only matter against a structured format's
         best = max(exclusive, key=lambda sp: sp[0])
         # at LINE_SNIFF_MAX no line parser can beat it: their sniffs are not run
@@ -170,8 +218,11 @@ def _head_choice(head: bytes, cfg: JobConfig, parsers: list[ParserInfo]) -> list
     (`uptime -s`) or torchelastic error-JSON file, which it handles apart."""
     if not head or looks_binary(head) or _boot_time_file(head, cfg) is not None:
         return []
+    may, error_json = _may_sniff(head, parsers)
+    if may is not None and not may and not error_json:
+        return list(_gate(parsers).line_parsers)  # (`_choose` without decoding the head)
     text = head.decode("utf-8", errors="replace")
-    return [] if sniff_error_json(text) else _choose(text, parsers)
+    return [] if error_json and sniff_error_json(text) else _choose(text, parsers, may)
 
 
 def _run_parser(p: ParserInfo | None, fn: Callable[[], Extraction], warnings: list[str]) -> Extraction | None:
@@ -203,8 +254,9 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         res.lines = res.parsed = head.count(b"\n") or 1
         res.digest = _file_digest(sf)
         return res
-    error_json = sniff_error_json(head_text)
-    chosen = [] if error_json else _choose(head_text, parsers)
+    may, error_json = _may_sniff(head, parsers)
+    error_json = error_json and sniff_error_json(head_text)
+    chosen = [] if error_json else _choose(head_text, parsers, may)
     hasher = new_hasher() if sf.compression is None else None
     events, tables, claimed_counts = [], {}, Counter()
     wrapped_hosts: list[pl.DataFrame] = []  # line_no -> the host a line's wrapper names (pdsh, Ray, kubectl)
@@ -386,15 +438,19 @@ def _whole_parser(sf: SourceFile, chosen: list[ParserInfo], limits: Limits) -> P
     return None
 
 
-def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limits: Limits) -> ParserInfo | None:
-    """`_whole_parser` from the file's head, as `parse_one` chooses (None for anything unusual)."""
+def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limits: Limits,
+                 chosen: list[ParserInfo] | None = None) -> ParserInfo | None:
+    """`_whole_parser` from the file's head, as `parse_one` chooses (None for anything unusual);
+    `chosen`: `_head_choice` of its head when known."""
     if not PARSE_BYTES or not _bulk_candidate(sf, limits):
         return None
-    try:
-        head = read_head(sf, limits)
-    except OSError:
-        return None
-    return _whole_parser(sf, _head_choice(head, cfg, parsers), limits)
+    if chosen is None:
+        try:
+            head = read_head(sf, limits)
+        except OSError:
+            return None
+        chosen = _head_choice(head, cfg, parsers)
+    return _whole_parser(sf, chosen, limits)
 
 
 def _whole_group(ids: list[int], disc: Discovery, p: ParserInfo, cfg: JobConfig, ref_year: int | None,
@@ -432,14 +488,16 @@ def _file_digest(sf: SourceFile) -> str | None:
     return h.hexdigest()
 
 
-def _small_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[ParserInfo]) -> bool:
+def _small_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[ParserInfo],
+                     chosen: list[ParserInfo] | None = None) -> bool:
     """A small plain text file that every line parser would read (no structured format, no error
-    file, no boot-time file): it can be pre-screened in a batch with other small files."""
+    file, no boot-time file): it can be pre-screened in a batch with other small files.
+    `chosen`: `_head_choice` of `head` when known."""
     if sf.compression is not None or not head or len(head) != sf.size or len(head) >= HEAD_BYTES:
         return False
     if head.count(b"\n") > 2 * SPAN_LINES:
         return False
-    chosen = _head_choice(head, cfg, parsers)
+    chosen = _head_choice(head, cfg, parsers) if chosen is None else chosen
     return bool(chosen) and all(not p.exclusive for p in chosen)
 
 
@@ -565,12 +623,13 @@ def _read_whole(sf: SourceFile) -> bytes:
 
 
 def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_year: int | None,
-                boot_times: dict[str, datetime], parsers: list[ParserInfo], limits: Limits
-                ) -> tuple[dict[int, FileResult], list[int]]:
+                boot_times: dict[str, datetime], parsers: list[ParserInfo], limits: Limits,
+                choices: dict[int, list[ParserInfo]] | None = None) -> tuple[dict[int, FileResult], list[int]]:
     """Screen the batches of a group one after the other (one batch's bytes in memory at a time),
     then parse what they left together (forensics/bulk.py): the parsers' fixed cost (about 0.3 s a
     call, whatever the size) is paid once per BULK_GROUP_REST_BYTES of screened lines, not per batch.
-    A batch whose screening fails, or screened batches whose parse fails, go to `parse_one`."""
+    A batch whose screening fails, or screened batches whose parse fails, go to `parse_one`.
+    `choices`: `_head_choice` of the files' heads by index, where known (see `_bulk_items`)."""
 
     got: dict[int, FileResult] = {}
     again: list[int] = []
@@ -591,7 +650,7 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
 
     for batch in group:
         try:
-            items, left = _bulk_items(batch, cfg, parsers)
+            items, left = _bulk_items(batch, cfg, parsers, choices or {})
             sc, more = screen(items, cfg, ref_year, max_line=limits.max_line_bytes)
             del items  # the batch's bytes: the screened frame holds its lines (a 59 MB dmesg stayed twice)
         except Exception:  # noqa: BLE001
@@ -607,18 +666,27 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
     return got, again
 
 
-def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo]) -> tuple[list, list[int]]:
+def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo],
+                choices: dict[int, list[ParserInfo]]) -> tuple[list, list[int]]:
     """Read the files of one batch: the plain line logs among them (for forensics/bulk.py), and the
-    indices of the others (structured formats, error files, binary, unreadable, changed)."""
+    indices of the others (structured formats, error files, binary, unreadable, changed). A file
+    whose head's choice is known (`choices`) and is not the line parsers is not read here."""
 
     items, again = [], []
     for i, sf in batch:
+        known = choices.get(i)
+        if known is not None and (not known or any(p.exclusive for p in known)):
+            again.append(i)
+            continue
         try:
             data = _read_whole(sf)
         except OSError:
             again.append(i)
             continue
-        chosen = _head_choice(data[:HEAD_BYTES], cfg, parsers) if len(data) == sf.size else []
+        if len(data) != sf.size:
+            chosen = []
+        else:
+            chosen = known if known is not None else _head_choice(data[:HEAD_BYTES], cfg, parsers)
         if not chosen or any(p.exclusive for p in chosen):
             again.append(i)
             continue
@@ -649,8 +717,13 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     heads: list[bytes] = []
     years = _YearCount()
     boot_times = dict(cfg.boot_times)
-    for sf in disc.files:
+    # the parsers each plain file of at most one chunk goes to, from this head (`_head_choice`): the
+    # bulk, whole-file and small-file routes below read them (a file's head is sniffed once)
+    choices: dict[int, list[ParserInfo]] = {}
+    for i, sf in enumerate(disc.files):
         head = _safe_head(sf, limits)
+        if _bulk_candidate(sf, limits):
+            choices[i] = _head_choice(head, cfg, parsers)
         if not cfg.year:
             years.add(head)
         bt = _boot_time_file(head, cfg)
@@ -706,14 +779,14 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         # one group of batches per worker (each parses what its screens leave, BULK_GROUP_REST_BYTES
         # at a time), balanced by bytes
         groups = _balance(packs, lambda b: sum(sf.size for _, sf in b), min(workers, len(packs)))
-        pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits)[0], groups)
+        pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits, choices)[0], groups)
         order_left = [i for i in order if results[i] is None]
     else:
         order_left = order
     # whole structured files a parser reads from their bytes (DCGM CSV): many at a time
     routes: dict[str, tuple[ParserInfo, list[int]]] = {}
     for i in order_left:
-        wp = _whole_route(disc.files[i], cfg, parsers, limits)
+        wp = _whole_route(disc.files[i], cfg, parsers, limits, choices.get(i))
         if wp is not None:
             routes.setdefault(wp.name, (wp, []))[1].append(i)
     jobs = [(wp, pack) for wp, ids in routes.values()
@@ -722,7 +795,8 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
         pooled(lambda j: _whole_group(j[1], disc, j[0], cfg, ref_year, limits), jobs)
         order_left = [i for i in order_left if results[i] is None]
     # small unrecognizable files are screened in batches (no per-file parser cost)
-    cands = [i for i in order_left if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers)]
+    cands = [i for i in order_left
+             if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers, choices.get(i))]
     batches = [[(i, disc.files[i], heads[i]) for i in p] for p in _pack(cands, lambda i: len(heads[i]) + 1, BATCH_BYTES)]
     single = set(order_left) - set(cands)
     if len(cands) > 1:

@@ -506,6 +506,59 @@ def _matcher(literals: LiteralSet, regexes: tuple[str, ...], engine: str) -> Mat
     return Matcher(literals, regexes, engine)
 
 
+class LiteralGate:
+    """Which of a few ASCII literals ((text, ASCII-caseless) pairs) occur in a piece of bytes:
+    one hyperscan pass, each literal reported once (a head holding thousands of one literal costs
+    one callback), or one `in` per literal (the polars engine's platforms; caseless ones on the
+    ASCII-lowered bytes). Both give the same set (tests/test_triage.py)."""
+
+    def __init__(self, literals: Sequence[Lit], engine: str | None = None) -> None:
+        if not all(text.isascii() and text for text, _ in literals):
+            raise ValueError("a LiteralGate holds non-empty ASCII literals only")
+        self.literals, self.engine = tuple(literals), engine_name(engine)
+        self._db = None
+        self._local = threading.local()
+        if self.engine == "hyperscan" and self.literals:
+            import hyperscan
+
+            flags = [hyperscan.HS_FLAG_SINGLEMATCH | (hyperscan.HS_FLAG_CASELESS if ci else 0)
+                     for _, ci in self.literals]
+            self._db = hyperscan.Database()
+            self._db.compile(expressions=[re.escape(t).encode() for t, _ in self.literals],
+                             ids=list(range(len(self.literals))), elements=len(self.literals), flags=flags)
+
+    def found(self, data: bytes) -> frozenset[int]:
+        """Indexes (in `literals`) of the literals `data` holds."""
+        if self._db is None or not data:
+            if not data:
+                return frozenset()
+            low = data.lower() if any(ci for _, ci in self.literals) else data
+            return frozenset(k for k, (t, ci) in enumerate(self.literals)
+                             if (t.lower().encode() in low if ci else t.encode() in data))
+        got: set[int] = set()
+
+        def hit(i: int, _frm: int, _to: int, _flags: int, _ctx: object) -> None:
+            got.add(i)
+
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            import hyperscan
+
+            scratch = self._local.scratch = hyperscan.Scratch(self._db)
+        self._db.scan(data, match_event_handler=hit, scratch=scratch)
+        return frozenset(got)
+
+
+def literal_gate(literals: Sequence[Lit], engine: str | None = None) -> LiteralGate:
+    """A compiled LiteralGate for the engine `engine_name(engine)` names now, cached."""
+    return _literal_gate(tuple(literals), engine_name(engine))
+
+
+@functools.lru_cache(maxsize=8)
+def _literal_gate(literals: tuple[Lit, ...], engine: str) -> LiteralGate:
+    return LiteralGate(literals, engine)
+
+
 # ---------------------------------------------------------------------------------------------
 # the pass over a file
 

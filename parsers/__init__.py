@@ -6,6 +6,9 @@ files through; every list of source names elsewhere is derived from it (`source_
 Contract of a parser module (see `parsers.records` and `parsers.spec`):
     sniff(head: str) -> float  # 0..1, from the first ~64 KiB of decoded text
     parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction
+    SNIFF_NEEDS = ((literal, caseless), ...)  # optional (structured parsers): ASCII literals, one of
+                               # which every head `sniff` scores above 0 holds; ingest looks for them
+                               # all in one pass over a head and skips the sniffs they rule out
     SPEC = ParserSpec(...)     # last statement of the module: name, scope, description, formats,
                                # kinds, tables, exclusive, batch / trigger, reads_bytes, roles
 `lines` has columns line_no, text, body (launcher/collector wrappers removed, `parsers.prefixes`),

@@ -640,23 +640,34 @@ def _dcgmi_json(lines: pl.DataFrame, ctx: ParseContext, kind: str) -> Extraction
 # --------------------------------------------------------------------------------------------
 
 
+# Every head `sniff` scores above 0 holds one of these (its first, cheap exit): ingest looks for the
+# literals of every parser's SNIFF_NEEDS in one pass over a head and skips the sniffs it rules out.
+SNIFF_NEEDS = tuple((w, False) for w in ("DCGM_", "dcgm_", "#Entity", HEALTH_MARK, "Diagnostic", "| Pass",
+                                         "| Fail", "| Warn", "| Skip", "-  Integration", "-  Deployment",
+                                         "-  Hardware", "-  Stress"))
+# a literal each match of these `(?m)` searches holds (`triage.literal_factor`, checked by
+# tests/test_sniffing.py): looked for first, since Python's `re` tries `^` at every offset of 64 KiB
+DIAG_SECTION_WORDS = ("Deployment", "Integration", "Hardware", "Stress", "Extended", "Metadata")
+DIAG_ROW_WORDS = ("Pass", "Fail", "Warn", "Skip")
+
+
 def sniff(head: str) -> float:
     s = head.lstrip()
     if not s:
         return 0.0
     # every shape below needs one of these words (a cheap exit for the thousands of other logs)
-    if not any(w in head for w in ("DCGM_", "dcgm_", "#Entity", HEALTH_MARK, "Diagnostic", "| Pass", "| Fail",
-                                   "| Warn", "| Skip", "-  Integration", "-  Deployment", "-  Hardware", "-  Stress")):
+    if not any(w in head for w, _ in SNIFF_NEEDS):
         return 0.0
     if s.startswith("{") and '"resultType"' in head and re.search(r"DCGM_|dcgm_", head):
         return 0.95
     if dcgmi_json.kind_of(s) is not None:
         return 0.95
-    if re.search(r"(?m)^#Entity\s+\S", head):
+    if "#Entity" in head and re.search(r"(?m)^#Entity\s+\S", head):
         return 0.95
-    if HEALTH_MARK in head or re.search(r"(?m)" + DIAG_HDR_RE, head) or re.search(r"(?m)" + DIAG_SECTION_RE, head):
+    if HEALTH_MARK in head or ("Diagnostic" in head and re.search(r"(?m)" + DIAG_HDR_RE, head)) \
+            or (any(w in head for w in DIAG_SECTION_WORDS) and re.search(r"(?m)" + DIAG_SECTION_RE, head)):
         return 0.95
-    if len(re.findall(r"(?m)" + DIAG_ROW_RE, head)) >= 1:
+    if any(w in head for w in DIAG_ROW_WORDS) and re.search(r"(?m)" + DIAG_ROW_RE, head):
         return 0.9
     first = next((ln for ln in s.splitlines() if ln.strip() and not ln.startswith("#")), "")
     cols = [c.strip().strip('"').lower() for c in first.split(",")]

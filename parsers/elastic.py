@@ -64,6 +64,9 @@ def sniff(head: str) -> float:
     return 0.0
 
 
+ERROR_JSON_NEEDS = ('"message"', False)  # a head `sniff_error_json` says True of holds it ((text, caseless))
+
+
 def sniff_error_json(head: str) -> bool:
     """True for a torchelastic error file (`{"message": ...}` as written by `@record`)."""
     h = head.lstrip()

@@ -49,9 +49,14 @@ RDMA_LINK_RE = (r"^\s*(?:link |\d+/\d+: )(?P<dev>[^\s/]+)/(?P<port>\d+):? .*?\bs
                 + "|".join(RDMA_STATES) + r")\b(?: physical_state (?P<phys>[A-Z_]+))?")
 
 
+# Every head `sniff` scores above 0 holds one of these (ingest skips the sniff on a head without
+# any): DEVICE_RE's " '" before the device name, RDMA_LINK_RE's "state "
+SNIFF_NEEDS = ((" '", False), ("state ", False))
+
+
 def sniff(head: str) -> float:
     """ibstat's device header with its port lines; 0.95 when both port-state lines follow."""
-    if "'" not in head or not re.search(r"(?m)" + DEVICE_RE, head):
+    if " '" not in head or not re.search(r"(?m)" + DEVICE_RE, head):
         # `rdma link` output is one line per port: the file is that output only when most lines are
         # (the parser reads a file alone, so a log that quotes one such line stays with its own parser)
         if "state " not in head or not re.search(r"(?m)" + RDMA_LINK_RE, head):

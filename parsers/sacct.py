@@ -44,6 +44,12 @@ _SCONTROL_STATE = re.compile(r"(?m)(?:^|\s)JobState=[A-Z_]+\b")
 _SCONTROL_MORE = re.compile(r"(?m)(?:^|\s)(?:JobId=\d+|ExitCode=\d+:\d+|Requeue=\d+ Restarts=\d+)")
 
 
+# Every head `sniff` scores above 0 holds one of these ((text, ASCII-caseless) pairs; ingest skips
+# the sniff on a head without any): "JobState=" (scontrol), '"jobs"' (JSON), "jobid" (any case: the
+# tables' header, found in `head.lower()`, which no non-ASCII letter can make hold it)
+SNIFF_NEEDS = (("JobState=", False), ('"jobs"', False), ("jobid", True))
+
+
 def sniff(head: str) -> float:
     # (literal gates first: `(?:^|\s)` is tried at every position by Python's `re`, 2 ms on a 64 KiB head)
     if "JobState=" in head and _SCONTROL_STATE.search(head) and _SCONTROL_MORE.search(head):

@@ -259,6 +259,32 @@ def test_rows_each_gives_each_regex_its_lines_in_either_engine() -> None:
     assert n > 100
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_literal_gate_finds_the_literals_a_plain_search_finds(engine: str) -> None:
+    """`LiteralGate.found` (ingest's sniff gate): the literals `in` finds (caseless ones ASCII
+    case-insensitively), on odd bytes, on a head holding one literal thousands of times, and on
+    every fixture file's head."""
+    lits = (("DCGM_", False), ("jobid", True), (" '", False), ('"message"', False), ("state ", False))
+    gate = triage.literal_gate(lits, engine=engine)
+
+    def want(data: bytes) -> set[int]:
+        return {k for k, (t, ci) in enumerate(lits) if (t.lower().encode() in data.lower() if ci else t.encode() in data)}
+
+    cases = [b"", b"JOBID state \xff\x00 DCGM_", b"DCGM" + b"_" * 3, b"JobId" * 20000, b"x ' y", "Jöbid".encode(),
+             b"a JoBiD\n" + b"dcgm_ state" + b"\n" * 5]
+    for data in cases:
+        assert gate.found(data) == want(data), data[:40]
+    assert gate.found(b"JobId" * 20000) == {1}
+    n = 0
+    for f in FILES:
+        head = f.read_bytes()[:65536]
+        assert gate.found(head) == want(head), f
+        n += bool(want(head))
+    assert n > 20
+    with pytest.raises(ValueError, match="ASCII"):
+        triage.LiteralGate((("Grüße", False),), engine=engine)
+
+
 def test_digest_is_blake3_or_blake2b_and_says_which(tmp_path: Path) -> None:
     data = b"a line\n" * 10_000 + b"last without newline"
     m = triage.matcher(triage.LiteralSet(("line",), ()), engine="polars")

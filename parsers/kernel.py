@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -48,18 +49,17 @@ _DATA = Path(__file__).with_name("data")
 _SEV_MAP = {"info": "info", "low": "info", "medium": "warning", "high": "error", "critical": "critical"}
 
 
-def _load_xid_severity() -> dict[int, str]:
+@cache
+def xid_severity_table() -> dict[int, str]:
+    """Xid number -> severity, read from the CSV on first use (a bundle without Xids never reads it)."""
     df = pl.read_csv(_DATA / "xid.csv", columns=["xid", "severity"])
     return {int(x): _SEV_MAP.get(str(s).strip().lower(), "error")
             for x, s in zip(df["xid"], df["severity"], strict=True)}
 
 
-XID_SEVERITY: dict[int, str] = _load_xid_severity()
-
-
 def xid_severity(expr: pl.Expr) -> pl.Expr:
     """Xid number (Int64) -> severity; unknown codes are `error`."""
-    return expr.replace_strict(XID_SEVERITY, default="error", return_dtype=pl.Utf8)
+    return expr.replace_strict(xid_severity_table(), default="error", return_dtype=pl.Utf8)
 
 
 # --------------------------------------------------------------------------------------------

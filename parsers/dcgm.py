@@ -10,6 +10,7 @@ per host and GPU) and `dcgm_health` (DCGM_EXP_GPU_HEALTH_STATUS non-zero, one pe
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -48,15 +49,19 @@ XID_COUNT_FIELD = "DCGM_EXP_XID_ERRORS_COUNT"
 HEALTH_FIELD = "DCGM_EXP_GPU_HEALTH_STATUS"
 
 
+def _field_table(*columns: str) -> list[tuple[str, ...]]:
+    """Rows of parsers/data/dcgm_fields.csv, only `columns`, as text (an empty cell is "")."""
+    with (_DATA / "dcgm_fields.csv").open(newline="", encoding="utf-8") as f:
+        return [tuple(r[c] for c in columns) for r in csv.DictReader(f)]
+
+
 @cache
 def _fields() -> tuple[dict[str, str], dict[str, str]]:
     """(every accepted spelling -> classic DCGM name, dmon short name -> classic name), read from
     the field table on first use (a bundle without DCGM or dmon output never reads it)."""
-    df = pl.read_csv(_DATA / "dcgm_fields.csv", columns=["name", "other_names", "dmon_short"],
-                     infer_schema=False)
     names: dict[str, str] = {}
     dmon: dict[str, str] = {}
-    for name, others, short in df.iter_rows():
+    for name, others, short in _field_table("name", "other_names", "dmon_short"):
         names[name] = name
         for o in re.split(r"[;|,\s]+", others or ""):
             if o:
@@ -733,8 +738,7 @@ _COLS = {  # role -> header names (lower case) that hold it
 @cache
 def _field_ids() -> dict[str, str]:
     """Numeric DCGM field id -> classic name (the field table, read on first use)."""
-    df = pl.read_csv(_DATA / "dcgm_fields.csv", columns=["id", "name"], infer_schema=False)
-    return {i.strip(): n for i, n in df.iter_rows() if i}
+    return {i.strip(): n for i, n in _field_table("id", "name") if i}
 
 
 def canonical_or_id(name: str) -> str:
@@ -757,8 +761,6 @@ class CsvLayout:
 def csv_layout(header_line: str) -> CsvLayout | None:
     """The layout of a DCGM CSV from its header line (quoted or not, comma, semicolon or tab
     delimited, any column order), or None when the header is not one."""
-    import csv
-
     line = header_line.strip().lstrip("\ufeff")
     if not line or line.startswith("#"):
         return None

@@ -10,6 +10,7 @@ per host and GPU) and `dcgm_health` (DCGM_EXP_GPU_HEALTH_STATUS non-zero, one pe
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
@@ -19,6 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +49,19 @@ XID_COUNT_FIELD = "DCGM_EXP_XID_ERRORS_COUNT"
 HEALTH_FIELD = "DCGM_EXP_GPU_HEALTH_STATUS"
 
 
-def _load_fields() -> tuple[dict[str, str], dict[str, str]]:
-    df = pl.read_csv(_DATA / "dcgm_fields.csv", columns=["name", "other_names", "dmon_short"],
-                     infer_schema=False)
+def _field_table(*columns: str) -> list[tuple[str, ...]]:
+    """Rows of parsers/data/dcgm_fields.csv, only `columns`, as text (an empty cell is "")."""
+    with (_DATA / "dcgm_fields.csv").open(newline="", encoding="utf-8") as f:
+        return [tuple(r[c] for c in columns) for r in csv.DictReader(f)]
+
+
+@cache
+def _fields() -> tuple[dict[str, str], dict[str, str]]:
+    """(every accepted spelling -> classic DCGM name, dmon short name -> classic name), read from
+    the field table on first use (a bundle without DCGM or dmon output never reads it)."""
     names: dict[str, str] = {}
     dmon: dict[str, str] = {}
-    for name, others, short in df.iter_rows():
+    for name, others, short in _field_table("name", "other_names", "dmon_short"):
         names[name] = name
         for o in re.split(r"[;|,\s]+", others or ""):
             if o:
@@ -62,18 +71,16 @@ def _load_fields() -> tuple[dict[str, str], dict[str, str]]:
     return names, dmon
 
 
-FIELD_NAMES, DMON_FIELDS = _load_fields()
-
-
 def canonical_field(name: str) -> str:
     """Classic DCGM name for any accepted spelling; unknown names are returned unchanged."""
-    if name in FIELD_NAMES:
-        return FIELD_NAMES[name]
+    names = _fields()[0]
+    if name in names:
+        return names[name]
     if name.lower().startswith("dcgm_") and not name.startswith("DCGM_"):
         rest = name[5:].upper()
         for pre in ("DCGM_FI_DEV_", "DCGM_FI_", "DCGM_FI_PROF_"):
-            if pre + rest in FIELD_NAMES:
-                return FIELD_NAMES[pre + rest]
+            if pre + rest in names:
+                return names[pre + rest]
     return name
 
 
@@ -494,7 +501,8 @@ def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         long = pl.DataFrame(schema={"line_no": pl.Int64, "_ent": pl.Utf8, "_short": pl.Utf8, "_raw": pl.Utf8})
     warnings: list[str] = []
     shorts = long["_short"].unique().to_list()
-    unknown = [s for s in shorts if s not in DMON_FIELDS]
+    dmon_fields = _fields()[1]
+    unknown = [s for s in shorts if s not in dmon_fields]
     if unknown:
         warnings.append(f"dmon columns not in the field table: {', '.join(sorted(unknown))}")
     out = long.with_columns(
@@ -502,7 +510,7 @@ def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.lit("missing").alias("ts_quality"),
         pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
         pl.col("_ent").str.extract(r"^GPU\s+(\d+)$", 1).cast(pl.Int64, strict=False).alias("gpu"),
-        pl.col("_short").replace({s: DMON_FIELDS[s] for s in shorts if s in DMON_FIELDS}).alias("field"),
+        pl.col("_short").replace({s: dmon_fields[s] for s in shorts if s in dmon_fields}).alias("field"),
         clean_value(pl.col("_raw")).alias("value"),
     ).join(lines.select("line_no", pl.col("text").alias("message")), on="line_no", how="left")
     out = out.select("line_no", "ts", "ts_quality", "host", "gpu",
@@ -727,18 +735,16 @@ _COLS = {  # role -> header names (lower case) that hold it
 }
 
 
-def _load_ids() -> dict[str, str]:
-    df = pl.read_csv(_DATA / "dcgm_fields.csv", columns=["id", "name"], infer_schema=False)
-    return {i.strip(): n for i, n in df.iter_rows() if i}
-
-
-FIELD_IDS = _load_ids()
+@cache
+def _field_ids() -> dict[str, str]:
+    """Numeric DCGM field id -> classic name (the field table, read on first use)."""
+    return {i.strip(): n for i, n in _field_table("id", "name") if i}
 
 
 def canonical_or_id(name: str) -> str:
     """`canonical_field`, also for a numeric DCGM field id ("100" -> DCGM_FI_DEV_SM_CLOCK)."""
     s = name.strip()
-    return FIELD_IDS.get(s, s) if s.isdigit() else canonical_field(s)
+    return _field_ids().get(s, s) if s.isdigit() else canonical_field(s)
 
 
 @dataclass(frozen=True)
@@ -755,8 +761,6 @@ class CsvLayout:
 def csv_layout(header_line: str) -> CsvLayout | None:
     """The layout of a DCGM CSV from its header line (quoted or not, comma, semicolon or tab
     delimited, any column order), or None when the header is not one."""
-    import csv
-
     line = header_line.strip().lstrip("\ufeff")
     if not line or line.startswith("#"):
         return None
@@ -770,7 +774,7 @@ def csv_layout(header_line: str) -> CsvLayout | None:
         return CsvLayout(delim, names, roles, {})
     taken = set(roles.values())
     wide = {n: canonical_or_id(n) for n in names if n not in taken and canonical_or_id(n).startswith("DCGM_")}
-    wide = {n: f for n, f in wide.items() if f in FIELD_NAMES.values() or re.fullmatch(r"DCGM_EXP_[A-Z0-9_]+", f)}
+    wide = {n: f for n, f in wide.items() if f in _fields()[0].values() or re.fullmatch(r"DCGM_EXP_[A-Z0-9_]+", f)}
     if wide and ("ts" in roles or "gpu" in roles):
         return CsvLayout(delim, names, {r: c for r, c in roles.items() if r not in ("field", "value")}, wide)
     return None

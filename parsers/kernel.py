@@ -19,8 +19,10 @@ from another process (`slurmd[12]:`) are left to other parsers.
 
 from __future__ import annotations
 
+import csv
 import re
 from datetime import UTC
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -48,18 +50,18 @@ _DATA = Path(__file__).with_name("data")
 _SEV_MAP = {"info": "info", "low": "info", "medium": "warning", "high": "error", "critical": "critical"}
 
 
-def _load_xid_severity() -> dict[int, str]:
-    df = pl.read_csv(_DATA / "xid.csv", columns=["xid", "severity"])
-    return {int(x): _SEV_MAP.get(str(s).strip().lower(), "error")
-            for x, s in zip(df["xid"], df["severity"], strict=True)}
-
-
-XID_SEVERITY: dict[int, str] = _load_xid_severity()
+@cache
+def xid_severity_table() -> dict[int, str]:
+    """Xid number -> severity, read from the CSV on the first kernel, nvidia-smi or DCGM parse (with
+    the csv module: the table is 173 rows, and a first `pl.read_csv` in a process costs ~10 ms)."""
+    with (_DATA / "xid.csv").open(newline="", encoding="utf-8") as f:
+        return {int(r["xid"]): _SEV_MAP.get((r["severity"] or "").strip().lower(), "error")
+                for r in csv.DictReader(f)}
 
 
 def xid_severity(expr: pl.Expr) -> pl.Expr:
     """Xid number (Int64) -> severity; unknown codes are `error`."""
-    return expr.replace_strict(XID_SEVERITY, default="error", return_dtype=pl.Utf8)
+    return expr.replace_strict(xid_severity_table(), default="error", return_dtype=pl.Utf8)
 
 
 # --------------------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ lines (ignored). The parser reads a file only when one of its lines holds a trig
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import polars as pl
 
@@ -77,15 +78,20 @@ _TRIGGER = ("nThread ", "Using devices", "Collective test ", "nccl-tests version
            "(elements)", "out-of-place")
 # the sniff reads the raw head: the patterns less their line-start anchor (a launcher prefix may stand
 # there) and their group names
-_SNIFF_RE = re.compile(r"(?m)" + "|".join(
-    "(?:" + re.sub(r"[(][?]P<[a-z]+>", "(?:", p.removeprefix(_H).removeprefix(r"^\s*")) + ")"
-    for p in (HEADER_RE, DEVICE_RE, COLUMNS_RE, OOB_RE, AVGBW_RE, FAILURE_RE)))
+
+
+@cache
+def _sniff_re() -> re.Pattern[str]:
+    """Compiled on the first head that holds a sniff word."""
+    return re.compile(r"(?m)" + "|".join(
+        "(?:" + re.sub(r"[(][?]P<[a-z]+>", "(?:", p.removeprefix(_H).removeprefix(r"^\s*")) + ")"
+        for p in (HEADER_RE, DEVICE_RE, COLUMNS_RE, OOB_RE, AVGBW_RE, FAILURE_RE)))
 
 
 def sniff(head: str) -> float:
     if not any(t in head for t in ("Rank ", "nThread ", "Out of bounds", "Avg bus", "(elements)", "Test ")):
         return 0.0
-    n = len(_SNIFF_RE.findall(head))
+    n = len(_sniff_re().findall(head))
     return 0.0 if n == 0 else 0.6 if n == 1 else 0.9
 
 

@@ -57,6 +57,7 @@ Decisions:
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import polars as pl
 
@@ -237,10 +238,12 @@ def _tqdm_time(inner: pl.Expr) -> pl.Expr:
     return pl.when(rate.struct.field("2") == "s/it").then(v).when(v > 0).then(1.0 / v)
 
 
-def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
-    """(pattern over the message, columns) in matching order; the first matching rule wins."""
+@cache
+def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
+    """(pattern over the message, columns) in matching order; the first matching rule wins. Built
+    on first use (a few hundred polars expressions: a bundle without step lines never builds them)."""
     mloss = pl.coalesce(field(rf"\|\s*lm loss:\s*({NUM})"), field(rf"\|\s*[^|:]*loss:\s*({NUM})"))
-    return [
+    return (
         # --- Megatron-LM
         (r"^iteration\s+(?P<it>\d+)\s*/\s*(?P<tot>\d+)\s*\|", steprow(
             "megatron", step=inum(g("it")), total_steps=inum(g("tot")),
@@ -464,14 +467,16 @@ def _rules() -> list[tuple[str, dict[str, pl.Expr]]]:
          steprow("generic", step=inum(g("step")), total_steps=inum(g("tot")),
                  loss=field(rf"{LOSS_KEY}\s*[:=]?\s*({NUM})"), step_time_s=_step_time(),
                  grad_norm=field(rf"\bgrad[_ ]?norm\s*[:=]?\s*({NUM})"))),
-    ]
+    )
 
 
-RULES = _rules()
-# All rule patterns in one regex: `r<i>` is the group of rule i (inner named groups made non-capturing);
-# leftmost-first alternation picks the first rule that matches, as the rule order intends.
-DISPATCH = "^(?:" + "|".join(f"(?P<r{i}>{re.sub(r'[(][?]P<[A-Za-z_]+>', '(?:', p)})"
-                             for i, (p, _) in enumerate(RULES)) + ")"
+@cache
+def _dispatch() -> str:
+    """All rule patterns in one regex: `r<i>` is the group of rule i (inner named groups made
+    non-capturing); leftmost-first alternation picks the first rule that matches, as the rule order
+    intends."""
+    return "^(?:" + "|".join(f"(?P<r{i}>{re.sub(r'[(][?]P<[A-Za-z_]+>', '(?:', p)})"
+                             for i, (p, _) in enumerate(_rules())) + ")"
 
 
 def sniff(head: str) -> float:
@@ -533,14 +538,15 @@ def _match_rules(cand: pl.DataFrame) -> pl.DataFrame:
     """Tag each candidate with the first rule whose pattern matches, then build each rule's columns."""
     if cand.is_empty():
         return pl.DataFrame()
+    rules = _rules()
     d = pl.col("_d")
     which = pl.coalesce([pl.when(d.struct.field(f"r{i}").is_not_null()).then(pl.lit(i, pl.Int32))
-                         for i in range(len(RULES))])
-    tagged = (cand.with_columns(pl.col("message_m").str.extract_groups(DISPATCH).alias("_d"))
+                         for i in range(len(rules))])
+    tagged = (cand.with_columns(pl.col("message_m").str.extract_groups(_dispatch()).alias("_d"))
               .with_columns(which.alias("_rule")).drop("_d").filter(pl.col("_rule").is_not_null()))
     out = []
     for (idx,), sub in tagged.partition_by("_rule", as_dict=True, maintain_order=True).items():
-        pattern, cols = RULES[int(idx)]
+        pattern, cols = rules[int(idx)]
         sub = sub.with_columns(pl.col("message_m").str.extract_groups(pattern).alias(_G))
         sub = sub.with_columns(**cols)
         out.append(sub.select(["line_no", "body", "message_m", "rank", "_ts", "_raw", "prefix_ts", *cols.keys()]))

@@ -94,12 +94,23 @@ def _hints(items: list[Item], cfg: JobConfig) -> tuple[list[str | None], list[in
             [it.sf.rank_hint for it in items])
 
 
+SKIP_UNTRIGGERED = True  # skip a parser on a frame without a trigger line (tests turn it off: same results)
+
+
 def _trigger(p: ParserInfo) -> pl.Expr | None:
     trig = p.spec.trigger
     if trig is None:
         return None
     body = pl.col("body")
     return body.str.contains_any(list(trig)) if isinstance(trig, list | tuple) else body.str.contains(trig)
+
+
+def triggered(p: ParserInfo, lines: pl.DataFrame) -> bool:
+    """Whether parser `p` may find something in `lines` (a frame with `body`): False only when it
+    declares a trigger (`spec.trigger`) and no line matches it, so its parse call can be skipped
+    (the trigger contract: such a frame gives nothing; tests/test_line_triggers.py checks it)."""
+    trig = _trigger(p) if SKIP_UNTRIGGERED and "body" in lines.columns else None
+    return trig is None or bool(lines.select(trig.fill_null(False).any()).item())
 
 
 def _file_of(nos: pl.Series, bases: np.ndarray) -> np.ndarray:
@@ -343,6 +354,8 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
     redo: set[int] = set()
     for p in (p for p in parsers if not p.exclusive):
         if p.spec.batch:
+            if not triggered(p, rest):  # no line of the batch holds its trigger: it would give nothing
+                continue
             try:
                 ext = p.module.parse(rest, ctx)
             except Exception:  # noqa: BLE001 - parse_one runs them file by file and reports it
@@ -351,7 +364,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
                 redo |= set(_touched(ext, bases).tolist())
             exts.append((p.name, ext))
             continue
-        trig = _trigger(p)
+        trig = _trigger(p) if SKIP_UNTRIGGERED else None
         hit = rest.filter(trig)["hint_file"].unique().sort().to_list() if trig is not None else range(len(ok))
         for f in hit:
             sub = rest.filter((pl.col("hint_file") == f) & (pl.col("text") != SEP)) \

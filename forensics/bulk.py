@@ -7,7 +7,8 @@ regex over every line. Here many files are handled at once:
 2. NCCL INFO/TRACE/CALL chatter (`parsers.nccl.chatter`, computed as `chatter_mask`: literal prefix
    checks, the prefix regex on the few other lines) is counted as ignored and dropped before any parser runs: in an INFO-level log that is
    nearly every line;
-3. every BATCH parser runs once over the remaining lines of all files. Per-file hints are the
+3. every BATCH parser runs once over the remaining lines of all files (not at all when it declares a
+   trigger and no line matches it: `triggered`). Per-file hints are the
    columns `hint_host`, `hint_rank`, `hint_file`; the line numbers of different files lie GAP
    apart and two separator lines stand between files, so no multi-line rule joins two files;
 4. every other line parser runs per file, and only on files with a line matching its trigger (`spec.trigger`)

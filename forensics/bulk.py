@@ -7,7 +7,8 @@ regex over every line. Here many files are handled at once:
 2. NCCL INFO/TRACE/CALL chatter (`parsers.nccl.chatter`, computed as `chatter_mask`: literal prefix
    checks, the prefix regex on the few other lines) is counted as ignored and dropped before any parser runs: in an INFO-level log that is
    nearly every line;
-3. every BATCH parser runs once over the remaining lines of all files. Per-file hints are the
+3. every BATCH parser runs once over the remaining lines of all files (not at all when it declares a
+   trigger and no line matches it: `triggered`). Per-file hints are the
    columns `hint_host`, `hint_rank`, `hint_file`; the line numbers of different files lie GAP
    apart and two separator lines stand between files, so no multi-line rule joins two files;
 4. every other line parser runs per file, and only on files with a line matching its trigger (`spec.trigger`)
@@ -94,12 +95,23 @@ def _hints(items: list[Item], cfg: JobConfig) -> tuple[list[str | None], list[in
             [it.sf.rank_hint for it in items])
 
 
+SKIP_UNTRIGGERED = True  # skip a parser on a frame without a trigger line (tests turn it off: same results)
+
+
 def _trigger(p: ParserInfo) -> pl.Expr | None:
     trig = p.spec.trigger
     if trig is None:
         return None
     body = pl.col("body")
     return body.str.contains_any(list(trig)) if isinstance(trig, list | tuple) else body.str.contains(trig)
+
+
+def triggered(p: ParserInfo, lines: pl.DataFrame) -> bool:
+    """Whether parser `p` may find something in `lines` (a frame with `body`): False only when it
+    declares a trigger (`spec.trigger`) and no line matches it, so its parse call can be skipped
+    (the trigger contract: such a frame gives nothing; tests/test_line_triggers.py checks it)."""
+    trig = _trigger(p) if SKIP_UNTRIGGERED and "body" in lines.columns else None
+    return trig is None or bool(lines.select(trig.fill_null(False).any()).item())
 
 
 def _file_of(nos: pl.Series, bases: np.ndarray) -> np.ndarray:
@@ -343,6 +355,8 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
     redo: set[int] = set()
     for p in (p for p in parsers if not p.exclusive):
         if p.spec.batch:
+            if not triggered(p, rest):  # no line of the batch holds its trigger: it would give nothing
+                continue
             try:
                 ext = p.module.parse(rest, ctx)
             except Exception:  # noqa: BLE001 - parse_one runs them file by file and reports it
@@ -351,7 +365,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
                 redo |= set(_touched(ext, bases).tolist())
             exts.append((p.name, ext))
             continue
-        trig = _trigger(p)
+        trig = _trigger(p) if SKIP_UNTRIGGERED else None
         hit = rest.filter(trig)["hint_file"].unique().sort().to_list() if trig is not None else range(len(ok))
         for f in hit:
             sub = rest.filter((pl.col("hint_file") == f) & (pl.col("text") != SEP)) \

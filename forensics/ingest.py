@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from forensics import discovery, triage
+from forensics import bulk, discovery, triage
 from forensics.accounting import (
     ERRORISH,
     MAX_KEPT_ERRORS,
@@ -308,6 +308,8 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             if ext is not None:
                 exts.append((source_with("launcher"), ext))
         for p in chosen:
+            if not bulk.triggered(p, lines):  # no line of this chunk holds its trigger: it gives nothing
+                continue
             ext = _run_parser(p, lambda p=p, lines=lines: p.module.parse(lines, ctx), res.warnings)
             if ext is not None:
                 exts.append((p.name, ext))

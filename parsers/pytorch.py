@@ -511,6 +511,7 @@ SPEC = ParserSpec(
            "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error"),
     tables=("collective_timeouts",),
     batch=True,
+    trigger=ANCHORS,  # `parse` returns nothing when no line matches it
     roles=("framework",),
     evidence="rank logs with PyTorch output",
 )

@@ -101,13 +101,15 @@ def sniff(head: str) -> float:
     return min(0.5 + 0.1 * n, 0.7)
 
 
+# every line `parse` reads holds one of these (the rows it works on are those lines only): SPEC.trigger
+CANDIDATES = ("***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", "pilog", "not responding", "preempted",
+              "walltime", "exceeded limit", "Job deleted at request", "Exit_status=", "Exec host:", "failed node",
+              "failure of node", "count reported lower", "NodeName=", "this job is", "timed out. Ran")
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    cand = lines.filter(b.str.contains_any(["***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", "pilog",
-                                            "not responding", "preempted", "walltime", "exceeded limit",
-                                            "Job deleted at request", "Exit_status=", "Exec host:", "failed node",
-                                            "failure of node", "count reported lower", "NodeName=", "this job is",
-                                            "timed out. Ran"]))
+    cand = lines.filter(b.str.contains_any(list(CANDIDATES)))
     cand = cand.with_columns(
         b.str.extract_groups(CANCEL_RE).alias("_c"),
         b.str.extract_groups(STEP_FAIL_RE).alias("_sf"),
@@ -253,4 +255,5 @@ SPEC = ParserSpec(
              "slurmctld failed-node and GPU-count lines"),
     kinds=("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail", "slurm_error", "pbs_job"),
     batch=True,
+    trigger=CANDIDATES,  # `parse` reads only the lines holding one
 )

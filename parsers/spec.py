@@ -16,8 +16,10 @@ derived from it (`parsers.source_names`, `parsers.source_with`) replace name lit
     batch       (line parsers) may run once over the lines of many files (forensics/bulk.py):
                 hints from `records.host_hint`/`rank_hint`, per-file state keyed also on
                 `records.file_keys(ctx)`
-    trigger     (line parsers that are not batch) a regex, or a tuple of literals: a file with no line
-                that matches gives nothing
+    trigger     (line parsers) a regex, or a tuple of literals: a frame (a file, a chunk, a batch) with
+                no line whose `body` matches gives nothing, so its parse call is skipped there
+                (`bulk.triggered`; tests/test_line_triggers.py); required of a line parser that is
+                not batch
     reads_bytes (exclusive parsers) has `parse_bytes_many(datas, hosts, ctx)` and `BYTES_STRIDE`:
                 whole plain files read straight from their bytes
     roles       what the analysis relies on this source for (closed set `ROLES`; each role is held

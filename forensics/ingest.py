@@ -185,10 +185,15 @@ def _may_sniff(head: bytes, parsers: list[ParserInfo]) -> tuple[frozenset[str] |
     """Names of the structured parsers whose sniff can score on a head with these bytes (those
     without SNIFF_NEEDS, and those with one of theirs in the head), and whether the head can be an
     error JSON file (`sniff_error_json`). The literals are ASCII without a newline: in the bytes
-    exactly when in the decoded text `sniff_text` makes of them. (None, True) without SNIFF_GATE."""
+    exactly when in the decoded text `sniff_text` makes of them. (None, True) without SNIFF_GATE, or
+    when $FORENSICS_TRIAGE_ENGINE names no usable engine (every sniff then runs, as without the gate;
+    the bulk screen that needs the engine hands its files to `parse_one` the same way)."""
     if not SNIFF_GATE:
         return None, True
-    g = _gate(parsers)
+    try:
+        g = _gate(parsers)
+    except ValueError:  # triage.engine_name: an unknown engine, or hyperscan asked for and missing
+        return None, True
     found = g.gate.found(head)
     return frozenset(name for name, need in g.needs if need is None or need & found), g.error_json in found
 

@@ -54,7 +54,7 @@ def _typed(t: pl.DataType) -> pl.DataType:
     if isinstance(t, pl.List):
         return pl.List(_typed(t.inner))
     if isinstance(t, pl.Array):
-        return pl.Array(_typed(t.inner), t.shape)
+        return pl.Array(_typed(t.inner), t.size)  # inner keeps the inner dimensions
     if isinstance(t, pl.Struct):
         return pl.Struct([pl.Field(f.name, _typed(f.dtype)) for f in t.fields])
     return t

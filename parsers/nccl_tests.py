@@ -139,14 +139,17 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_oob = pl.col("_oob").is_not_null()
     is_avg = pl.col("_bw").is_not_null()
     is_wr = pl.col("_wn").is_not_null()
-    claimed = rec.filter(is_dev | is_fail | is_oob | is_avg | is_wr | pl.col("_row") | pl.col("_struct"))
-    # a bare `#` is the table's spacer only in a file that holds other nccl-tests structure
+    # a result row (numbers after two words) and a bare `#` (the table's spacer) are nccl-tests' own only
+    # in a frame that holds other nccl-tests structure: a device line, a header, the column names or a
+    # footer (a training log's `Using device cuda:0` meets the trigger; its `100 200 loss is 0.5` is no row)
     ours = rec.select((is_dev | is_oob | is_avg | pl.col("_struct")).any()).item()
+    row = pl.col("_row") & pl.lit(ours)
+    claimed = rec.filter(is_dev | is_fail | is_oob | is_avg | is_wr | row | pl.col("_struct"))
     ignored = rec.filter(pl.col("_bare"))["line_no"] if ours else pl.Series("line_no", [], dtype=pl.Int64)
 
     wrong_n = (pl.when(is_oob & (pl.col("_oob") > 0)).then(pl.col("_oob").cast(pl.Utf8))
                .when(is_wr & (pl.col("_wn") > 0)).then(pl.col("_wn").cast(pl.Utf8))
-               .when(pl.col("_row") & (pl.col("_roww").cast(pl.Float64, strict=False) >= 1)).then(pl.col("_roww")))
+               .when(row & (pl.col("_roww").cast(pl.Float64, strict=False) >= 1)).then(pl.col("_roww")))
     kind = (pl.when(is_dev).then(pl.lit("test_device"))
             .when(is_fail).then(pl.lit("error_line"))
             .when(wrong_n.is_not_null()).then(pl.lit("wrong_results"))

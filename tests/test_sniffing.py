@@ -106,6 +106,21 @@ def test_sniff_gate_keeps_every_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert sum(1 for c in got[True] if len(c) == 1 and c[0] in structured) > 30
 
 
+def test_an_unusable_triage_engine_leaves_every_sniff_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$FORENSICS_TRIAGE_ENGINE naming no usable engine: the gate steps aside (every sniff runs, the
+    choice is the one without the gate) instead of raising out of ingest's pass over the heads."""
+    parsers, cfg = registry(), JobConfig()
+    heads = _heads()[:80]
+    monkeypatch.setattr(ingest_mod, "SNIFF_GATE", False)
+    plain = [[p.name for p in ingest_mod._head_choice(h, cfg, parsers)] for h in heads]
+    monkeypatch.setattr(ingest_mod, "SNIFF_GATE", True)
+    monkeypatch.setenv(triage.ENGINE_ENV, "no-such-engine")
+    with pytest.raises(ValueError):
+        triage.engine_name()
+    assert ingest_mod._may_sniff(heads[0], parsers) == (None, True)
+    assert [[p.name for p in ingest_mod._head_choice(h, cfg, parsers)] for h in heads] == plain
+
+
 def _break(text: str, lits: tuple[tuple[str, bool], ...]) -> str:
     """`text` with every occurrence of `lits` broken by a NUL after its first character (until
     none is left: breaking one cannot make another, none holds a NUL)."""

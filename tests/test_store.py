@@ -184,3 +184,17 @@ print(json.dumps({{"pyarrow": "pyarrow" in sys.modules, "failed": failed, "rows"
     assert got["rows"]["files"] == [[0, "x/rank0.log", 10, None, None, None, None, 2, 1, 0, 1, 1, [None], None,
                                      "2026-11-02 08:00:01.500000+00:00", None]]
     assert got["rows"]["downtime"] == []  # rolled back with the failed insert
+
+
+def test_null_types_become_text_at_any_depth_and_arrays_keep_their_shape() -> None:
+    """The stream into DuckDB sends polars' Null type as text (DuckDB's reader refuses Null columns):
+    inside lists, structs and arrays of one or more dimensions too, the shape unchanged."""
+    from forensics.store import _typed
+
+    assert _typed(pl.Null) == pl.Utf8
+    assert _typed(pl.List(pl.Null)) == pl.List(pl.Utf8)
+    assert _typed(pl.Array(pl.Null, (3, 2))) == pl.Array(pl.Utf8, (3, 2))
+    assert _typed(pl.Array(pl.Int64, 4)) == pl.Array(pl.Int64, 4)
+    assert _typed(pl.Struct({"a": pl.Null, "b": pl.Float64})) == pl.Struct({"a": pl.Utf8, "b": pl.Float64})
+    df = pl.DataFrame({"a": [None]}, schema={"a": pl.Array(pl.Null, (3, 2))})
+    assert df.cast({"a": _typed(df.schema["a"])}).schema["a"] == pl.Array(pl.Utf8, (3, 2))

@@ -133,6 +133,24 @@ def test_a_file_without_nccl_tests_lines_gives_nothing() -> None:
     assert nccl_tests.sniff("NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n") == 0.0
 
 
+def test_a_training_log_that_meets_the_trigger_keeps_its_own_lines() -> None:
+    """`Using device cuda:0` holds the ` device ` trigger literal, and `100 200 loss is 0.5 3` has a
+    result row's shape (two numbers, two words, numbers; the fourth value at the `#wrong` place): with
+    no device line, header, column names or footer in the frame it is no nccl-tests row, claimed by
+    nothing here and no wrong-results event."""
+    text = ("epoch 1 Using device cuda:0 for training\n"
+            "100 200 loss is 0.5 0.25 0.125 3\n"
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    ex, lines = run(text)
+    assert ex.events.is_empty() and ex.claimed.is_empty() and ex.ignored.is_empty()
+    assert len(unread(ex, lines)) == 3
+    # the same row beside a device line is read, and its `#wrong` of 3 is an event
+    ex, _ = run("#  Rank  0 Group  0 Pid  41 on node-7 device  0 [0000:1a:00] NVIDIA H100 80GB HBM3\n"
+                "        8             2     float     sum      -1    11.00    0.00    0.00       3\n")
+    assert ex.claimed.to_list() == [1, 2]
+    assert ex.events.filter(pl.col("kind") == "wrong_results").select("line_no", "code").rows() == [(2, "3")]
+
+
 @pytest.mark.parametrize(("name", "want"), [
     ("all_reduce_perf_2025_dgx.log", ("none", None, None, None)),
     ("all_reduce_perf_2018_old.log", ("none", None, None, None)),

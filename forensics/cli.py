@@ -11,13 +11,19 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-import typer
-from rich.markup import escape
+# numpy's import (on the first analysis) starts OpenBLAS's thread pool, one thread per core, whose
+# start costs about 0.1 s of CPU that a 2-core machine takes from the analysis; nothing here does BLAS
+# work worth threads (the line classifier's dot products are a few hundred numbers). A value the user
+# set is kept. (Set before anything imports numpy: tests/test_small_path.py.)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from forensics import __version__
-from forensics.cli_params import install as plain_params
-from forensics.outpaths import dir_problem, file_problem
-from forensics.terminal import console_for, interactive
+import typer  # noqa: E402
+from rich.markup import escape  # noqa: E402
+
+from forensics import __version__  # noqa: E402
+from forensics.cli_params import install as plain_params  # noqa: E402
+from forensics.outpaths import dir_problem, file_problem  # noqa: E402
+from forensics.terminal import console_for, interactive  # noqa: E402
 
 plain_params()  # str / Path / bool options without pydantic's adapters (forensics/cli_params.py)
 

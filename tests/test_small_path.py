@@ -232,3 +232,16 @@ def test_analyze_ends_early_only_as_the_cli_program(tmp_path: Path) -> None:
     assert script.returncode == 0, script.stderr
     assert json.loads((tmp_path / "cli" / "report.json").read_text())["verdict"]["category"] == "gpu_lost"
     assert (tmp_path / "cli" / "forensics.duckdb").stat().st_size > 0
+
+
+def test_the_cli_keeps_openblas_to_one_thread_unless_told() -> None:
+    """numpy's first import under the CLI starts OpenBLAS with one thread (its pool of one per core
+    costs ~0.1 s of CPU at start), unless the user set OPENBLAS_NUM_THREADS; the CLI's own import
+    loads no numpy, so the setting comes first."""
+    code = "import os, sys; import forensics.cli; print('numpy' in sys.modules, os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert run.stdout.split() == ["False", "1"]
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**env, "OPENBLAS_NUM_THREADS": "3"}, timeout=120, check=True)
+    assert run.stdout.split() == ["False", "3"]

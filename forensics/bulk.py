@@ -59,6 +59,7 @@ _SEP_BLOCK = (SEP + "\n") * 2
 # every stamp shape `accounting.stamp_expr` reads has one (a web-UI export's epoch ms: the second)
 STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
 PREFIX_SAMPLE = 64  # lines sampled per file for the batch's common NCCL prefixes
+PREFIX_SAMPLES, PREFIX_SAMPLE_MIN = 1024, 16  # ... fewer a file in a batch of many (at least the second)
 _NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
 # every line PREFIX_CHECK matches holds one of these (`triage.literal_factor`): the regex runs on those only
 _PREFIX_LITERALS = triage.LiteralSet.of(triage.literal_factor(PREFIX_CHECK) or (("", False),))
@@ -147,6 +148,7 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - size - lo, size)
 
 
+GROUPS_MIN_LINES = 4096  # chatter_mask: fewer lines left than this go to the regex without the other prefixes
 PIECES_MIN_BYTES = 1 << 20  # files this large on average are handed to polars' reader as they are (no join)
 
 
@@ -297,15 +299,14 @@ def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds:
     elif len(distinct) == 1:  # (a plain comparison: no slice, no hashing)
         pc = text.str.starts_with(distinct.pop()).fill_null(False).to_numpy()
     else:  # each line against its own file's prefix
-        own = pl.Series("p", tops, dtype=pl.Utf8).gather(np.repeat(np.arange(len(tops)), np.diff(bounds)))
-        pc = pl.DataFrame({"t": text, "p": own}).select(pl.col("t").str.starts_with(pl.col("p")).fill_null(False)) \
-            .to_series().to_numpy()
+        own = pl.Series("p", tops, dtype=pl.Utf8).gather(
+            pl.Series(np.repeat(np.arange(len(tops), dtype=np.uint32), np.diff(bounds))))
+        hit = text.str.starts_with(own)
+        pc = (hit.fill_null(False) if hit.null_count() else hit).to_numpy()
     if not pc.flags.writeable:
         pc = pc.copy()
     unknown = np.flatnonzero(~pc)
-    for group in groups:
-        if not unknown.size:
-            break
+    for group in groups if unknown.size > GROUPS_MIN_LINES else ():  # (few lines: the regex at once)
         part = text.gather(unknown)
         if len(group) == 1:
             hit = part.str.starts_with(group[0]).fill_null(False).to_numpy()
@@ -314,30 +315,29 @@ def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds:
                 .fill_null(False).to_numpy()
         pc[unknown[hit]] = True
         unknown = unknown[~hit]
+        if not unknown.size:
+            break
     if unknown.size:  # of the other lines, those that hold a literal every match of the regex holds
-        rest = pl.DataFrame({"t": text.gather(unknown)})
-        maybe = rest.select(_PREFIX_LITERALS.contains(pl.col("t")).fill_null(True).alias("m"))["m"].to_numpy()
-        if maybe.any():
-            pc[unknown[maybe]] = rest.filter(pl.Series(maybe))["t"].str.contains(PREFIX_CHECK).fill_null(False) \
-                .to_numpy()
+        t = pl.col("t")
+        pc[unknown] = pl.DataFrame({"t": text.gather(unknown)}).select(
+            (_PREFIX_LITERALS.contains(t) & t.str.contains(PREFIX_CHECK)).fill_null(False)).to_series().to_numpy()
     if interesting is None:
         interesting = text.str.contains(INFO_INTERESTING).fill_null(False).to_numpy()
     chat = pc
     hot = np.flatnonzero(pc & interesting)
     if hot.size:
-        sub = text.gather(hot)
-        chat[hot] = (sub.str.contains(" NCCL TRACE ", literal=True) | sub.str.contains(" NCCL CALL ", literal=True)) \
-            .fill_null(False).to_numpy()
+        chat[hot] = pl.DataFrame({"t": text.gather(hot)}).select(
+            pl.col("t").str.contains_any([" NCCL TRACE ", " NCCL CALL "]).fill_null(False)).to_series().to_numpy()
     return chat
 
 
 def _common_prefixes(text: pl.Series, bounds: np.ndarray) -> tuple[list[str | None], list[list[str]]]:
     """The NCCL prefixes (strings PREFIX_CHECK matches whole, at the start of a line) found on
-    PREFIX_SAMPLE evenly spread lines of each file (rows bounds[f]:bounds[f+1]): each file's own
+    PREFIX_SAMPLE evenly spread lines of each file (fewer when the batch has many files) (rows bounds[f]:bounds[f+1]): each file's own
     that starts most of its sampled lines, if one does (else None), and all of them grouped by
     their length in characters, the groups that start the most sampled lines first."""
     sizes = np.diff(bounds)
-    take = np.minimum(sizes, PREFIX_SAMPLE)
+    take = np.minimum(sizes, max(PREFIX_SAMPLE_MIN, min(PREFIX_SAMPLE, PREFIX_SAMPLES // max(sizes.size, 1))))
     step = np.maximum(sizes // np.maximum(take, 1), 1)
     idx = _ranges(np.zeros_like(take), take) * np.repeat(step, take) + np.repeat(bounds[:-1], take)
     found = text.gather(idx).str.extract(f"^({PREFIX_CHECK})", 1).to_list()

@@ -3,7 +3,9 @@
 `ingest.parse_one` costs a few hundred polars calls per file whatever its size, and runs every
 regex over every line. Here many files are handled at once:
 
-1. their bytes are joined and read into one frame, a line per row (one `pl.read_csv` call);
+1. their bytes are read into one frame, a line per row, two separator rows after each file (one
+   `pl.read_csv` call: the files as pieces when large, else joined); each file's lines are counted
+   from the frame and checked against its bytes (`_file_lines`);
 2. NCCL INFO/TRACE/CALL chatter (`parsers.nccl.chatter`, computed as `chatter_mask`: literal prefix
    checks, the prefix regex on the few other lines) is counted as ignored and dropped before any parser runs: in an INFO-level log that is
    nearly every line;
@@ -18,8 +20,8 @@ regex over every line. Here many files are handled at once:
 
 A file's result is that of `parse_one` on the same bytes (tests/test_bulk.py compares both on
 every fixture), except that the dropped chatter no longer stands between the lines a
-multi-line rule looks at. Files with NUL, CR, ESC or invalid UTF-8, files a batch parser warns
-about, and batches that fail are left to `parse_one`.
+multi-line rule looks at. Files with NUL, CR, ESC, 0x1e, 0x1f or invalid UTF-8 (`clean`), files a
+batch parser warns about, and batches that fail are left to `parse_one`.
 """
 
 from __future__ import annotations

@@ -162,20 +162,27 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     file's first and last SPAN_LINES lines with a stamp hint leave as frames: the others are
     counted and never made rows of their own.
 
-    The bytes are read few times: the clean test (`plain_kind`: the `in` scans, one ASCII test),
+    The bytes are read few times: one hyperscan pass a file tells whether it is clean and ASCII
+    and finds the lines the regexes match (`_clean_kind`; without hyperscan, `plain_kind`), then
     polars' reader (the files and the separator lines between them, as pieces when the files are
-    large, else joined), the hyperscan pass for the interesting lines, the digest. Each file's
+    large, else joined), the digest. Each file's
     lines are counted from the frame (the separator rows after it), and checked against its
     bytes: its rows and their newlines are exactly its bytes, or the batch goes to `parse_one`."""
 
-    kinds = [plain_kind(it.data, (_SEP_BYTE,)) if it.data else None for it in items]
+    pieces = sum(len(it.data) for it in items) >= PIECES_MIN_BYTES * len(items)
+    # the stamp hint runs in the hyperscan pass over small files (most of their lines are span lines),
+    # else on the span lines only
+    regexes = (INFO_INTERESTING,) if pieces else (INFO_INTERESTING, STAMP_HINT)
+    m = triage.matcher(_NO_LITERALS, regexes, once=_UNCLEAN_BYTES) if triage.engine_name() == "hyperscan" else None
+    kinds, ends = zip(*(_clean_kind(it.data, m) for it in items), strict=True) if items else ((), ())
     ok = [it for it, k in zip(items, kinds, strict=True) if k is not None]
+    ok_ends = [e for e, k in zip(ends, kinds, strict=True) if k is not None]
     again = [it.index for it, k in zip(items, kinds, strict=True) if k is None]
     if not ok:
         return None, again
     ascii_ = all(k == "ascii" for k in kinds if k is not None)
     sep = _SEP_BLOCK.encode()
-    if sum(len(it.data) for it in ok) >= PIECES_MIN_BYTES * len(ok):
+    if pieces:
         blob = None  # each file a piece of its own (a last line without '\n' ends with its piece)
         text = _read_lines([part for it in ok for part in (it.data, sep)])
     else:
@@ -190,12 +197,9 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     head_hi = np.minimum(n, SPAN_LINES)
     span_rows = np.sort(np.concatenate([_ranges(first, first + head_hi),
                                         _ranges(first + np.maximum(head_hi, n - SPAN_LINES), first + n)]))
-    # the stamp hint: in the hyperscan pass when most lines are span lines, else on those lines only
-    regexes = (INFO_INTERESTING, STAMP_HINT) if 2 * span_rows.size > text.len() else (INFO_INTERESTING,)
     interesting = stamped = None
-    m = triage.matcher(_NO_LITERALS, regexes)
-    if m.engine == "hyperscan" and ascii_:  # one pass over the bytes finds the few lines they match
-        got = _hyperscan_rows(m, blob, ok, n, first, cum)
+    if m is not None and ascii_:  # the same hyperscan pass found the few lines the regexes match
+        got = _hyperscan_rows(m, ok, ok_ends, n, first, cum)
         interesting = np.zeros(text.len(), dtype=bool)
         interesting[got[0]] = True
         if len(got) > 1:
@@ -261,19 +265,44 @@ def _file_lines(text: pl.Series, ok: list[Item], longest: int) -> tuple[np.ndarr
     return (a - first).astype(np.int64), first, cum
 
 
-def _hyperscan_rows(m: triage.Matcher, blob: bytes | None, ok: list[Item], n: np.ndarray, first: np.ndarray,
-                    cum: np.ndarray) -> list[np.ndarray]:
-    """`m.rows_each` over the batch's ASCII bytes: each regex's rows of the batch frame, from one
-    pass over `blob`, or over each file's bytes when there is no blob (`n`, `first`, `cum`: as
-    `_file_lines` gives them)."""
-    if blob is not None:
-        return m.rows_each(blob, starts=cum[:-1], ascii_=True)
+# the bytes `clean` refuses (a hyperscan class: NUL, CR, ESC, SEP, 0x1f), and any byte that is not ASCII
+_UNCLEAN_BYTES = (r"[\x00\r\x1b\x1e\x1f]", r"[\x80-\xff]")
+
+
+def _clean_kind(data: bytes, m: triage.Matcher | None) -> tuple[str | None, dict[int, list[int]] | None]:
+    """`plain_kind` of a file's bytes with the separator refused too (None for empty bytes), and,
+    with a hyperscan matcher `m` (its `once` patterns: _UNCLEAN_BYTES), the end offsets of its
+    regexes' matches: one pass over the bytes tells both (the text that is not ASCII is then
+    decoded whole)."""
+    if not data:
+        return None, None
+    if m is None:
+        return plain_kind(data, (_SEP_BYTE,)), None
+    ends = m.scan(data)
+    k = m.literals.size + len(m.regexes)
+    if k in ends:
+        return None, None
+    if k + 1 not in ends:
+        return "ascii", ends
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, None
+    return "utf-8", ends
+
+
+def _hyperscan_rows(m: triage.Matcher, ok: list[Item], ends: list[dict[int, list[int]]], n: np.ndarray,
+                    first: np.ndarray, cum: np.ndarray) -> list[np.ndarray]:
+    """Each regex's rows of the batch frame from the end offsets of its matches in each file
+    (`ends`, `_clean_kind`; `n`, `first`, `cum`: as `_file_lines` gives them)."""
     parts: list[list[np.ndarray]] = [[] for _ in m.regexes]
-    for f, it in enumerate(ok):
+    base = m.literals.size
+    for f, (it, got) in enumerate(zip(ok, ends, strict=True)):
         lo, hi = int(first[f]), int(first[f] + n[f])
-        for k, rows in enumerate(m.rows_each(it.data, starts=cum[lo:hi] - cum[lo], ascii_=True)):
-            parts[k].append(rows + lo)
-    return [np.concatenate(p) for p in parts]
+        for k in range(len(m.regexes)):
+            if got.get(base + k):
+                parts[k].append(m.rows_of(it.data, got[base + k], cum[lo:hi] - cum[lo]) + lo)
+    return [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
 
 
 def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds: np.ndarray | None = None

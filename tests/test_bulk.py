@@ -192,18 +192,24 @@ def _screen_items(datas: list[bytes]) -> list[Item]:
             for i, d in enumerate(datas)]
 
 
+@pytest.mark.parametrize("engine", ["hyperscan", "polars"])
 @pytest.mark.parametrize("pieces", [True, False], ids=["pieces", "joined"])
-def test_screen_leaves_unclean_files_to_parse_one_and_counts_the_rest(pieces: bool,
+def test_screen_leaves_unclean_files_to_parse_one_and_counts_the_rest(pieces: bool, engine: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Each unclean file of a batch (NUL, CR, ESC, invalid UTF-8, empty, the separator byte 0x1e,
     0x1f) goes back to `parse_one`; the others get their real line counts, chatter counts, digests,
-    kept lines and span lines, whether polars reads the files as pieces or joined, with hyperscan
-    on ASCII batches or polars on a batch holding UTF-8."""
+    kept lines and span lines, whether polars reads the files as pieces or joined, with the
+    hyperscan pass (which also finds the unclean bytes) on ASCII batches, polars on a batch holding
+    UTF-8, and without hyperscan (`plain_kind`)."""
     import forensics.bulk as bulk_mod
+    from forensics import triage
     from forensics.accounting import SPAN_LINES
     from forensics.bulk import SEP, digest, screen
     from parsers.nccl import chatter
 
+    if engine == "hyperscan" and not triage.hyperscan_available():
+        pytest.skip("hyperscan is not installed")
+    monkeypatch.setenv(triage.ENGINE_ENV, engine)
     monkeypatch.setattr(bulk_mod, "PIECES_MIN_BYTES", 0 if pieces else 1 << 40)
     info = "node-1:11:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
     good = [(info * 3 + "[2026-11-02 10:00:01] step 1 loss 2.5\n" + info).encode(),

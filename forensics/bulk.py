@@ -3,7 +3,9 @@
 `ingest.parse_one` costs a few hundred polars calls per file whatever its size, and runs every
 regex over every line. Here many files are handled at once:
 
-1. their bytes are joined and read into one frame, a line per row (one `pl.read_csv` call);
+1. their bytes are read into one frame, a line per row, two separator rows after each file (one
+   `pl.read_csv` call: the files as pieces when large, else joined); each file's lines are counted
+   from the frame and checked against its bytes (`_file_lines`);
 2. NCCL INFO/TRACE/CALL chatter (`parsers.nccl.chatter`, computed as `chatter_mask`: literal prefix
    checks, the prefix regex on the few other lines) is counted as ignored and dropped before any parser runs: in an INFO-level log that is
    nearly every line;
@@ -18,12 +20,13 @@ regex over every line. Here many files are handled at once:
 
 A file's result is that of `parse_one` on the same bytes (tests/test_bulk.py compares both on
 every fixture), except that the dropped chatter no longer stands between the lines a
-multi-line rule looks at. Files with NUL, CR, ESC or invalid UTF-8, files a batch parser warns
-about, and batches that fail are left to `parse_one`.
+multi-line rule looks at. Files with NUL, CR, ESC, 0x1e, 0x1f or invalid UTF-8 (`clean`), files a
+batch parser warns about, and batches that fail are left to `parse_one`.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,17 +49,19 @@ from forensics.accounting import (
 from forensics.config import JobConfig
 from forensics.discovery import SourceFile
 from parsers import ParserInfo
-from parsers.lines import MAX_LINE_CHARS, is_plain, plain_lines, with_body
+from parsers.lines import MAX_LINE_CHARS, is_plain, plain_kind, plain_lines, with_body
 from parsers.nccl import INFO_INTERESTING, PREFIX_CHECK
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext, conform
 from parsers.timestamps import derive_missing
 
 GAP = 1_000_000  # line numbers between two files of a batch (wider than any parser's look-ahead)
 SEP = "\x1e"  # text of the separator lines between files
+_SEP_BYTE = SEP.encode()
 _SEP_BLOCK = (SEP + "\n") * 2
 # every stamp shape `accounting.stamp_expr` reads has one (a web-UI export's epoch ms: the second)
 STAMP_HINT = r"\d\d:\d\d:\d\d|\| \d{13} \| "
 PREFIX_SAMPLE = 64  # lines sampled per file for the batch's common NCCL prefixes
+PREFIX_SAMPLES, PREFIX_SAMPLE_MIN = 1024, 16  # ... fewer a file in a batch of many (at least the second)
 _NO_LITERALS = triage.LiteralSet((), ())  # the chatter screen's triage matches one regex, no literal
 # every line PREFIX_CHECK matches holds one of these (`triage.literal_factor`): the regex runs on those only
 _PREFIX_LITERALS = triage.LiteralSet.of(triage.literal_factor(PREFIX_CHECK) or (("", False),))
@@ -86,7 +91,7 @@ def digest(data: bytes) -> str:
 
 def clean(data: bytes) -> bool:
     """Plain text (`parsers.lines.is_plain`) without the separator the batch frame uses itself."""
-    return bool(data) and SEP.encode() not in data and is_plain(data)
+    return bool(data) and plain_kind(data, (_SEP_BYTE,)) is not None
 
 
 def _hints(items: list[Item], cfg: JobConfig) -> tuple[list[str | None], list[int | None]]:
@@ -136,17 +141,6 @@ class Screened:
     bases: np.ndarray  # line_no = base + local line number
 
 
-def _count_lines(data: bytes) -> int:
-    """Lines of `data` (a last line without '\n' counts): its newlines counted 1 MiB at a time
-    (numpy; `bytes.count` reads 1 GB/s, this about 6)."""
-    a = np.frombuffer(data, dtype=np.uint8)
-    nl = sum(int(np.count_nonzero(a[i:i + _COUNT_BLOCK] == 10)) for i in range(0, a.size, _COUNT_BLOCK))
-    return nl + (0 if data.endswith(b"\n") else 1)
-
-
-_COUNT_BLOCK = 1 << 20
-
-
 def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The integers of the half-open ranges [lo, hi) one after the other (empty ranges allowed)."""
     size = np.maximum(hi - lo, 0)
@@ -156,39 +150,61 @@ def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - size - lo, size)
 
 
+GROUPS_MIN_LINES = 4096  # chatter_mask: fewer lines left than this go to the regex without the other prefixes
+PIECES_MIN_BYTES = 1 << 20  # files this large on average are handed to polars' reader as they are (no join)
+
+
 def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
            max_line: int = MAX_LINE_CHARS) -> tuple[Screened | None, list[int]]:
     """Read a batch into one frame, count and drop NCCL chatter, find each file's first and last
     stamps. Returns the screened batch and the item indices left to `parse_one` (unclean files,
     or all when the batch cannot be read as lines). Only the lines kept (not chatter) and each
     file's first and last SPAN_LINES lines with a stamp hint leave as frames: the others are
-    counted and never made rows of their own."""
+    counted and never made rows of their own.
 
-    is_clean = [clean(it.data) for it in items]
-    ok = [it for it, c in zip(items, is_clean, strict=True) if c]
-    ascii_ = all(it.data.isascii() for it in ok)  # (clean files: the batch is ASCII when each is)
-    again = [it.index for it, c in zip(items, is_clean, strict=True) if not c]
+    The bytes are read few times: one hyperscan pass a file tells whether it is clean and ASCII
+    and finds the lines the regexes match (`_clean_kind`; without hyperscan, `plain_kind`), then
+    polars' reader (the files and the separator lines between them, as pieces when the files are
+    large, else joined), the digest. Each file's
+    lines are counted from the frame (the separator rows after it), and checked against its
+    bytes: its rows and their newlines are exactly its bytes, or the batch goes to `parse_one`."""
+
+    pieces = sum(len(it.data) for it in items) >= PIECES_MIN_BYTES * len(items)
+    # the stamp hint runs in the hyperscan pass over small files (most of their lines are span lines),
+    # else on the span lines only
+    regexes = (INFO_INTERESTING,) if pieces else (INFO_INTERESTING, STAMP_HINT)
+    m = triage.matcher(_NO_LITERALS, regexes, once=_UNCLEAN_BYTES) if triage.engine_name() == "hyperscan" else None
+    kinds, ends = zip(*(_clean_kind(it.data, m) for it in items), strict=True) if items else ((), ())
+    ok = [it for it, k in zip(items, kinds, strict=True) if k is not None]
+    ok_ends = [e for e, k in zip(ends, kinds, strict=True) if k is not None]
+    again = [it.index for it, k in zip(items, kinds, strict=True) if k is None]
     if not ok:
         return None, again
-    n = np.array([_count_lines(it.data) for it in ok], dtype=np.int64)
-    rows = n + 2
-    first = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)  # each file's first row
-    bases = np.concatenate([[0], np.cumsum(n + GAP)[:-1]]).astype(np.int64)
+    ascii_ = all(k == "ascii" for k in kinds if k is not None)
     sep = _SEP_BLOCK.encode()
-    blob = b"".join([part for it in ok for part in (it.data, b"" if it.data.endswith(b"\n") else b"\n", sep)])
-    text = _read_lines(blob, int(rows.sum()))  # every file ends in '\n': the rows are those of `rows`
-    lens = text.str.len_bytes().to_numpy() if text is not None else None
-    if lens is None or lens.max() > min(max_line, MAX_LINE_CHARS):
+    if pieces:
+        blob = None  # each file a piece of its own (a last line without '\n' ends with its piece)
+        text = _read_lines([part for it in ok for part in (it.data, sep)])
+    else:
+        blob = b"".join([part for it in ok for part in (it.data, b"" if it.data.endswith(b"\n") else b"\n", sep)])
+        text = _read_lines([blob])
+    lines = _file_lines(text, ok, min(max_line, MAX_LINE_CHARS)) if text is not None else None
+    if lines is None:
         return None, again + [it.index for it in ok]
-    # the regexes run on the text as read, in the pieces polars' reader made (one per thread)
+    n, first, cum = lines
+    bases = np.concatenate([[0], np.cumsum(n + GAP)[:-1]]).astype(np.int64)
+    # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
+    head_hi = np.minimum(n, SPAN_LINES)
+    span_rows = np.sort(np.concatenate([_ranges(first, first + head_hi),
+                                        _ranges(first + np.maximum(head_hi, n - SPAN_LINES), first + n)]))
     interesting = stamped = None
-    m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING, STAMP_HINT))
-    if m.engine == "hyperscan" and ascii_:  # one pass over the bytes finds the few lines they match
-        starts = np.concatenate([[0], np.cumsum(lens.astype(np.int64) + 1)[:-1]])
-        interesting, stamped = (np.zeros(text.len(), dtype=bool) for _ in range(2))
-        got_i, got_s = m.rows_each(blob, starts=starts, ascii_=True)
-        interesting[got_i] = True
-        stamped[got_s] = True
+    if m is not None and ascii_:  # the same hyperscan pass found the few lines the regexes match
+        got = _hyperscan_rows(m, ok, ok_ends, n, first, cum)
+        interesting = np.zeros(text.len(), dtype=bool)
+        interesting[got[0]] = True
+        if len(got) > 1:
+            stamped = np.zeros(text.len(), dtype=bool)
+            stamped[got[1]] = True
     del blob
     chat = chatter_mask(text, interesting, np.append(first, text.len()))
     kept = np.flatnonzero(~chat)  # blank lines stay: a block may hold them; so do the separators
@@ -198,10 +214,6 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     rest = pl.DataFrame({"line_no": bases[k] + local, "text": text.gather(kept), "hint_file": k, "_local": local,
                          "_sep": is_sep})
     chat_n = n - np.bincount(k[~is_sep], minlength=len(ok)).astype(np.int64)
-    # first / last stamp among each file's first and last SPAN_LINES lines (chatter included)
-    head_hi = np.minimum(n, SPAN_LINES)
-    span_rows = np.sort(np.concatenate([_ranges(first, first + head_hi),
-                                        _ranges(first + np.maximum(head_hi, n - SPAN_LINES), first + n)]))
     if stamped is not None:  # those with a stamp hint (their stamps are read per group, `parse_screened`)
         span_rows = span_rows[stamped[span_rows]]
     sk = np.searchsorted(first, span_rows, side="right") - 1
@@ -214,40 +226,120 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     return Screened(kept_items, n, chat_n, sha, spans, rest, bases), again
 
 
-def _read_lines(blob: bytes, rows: int) -> pl.Series | None:
+def _read_lines(pieces: list[bytes]) -> pl.Series | None:
     """The lines of plain text (`clean`) read as a one-column CSV by polars (many threads), as
-    `parsers.lines.plain_lines` reads them; None unless they are the `rows` expected."""
+    `parsers.lines.plain_lines` reads them, each piece as a file of its own (no join); None when
+    polars cannot read them."""
     try:
-        s = pl.read_csv(blob, has_header=False, separator="\x1f", quote_char=None, infer_schema=False,
-                        new_columns=["text"], empty_string_is_null=False)["text"]
+        s = pl.read_csv(pieces[0] if len(pieces) == 1 else pieces, has_header=False, separator="\x1f",
+                        quote_char=None, infer_schema=False, new_columns=["text"], empty_string_is_null=False)["text"]
     except Exception:  # noqa: BLE001 - parse_one reads anything
         return None
-    return s if s.len() == rows else None
+    return s
+
+
+def _file_lines(text: pl.Series, ok: list[Item], longest: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Each file's lines, first row and row bytes (`cum`: the byte offset of every row, each row
+    taking its newline, and the end), from the frame of the batch's files, each followed by two
+    separator rows: None unless the rows after each file are the separators, every row is at most
+    `longest` bytes, and each file's rows with a newline each are its bytes (a file's last line
+    without one gets one), so that its rows are its lines exactly."""
+    lens = text.str.len_bytes().to_numpy()
+    if not lens.size or int(lens.max()) > longest:
+        return None
+    seps = np.flatnonzero((text == SEP).to_numpy())  # (a clean file holds no SEP byte: these are ours)
+    if seps.size != 2 * len(ok):
+        return None
+    a, b = seps[0::2], seps[1::2]
+    if not bool((b == a + 1).all()) or int(b[-1]) != lens.size - 1:
+        return None
+    first = np.concatenate([[0], b[:-1] + 1]).astype(np.int64)
+    step = lens.astype(np.int64)
+    step += 1
+    cum = np.empty(lens.size + 1, dtype=np.int64)
+    cum[0] = 0
+    np.cumsum(step, out=cum[1:])
+    size = np.array([len(it.data) + (0 if it.data.endswith(b"\n") else 1) for it in ok], dtype=np.int64)
+    if not bool((cum[a] - cum[first] == size).all()):
+        return None
+    return (a - first).astype(np.int64), first, cum
+
+
+# the bytes `clean` refuses (a hyperscan class: NUL, CR, ESC, SEP, 0x1f), and any byte that is not ASCII
+_UNCLEAN_BYTES = (r"[\x00\r\x1b\x1e\x1f]", r"[\x80-\xff]")
+
+
+def _clean_kind(data: bytes, m: triage.Matcher | None) -> tuple[str | None, dict[int, list[int]] | None]:
+    """`plain_kind` of a file's bytes with the separator refused too (None for empty bytes), and,
+    with a hyperscan matcher `m` (its `once` patterns: _UNCLEAN_BYTES), the end offsets of its
+    regexes' matches: one pass over the bytes tells both (the text that is not ASCII is then
+    decoded whole)."""
+    if not data:
+        return None, None
+    if m is None:
+        return plain_kind(data, (_SEP_BYTE,)), None
+    ends = m.scan(data)
+    k = m.literals.size + len(m.regexes)
+    if k in ends:
+        return None, None
+    if k + 1 not in ends:
+        return "ascii", ends
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, None
+    return "utf-8", ends
+
+
+def _hyperscan_rows(m: triage.Matcher, ok: list[Item], ends: list[dict[int, list[int]]], n: np.ndarray,
+                    first: np.ndarray, cum: np.ndarray) -> list[np.ndarray]:
+    """Each regex's rows of the batch frame from the end offsets of its matches in each file
+    (`ends`, `_clean_kind`; `n`, `first`, `cum`: as `_file_lines` gives them)."""
+    parts: list[list[np.ndarray]] = [[] for _ in m.regexes]
+    base = m.literals.size
+    for f, (it, got) in enumerate(zip(ok, ends, strict=True)):
+        lo, hi = int(first[f]), int(first[f] + n[f])
+        for k in range(len(m.regexes)):
+            if got.get(base + k):
+                parts[k].append(m.rows_of(it.data, got[base + k], cum[lo:hi] - cum[lo]) + lo)
+    return [np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts]
 
 
 def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds: np.ndarray | None = None
                  ) -> np.ndarray:
     """`parsers.nccl.chatter` of each line, computed with the prefix regex on few lines. A line
     that starts with a string PREFIX_CHECK matches whole holds a match (the regex is not anchored),
-    so the lines starting with one of the batch's common such prefixes (`host:pid:tid [dev] NCCL
-    INFO `, found on a sample of each file's lines, `bounds`) need only a literal check: a line's
-    first characters looked up in the set of the prefixes of that length, one length after the
-    other on the lines still unknown; the regex runs on the others. Since every match of
-    PREFIX_CHECK holds " NCCL INFO ", " NCCL TRACE " or " NCCL CALL ", a line it matches is chatter
-    unless it is interesting (INFO_INTERESTING) and neither TRACE nor CALL, so those literals are
-    checked on the interesting lines only. `interesting`: the INFO_INTERESTING mask when known
-    (bulk's triage engine); `bounds`: each file's first row, then the number of rows (one file when
-    None). Equal to `chatter` on every line (tests/test_bulk.py)."""
+    so the lines starting with one of the NCCL prefixes found on a sample of each file's lines
+    (`host:pid:tid [dev] NCCL INFO `, `_common_prefixes`) need only a literal check: first each
+    line against its file's most common prefix (one compare a line), then the lines still unknown
+    against the others, a length at a time (their first characters looked up in the set of the
+    prefixes of that length); the regex runs on the lines left. Since every match of PREFIX_CHECK
+    holds " NCCL INFO ", " NCCL TRACE " or " NCCL CALL ", a line it matches is chatter unless it is
+    interesting (INFO_INTERESTING) and neither TRACE nor CALL, so those literals are checked on the
+    interesting lines only. `interesting`: the INFO_INTERESTING mask when known (bulk's triage
+    engine); `bounds`: each file's first row, then the number of rows (one file when None). Equal
+    to `chatter` on every line (tests/test_bulk.py)."""
     n = text.len()
     if n == 0:
         return np.zeros(0, dtype=bool)
     bounds = np.array([0, n], dtype=np.int64) if bounds is None else np.asarray(bounds, dtype=np.int64)
-    pc = np.zeros(n, dtype=bool)
-    unknown = np.arange(n, dtype=np.int64)
-    top, groups = _common_prefixes(text, bounds)
-    for group in ([[top]] if top else []) + groups:
-        part = text if unknown.size == n else text.gather(unknown)
-        if len(group) == 1:  # (a plain comparison: no slice, no hashing)
+    tops, groups = _common_prefixes(text, bounds)
+    distinct = {t for t in tops if t is not None}
+    if not distinct:
+        pc = np.zeros(n, dtype=bool)
+    elif len(distinct) == 1:  # (a plain comparison: no slice, no hashing)
+        pc = text.str.starts_with(distinct.pop()).fill_null(False).to_numpy()
+    else:  # each line against its own file's prefix
+        own = pl.Series("p", tops, dtype=pl.Utf8).gather(
+            pl.Series(np.repeat(np.arange(len(tops), dtype=np.uint32), np.diff(bounds))))
+        hit = text.str.starts_with(own)
+        pc = (hit.fill_null(False) if hit.null_count() else hit).to_numpy()
+    if not pc.flags.writeable:
+        pc = pc.copy()
+    unknown = np.flatnonzero(~pc)
+    for group in groups if unknown.size > GROUPS_MIN_LINES else ():  # (few lines: the regex at once)
+        part = text.gather(unknown)
+        if len(group) == 1:
             hit = part.str.starts_with(group[0]).fill_null(False).to_numpy()
         else:
             hit = part.str.slice(0, len(group[0])).is_in(pl.Series(group, dtype=pl.Utf8).implode()) \
@@ -257,42 +349,47 @@ def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds:
         if not unknown.size:
             break
     if unknown.size:  # of the other lines, those that hold a literal every match of the regex holds
-        rest = pl.DataFrame({"t": text.gather(unknown)})
-        maybe = rest.select(_PREFIX_LITERALS.contains(pl.col("t")).fill_null(True).alias("m"))["m"].to_numpy()
-        if maybe.any():
-            pc[unknown[maybe]] = rest.filter(pl.Series(maybe))["t"].str.contains(PREFIX_CHECK).fill_null(False) \
-                .to_numpy()
+        t = pl.col("t")
+        pc[unknown] = pl.DataFrame({"t": text.gather(unknown)}).select(
+            (_PREFIX_LITERALS.contains(t) & t.str.contains(PREFIX_CHECK)).fill_null(False)).to_series().to_numpy()
     if interesting is None:
         interesting = text.str.contains(INFO_INTERESTING).fill_null(False).to_numpy()
-    chat = pc.copy()
+    chat = pc
     hot = np.flatnonzero(pc & interesting)
     if hot.size:
-        sub = text.gather(hot)
-        chat[hot] = (sub.str.contains(" NCCL TRACE ", literal=True) | sub.str.contains(" NCCL CALL ", literal=True)) \
-            .fill_null(False).to_numpy()
+        chat[hot] = pl.DataFrame({"t": text.gather(hot)}).select(
+            pl.col("t").str.contains_any([" NCCL TRACE ", " NCCL CALL "]).fill_null(False)).to_series().to_numpy()
     return chat
 
 
-def _common_prefixes(text: pl.Series, bounds: np.ndarray) -> tuple[str | None, list[list[str]]]:
+def _common_prefixes(text: pl.Series, bounds: np.ndarray) -> tuple[list[str | None], list[list[str]]]:
     """The NCCL prefixes (strings PREFIX_CHECK matches whole, at the start of a line) found on
-    PREFIX_SAMPLE evenly spread lines of each file (rows bounds[f]:bounds[f+1]): the one that
-    starts most of the sampled lines, if one does, and the others grouped by their length in
-    characters, the groups that start the most sampled lines first."""
+    PREFIX_SAMPLE evenly spread lines of each file (fewer when the batch has many files) (rows bounds[f]:bounds[f+1]): each file's own
+    that starts most of its sampled lines, if one does (else None), and all of them grouped by
+    their length in characters, the groups that start the most sampled lines first."""
     sizes = np.diff(bounds)
-    take = np.minimum(sizes, PREFIX_SAMPLE)
+    take = np.minimum(sizes, max(PREFIX_SAMPLE_MIN, min(PREFIX_SAMPLE, PREFIX_SAMPLES // max(sizes.size, 1))))
     step = np.maximum(sizes // np.maximum(take, 1), 1)
     idx = _ranges(np.zeros_like(take), take) * np.repeat(step, take) + np.repeat(bounds[:-1], take)
-    found = text.gather(idx).str.extract(f"^({PREFIX_CHECK})", 1).drop_nulls()
-    if found.is_empty():
-        return None, []
-    counts = found.value_counts(name="n").sort(["n", found.name], descending=[True, False])
-    top = None
-    if 2 * int(counts["n"][0]) > idx.size:
-        top = counts[found.name][0]
-        counts = counts.slice(1)
-    groups = counts.with_columns(pl.col(found.name).str.len_chars().alias("len")).group_by("len").agg(
-        pl.col(found.name).sort(), pl.col("n").sum()).sort(["n", "len"], descending=[True, False])
-    return top, groups[found.name].to_list()
+    found = text.gather(idx).str.extract(f"^({PREFIX_CHECK})", 1).to_list()
+    tops: list[str | None] = [None] * sizes.size
+    counts: Counter[str] = Counter()
+    at = 0
+    for f, t in enumerate(take.tolist()):  # (PREFIX_SAMPLE lines a file, not a line each)
+        mine = Counter(p for p in found[at:at + t] if p is not None)
+        at += t
+        if mine:
+            p, c = min(mine.items(), key=lambda kv: (-kv[1], kv[0]))
+            if 2 * c > t:
+                tops[f] = p
+            counts.update(mine)
+    by_len: dict[int, list[str]] = {}
+    n_len: Counter[int] = Counter()
+    for p, c in counts.items():
+        by_len.setdefault(len(p), []).append(p)
+        n_len[len(p)] += c
+    order = sorted(by_len, key=lambda ln: (-n_len[ln], ln))
+    return tops, [sorted(by_len[ln]) for ln in order]
 
 
 def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[int, tuple]:

@@ -395,8 +395,12 @@ def _lines(data: bytes) -> pl.Series:
 class Matcher:
     """A compiled set of literals (and line-local regexes) for one engine."""
 
-    def __init__(self, literals: LiteralSet, regexes: tuple[str, ...] = (), engine: str | None = None) -> None:
+    def __init__(self, literals: LiteralSet, regexes: tuple[str, ...] = (), engine: str | None = None,
+                 once: tuple[str, ...] = ()) -> None:
         self.literals, self.regexes, self.engine = literals, regexes, engine_name(engine)
+        self.once = once  # byte patterns (hyperscan only) reported once a scan, ids after the regexes' (`scan`)
+        if once and self.engine != "hyperscan":
+            raise ValueError("`once` patterns need the hyperscan engine")
         self._db = self._compile() if self.engine == "hyperscan" else None
         self._local = threading.local()  # a scratch space per thread: no two scans may share one
 
@@ -413,6 +417,9 @@ class Matcher:
         for rx in self.regexes:  # ASCII input only (see `rows`): ASCII classes are Rust's there
             exprs.append(rx.encode())
             flags.append(0)
+        for rx in self.once:
+            exprs.append(rx.encode())
+            flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
         if not exprs:
             return None
         db = hyperscan.Database()
@@ -441,6 +448,17 @@ class Matcher:
         masks = pl.DataFrame({"t": s}).select([pl.col("t").str.contains(rx).alias(f"m{k}")
                                                for k, rx in enumerate(self.regexes)])
         return [np.flatnonzero(masks[c].fill_null(False).to_numpy()).astype(np.int64) for c in masks.columns]
+
+    def scan(self, data: bytes) -> dict[int, list[int]]:
+        """The end offsets of the matches of each expression, from one hyperscan pass over `data`,
+        by id: the literals (exact, then caseless), the regexes, then the `once` patterns (their
+        first match only). `rows_of` turns a regex's offsets into lines."""
+        return self._scan(data)
+
+    def rows_of(self, data: bytes, ends: list[int], starts: np.ndarray | None = None) -> np.ndarray:
+        """The sorted 0-based indexes of the lines of `data` holding the matches that end at `ends`
+        (`starts`: each line's byte offset, when known)."""
+        return self._rows_of(data, ends, starts)
 
     def _scan(self, data: bytes) -> dict[int, list[int]]:
         """The end offsets of the matches of each expression (by id), from one hyperscan pass."""
@@ -495,15 +513,16 @@ class Matcher:
         return np.flatnonzero(mask.fill_null(False).to_numpy()).astype(np.int64)
 
 
-def matcher(literals: LiteralSet, regexes: tuple[str, ...] = (), engine: str | None = None) -> Matcher:
+def matcher(literals: LiteralSet, regexes: tuple[str, ...] = (), engine: str | None = None,
+            once: tuple[str, ...] = ()) -> Matcher:
     """A compiled Matcher for the engine `engine_name(engine)` names now, cached (compiling
     hundreds of literals takes tens of milliseconds)."""
-    return _matcher(literals, regexes, engine_name(engine))
+    return _matcher(literals, regexes, engine_name(engine), once)
 
 
 @functools.lru_cache(maxsize=16)
-def _matcher(literals: LiteralSet, regexes: tuple[str, ...], engine: str) -> Matcher:
-    return Matcher(literals, regexes, engine)
+def _matcher(literals: LiteralSet, regexes: tuple[str, ...], engine: str, once: tuple[str, ...] = ()) -> Matcher:
+    return Matcher(literals, regexes, engine, once)
 
 
 class LiteralGate:

@@ -29,20 +29,33 @@ MAX_LINE_CHARS = 1_000_000  # longer lines are cut (and counted) so one line can
 
 FAST_SPLIT_BYTES = 1 << 20  # plain text this large is split by polars' CSV reader (many threads)
 _NOT_PLAIN = (b"\x00", b"\r", b"\x1b", b"\x1f")
+PLAIN_WINDOW = 1 << 18  # bytes `plain_kind` looks at at a time (a piece the cache holds)
 
 
 def is_plain(data: bytes) -> bool:
     """UTF-8 text without the bytes `decode_lines` rewrites (NUL, CR, ESC) or \\x1f: its lines are
     its '\\n'-separated pieces exactly, which `plain_lines` reads."""
-    if any(b in data for b in _NOT_PLAIN):
-        return False
-    if data.isascii():  # ASCII is UTF-8
-        return True
+    return plain_kind(data) is not None
+
+
+def plain_kind(data: bytes, also: tuple[bytes, ...] = ()) -> str | None:
+    """"ascii" or "utf-8" for plain text (`is_plain`) without any of the single bytes `also`, None
+    for other bytes. The bytes are looked at PLAIN_WINDOW at a time (each window's `in` scans and
+    ASCII test read it from the cache: a large file is read from memory once, not once a scan);
+    only text that is not ASCII is decoded, whole."""
+    ascii_ = True
+    for at in range(0, len(data), PLAIN_WINDOW):
+        w = data[at:at + PLAIN_WINDOW] if len(data) > PLAIN_WINDOW else data
+        if any(b in w for b in _NOT_PLAIN) or any(b in w for b in also):
+            return None
+        ascii_ = ascii_ and w.isascii()
+    if ascii_:  # ASCII is UTF-8
+        return "ascii"
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
-        return False
-    return True
+        return None
+    return "utf-8"
 
 
 def plain_lines(data: bytes) -> pl.Series | None:

@@ -173,10 +173,93 @@ def test_chatter_is_ignored_and_the_rest_parsed(tmp_path: Path) -> None:
     assert r1.events.is_empty()
 
 
+UNCLEAN = [b"nul\x00\n", b"cr\r\n", b"\x1b[31mred\n", b"\xff\xfe bad utf8\n", b"", b"rs \x1e sep\n",
+           b"us \x1f field\n", b"cut \xe2\x9c\n"]
+
+
 def test_unclean_bytes_are_left_to_parse_one() -> None:
-    assert clean(b"plain text\n")
-    for bad in (b"nul\x00\n", b"cr\r\n", b"\x1b[31mred\n", b"\xff\xfe bad utf8\n", b""):
+    assert clean(b"plain text\n") and clean("utf-8 \u2713\n".encode())
+    for bad in UNCLEAN:
         assert not clean(bad)
+        # the byte far from the start too (`plain_kind` looks at a window at a time)
+        assert not bad or not clean(b"x" * (3 << 18) + b"\n" + bad + b"y\n" * 1000)
+
+
+def _screen_items(datas: list[bytes]) -> list[Item]:
+    from forensics.discovery import SourceFile
+
+    return [Item(i, SourceFile(f"node-1/rank-{i}.log", Path(f"/x/rank-{i}.log"), None, len(d)), d)
+            for i, d in enumerate(datas)]
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "polars"])
+@pytest.mark.parametrize("pieces", [True, False], ids=["pieces", "joined"])
+def test_screen_leaves_unclean_files_to_parse_one_and_counts_the_rest(pieces: bool, engine: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each unclean file of a batch (NUL, CR, ESC, invalid UTF-8, empty, the separator byte 0x1e,
+    0x1f) goes back to `parse_one`; the others get their real line counts, chatter counts, digests,
+    kept lines and span lines, whether polars reads the files as pieces or joined, with the
+    hyperscan pass (which also finds the unclean bytes) on ASCII batches, polars on a batch holding
+    UTF-8, and without hyperscan (`plain_kind`)."""
+    import forensics.bulk as bulk_mod
+    from forensics import triage
+    from forensics.accounting import SPAN_LINES
+    from forensics.bulk import SEP, digest, screen
+    from parsers.nccl import chatter
+
+    if engine == "hyperscan" and not triage.hyperscan_available():
+        pytest.skip("hyperscan is not installed")
+    monkeypatch.setenv(triage.ENGINE_ENV, engine)
+    monkeypatch.setattr(bulk_mod, "PIECES_MIN_BYTES", 0 if pieces else 1 << 40)
+    info = "node-1:11:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+    good = [(info * 3 + "[2026-11-02 10:00:01] step 1 loss 2.5\n" + info).encode(),
+            b"no newline at the end",
+            (info * (SPAN_LINES + 300) + "12:00:00 late\n\n" + info).encode(),  # more lines than two spans
+            b"\n\n",
+            ("caf\u00e9 " + info).encode()]
+    for batch in (good[:4], good):  # ASCII (hyperscan), then one UTF-8 file in it (polars)
+        datas = [d for pair in zip(batch, UNCLEAN, strict=False) for d in pair] + UNCLEAN[len(batch):]
+        items = _screen_items(datas)
+        sc, again = screen(items, load_job_config(FIXTURES), 2026)
+        want_bad = [it.index for it in items if it.data in UNCLEAN]
+        assert sorted(again) == want_bad
+        kept = [it for it in items if it.index not in want_bad]
+        assert [it.index for it in sc.items] == [it.index for it in kept]
+        for f, it in enumerate(kept):
+            lines = decode_lines(it.data).lines
+            assert sc.n[f] == lines.height == it.data.count(b"\n") + (not it.data.endswith(b"\n"))
+            chat = lines.select(chatter(pl.col("text")).fill_null(False))[:, 0]
+            assert sc.chat[f] == chat.sum()
+            assert sc.sha[f] == digest(it.data)
+            mine = sc.rest.filter((pl.col("hint_file") == f) & ~pl.col("_sep"))
+            assert mine["text"].to_list() == lines.filter(~chat)["text"].to_list()
+            assert (mine["line_no"] - sc.bases[f]).to_list() == mine["_local"].to_list() == \
+                lines.filter(~chat)["line_no"].to_list()
+            seps = sc.rest.filter((pl.col("hint_file") == f) & pl.col("_sep"))
+            assert seps["text"].to_list() == [SEP, SEP]
+            stamped = lines.filter(pl.col("text").str.contains(r"\d\d:\d\d:\d\d"))["line_no"]
+            stamped = stamped.filter((stamped <= SPAN_LINES) | (stamped > lines.height - SPAN_LINES))
+            assert (sc.span.filter(pl.col("hint_file") == f)["line_no"] - sc.bases[f]).to_list() == stamped.to_list()
+        assert sc.n.tolist() == [1 + 4, 1, SPAN_LINES + 303, 2, 1][:len(batch)]
+
+
+def test_screen_refuses_rows_that_are_not_the_files_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When polars' rows are not each file's lines exactly (a row lost, rows of another split),
+    the whole batch goes to `parse_one`: the line counts come from the rows and their bytes."""
+    import forensics.bulk as bulk_mod
+
+    items = _screen_items([b"a\nb\n", b"c\n\nd\n"])
+    read = bulk_mod._read_lines
+    cfg = load_job_config(FIXTURES)
+    for spoil in (lambda s: s.slice(1), lambda s: s.filter(s != ""),
+                  lambda s: pl.concat([s.slice(0, 1), pl.Series(["x"]), s.slice(1)]),
+                  lambda s: s.str.replace("b", "bb"), lambda s: s.slice(0, s.len() - 1)):
+        monkeypatch.setattr(bulk_mod, "_read_lines", lambda p, spoil=spoil: spoil(read(p)))
+        sc, again = bulk_mod.screen(items, cfg, 2026)
+        assert sc is None and sorted(again) == [0, 1]
+    monkeypatch.setattr(bulk_mod, "_read_lines", read)
+    sc, again = bulk_mod.screen(items, cfg, 2026)
+    assert again == [] and sc.n.tolist() == [2, 3]
 
 
 @pytest.mark.parametrize("parser", [p for p in registry() if p.spec.trigger is not None and not p.exclusive],

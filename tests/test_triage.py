@@ -259,6 +259,26 @@ def test_rows_each_gives_each_regex_its_lines_in_either_engine() -> None:
     assert n > 100
 
 
+@pytest.mark.skipif(not triage.hyperscan_available(), reason="hyperscan not installed")
+def test_once_patterns_report_their_first_match_beside_the_regexes() -> None:
+    """A Matcher's `once` patterns (bulk.screen's unclean-byte classes) are reported once a scan,
+    with ids after the regexes', and leave the regexes' matches as they were; the polars engine
+    refuses them."""
+    from forensics.bulk import _UNCLEAN_BYTES
+
+    lits = triage.LiteralSet((), ())
+    m = triage.matcher(lits, (INFO_INTERESTING,), engine="hyperscan", once=_UNCLEAN_BYTES)
+    plain = triage.matcher(lits, (INFO_INTERESTING,), engine="hyperscan")
+    data = b"a Using b\n\x1e\x1f\x00 \r \xc3\xa9 \xff\nUsing again\n"
+    got = m.scan(data)
+    assert got[0] == plain.scan(data)[0] == [7, 26]
+    assert got[1] == [11] and got[2] == [17]  # the first 0x1e, the first byte over 0x7f
+    assert m.rows_of(data, got[0]).tolist() == [0, 2]
+    assert m.scan(b"clean ascii Using\n") == {0: [17]}
+    with pytest.raises(ValueError):
+        triage.Matcher(lits, (), engine="polars", once=_UNCLEAN_BYTES)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_literal_gate_finds_the_literals_a_plain_search_finds(engine: str) -> None:
     """`LiteralGate.found` (ingest's sniff gate): the literals `in` finds (caseless ones ASCII

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parsers import lines as lines_mod
-from parsers.lines import decode_lines, is_plain, plain_lines
+from parsers.lines import PLAIN_WINDOW, decode_lines, is_plain, plain_kind, plain_lines
 
 CASES = [
     b"one\ntwo\n",
@@ -49,6 +49,33 @@ def test_not_plain_bytes() -> None:
     for bad in (b"nul\x00", b"cr\r\n", b"\x1b[0m", b"unit\x1fsep", b"\xff\xfe"):
         assert not is_plain(bad)
     assert is_plain(b"ascii only") and is_plain("utf-8 ✓".encode())
+
+
+def _python_kind(data: bytes, also: bytes = b"") -> str | None:
+    if any(b in data for b in b"\x00\r\x1b\x1f" + also):
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "ascii" if data.isascii() else "utf-8"
+
+
+def test_plain_kind_looks_at_every_window() -> None:
+    """`plain_kind` (a window at a time) says what a whole-file check says, wherever the byte that
+    decides lies: in the first window, the last, across a window's edge (a multi-byte character cut
+    there is still valid UTF-8), or in the one-byte tail."""
+    w = PLAIN_WINDOW
+    body = bytearray(b"abcdefghi\n" * (3 * w // 10 + 7))
+    for at in (0, 5, w - 1, w, w + 1, 2 * w - 2, len(body) - 1):
+        for piece in (b"\x00", b"\r", b"\x1b", b"\x1f", b"\x1e", b"\xff", "\u2713".encode(), "\u00e9".encode(),
+                      "\u2713".encode()[:2]):
+            data = bytes(body[:at]) + piece + bytes(body[at:])
+            for also in (b"", b"\x1e"):
+                want = _python_kind(data, also)
+                assert plain_kind(data, tuple(bytes([b]) for b in also)) == want, (at, piece, also)
+                assert is_plain(data) == (_python_kind(data) is not None)
+    assert plain_kind(bytes(body)) == "ascii" and plain_kind(b"") == "ascii"
 
 
 def test_decode_lines_fast_and_slow_split_agree(monkeypatch: pytest.MonkeyPatch) -> None:

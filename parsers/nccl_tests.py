@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import numpy as np
 import polars as pl
 
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
@@ -76,6 +77,12 @@ BARE_RE = r"^\s*#\s*$"
 _TRIGGER = ("nThread ", "Using devices", "Collective test ", "nccl-tests version", " device ", "Out of bounds values",
            "Avg bus bandwidth", "Test CUDA failure", "Test NCCL failure", "Test failure", "Test timeout", "#wrong",
            "(elements)", "out-of-place")
+# every match of a pattern but ROW_RE and BARE_RE holds one of these or a trigger literal
+# (tests/parsers/test_nccl_tests.py checks them against `forensics.triage.literal_factor`)
+STRUCT_LITERALS = (" minBytes ", "Reducing maxBytes to ", "Blocking Enabled: ", "Per-Iteration Report: ",
+                   "Parallel Init Enabled: ", "Swap Comms Enabled: ", "GPU memory usage", "Writing JSON output to ",
+                   "skipping json output", "device", "algbw", "]: want=0x")
+_LITERALS = (*_TRIGGER, *STRUCT_LITERALS)
 # the sniff reads the raw head: the patterns less their line-start anchor (a launcher prefix may stand
 # there) and their group names
 
@@ -109,11 +116,26 @@ def _wrong(vals: pl.Expr) -> pl.Expr:
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    lit = lines["body"].str.contains_any(list(_TRIGGER))
-    if not lit.any():  # the trigger: a file with no such line gives nothing (rows alone are not read)
+    # the lines a pattern other than ROW_RE and BARE_RE may match (one literal pass over the frame);
+    # the patterns run on those alone
+    maybe = np.flatnonzero(lines.select(b.str.contains_any(list(_LITERALS)).fill_null(False))[:, 0].to_numpy())
+    near = lines[maybe].select(
+        b.str.contains_any(list(_TRIGGER)).fill_null(False).alias("lit"),
+        (b.str.contains(DEVICE_RE) | b.str.contains(OOB_RE) | b.str.contains(AVGBW_RE)).fill_null(False).alias("foot"),
+        (b.str.contains(HEADER_RE) | b.str.contains(COLUMNS_RE) | b.str.contains(WRONG_ELT_RE)).fill_null(False)
+        .alias("struct"))
+    if not near["lit"].any():  # the trigger: a file with no such line gives nothing (rows alone are not read)
         return Extraction(events=empty_events())
-    cand = lines.filter(lit | b.str.contains(ROW_RE) | b.str.contains(BARE_RE) | b.str.contains(HEADER_RE)
-                        | b.str.contains(COLUMNS_RE) | b.str.contains(WRONG_ELT_RE))
+    # the candidates: the trigger lines and the structural ones; result rows and bare `#` lines only
+    # in a frame that holds nccl-tests structure (`ours` below: the device, footer and structure lines
+    # among the candidates), where they are looked for on every line
+    cand = (near["lit"] | near["struct"]).to_numpy()
+    keep = maybe[cand]
+    if bool((near["foot"] | near["struct"]).to_numpy()[cand].any()):
+        rows = np.flatnonzero(lines.select((b.str.contains(ROW_RE) | b.str.contains(BARE_RE)).fill_null(False))[:, 0]
+                              .to_numpy())
+        keep = np.union1d(keep, rows)
+    cand = lines[keep]
     dev = b.str.extract_groups(DEVICE_RE)
     fail = b.str.extract_groups(FAILURE_RE)
     oob = b.str.extract_groups(OOB_RE)

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from parsers.lines import literal_regex
 from parsers.records import (
     UTC_DT,
     Extraction,
@@ -379,17 +380,20 @@ def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.
     if not SCREEN:
         df = _stamp_frame(lines, ctx).with_columns(pl.int_range(0, n, dtype=pl.Int64).alias("_row"))
         return df, df["kernel_line"].to_numpy(), np.arange(n, dtype=np.int64)
-    # a rule reads KEYWORDS lines only, every NEIGHBOUR_LITERALS literal holds a KEYWORD but `not
-    # supported`: the many rule literals are looked for on those lines alone
+    # a rule reads KEYWORDS lines holding a rule literal only, every NEIGHBOUR_LITERALS literal holds a
+    # KEYWORD but `not supported`: the lines holding a rule or neighbour literal are found first (one
+    # regex alternation, whose case-insensitive part, Unicode's, matches a superset of ASCII's), and the
+    # exact tests run on those alone
     fl = lines.select(
         b.str.contains(UPTIME_LINE_RE).fill_null(False).alias("fast"),
-        b.str.contains_any([*KEYWORDS, "not supported"]).fill_null(True).alias("word"),
+        b.str.contains(_screen_re()).fill_null(True).alias("lit"),
         b.str.contains(AER_BIT_ANY_RE).fill_null(True).alias("aer"))
     fast, keep = fl["fast"].to_numpy(), fl["aer"].to_numpy()
-    word = np.flatnonzero(fl["word"].to_numpy())
-    if word.size:
-        keep[word] |= lines[word].select((_rule_literal(b) | b.str.contains_any(NEIGHBOUR_LITERALS))
-                                         .fill_null(True))[:, 0].to_numpy()
+    lit = np.flatnonzero(fl["lit"].to_numpy())
+    if lit.size:
+        keep[lit] |= lines.select("body")[lit].select(
+            (b.str.contains_any([*KEYWORDS, "not supported"]) & (_rule_literal(b) | b.str.contains_any(NEIGHBOUR_LITERALS)))
+            .fill_null(True))[:, 0].to_numpy()
     slow_rows = np.flatnonzero(~fast)
     fast_rows = np.flatnonzero(fast & keep)
     slow = _stamp_frame(lines[slow_rows] if slow_rows.size < n else lines, ctx)
@@ -401,6 +405,12 @@ def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.
     kline = fast.copy()
     kline[slow_rows] = slow["kernel_line"].to_numpy()
     return df, kline, df["_row"].to_numpy()
+
+
+@cache
+def _screen_re() -> str:
+    """True on every line `_rule_literal` or a NEIGHBOUR_LITERALS test is true on (and a few more)."""
+    return literal_regex([*RULE_LITERALS, *NEIGHBOUR_LITERALS]) + "|(?i:" + literal_regex(RULE_LITERALS_CI) + ")"
 
 
 def _rule_literal(col: pl.Expr) -> pl.Expr:

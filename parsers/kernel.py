@@ -462,6 +462,29 @@ def _journal_json(lines: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([lines.filter(~is_j), js]).sort("line_no")
 
 
+PER_DISTINCT_ROWS = 4096  # a frame this tall or taller: its row-wise columns computed per distinct input,
+PER_DISTINCT_SHARE = 4  # when its rows are this many times as many as the distinct inputs (tests force it)
+
+
+def _per_distinct(df: pl.DataFrame, exprs: list[pl.Expr]) -> pl.DataFrame:
+    """`df.with_columns(exprs)` for row-wise expressions (no window, no aggregation: each row's values
+    a function of that row's values of the columns they read), computed once per distinct combination
+    of those columns when they repeat (a large dmesg's 33k `nfs: server X OK` events are one message:
+    the hundred-odd tests of the rules ran on each) and joined back in row order."""
+    roots = sorted({c for e in exprs for c in e.meta.root_names()})
+    if df.height < PER_DISTINCT_ROWS or not roots:
+        return df.with_columns(exprs)
+    keys = df.select(roots).unique(maintain_order=True)
+    if PER_DISTINCT_SHARE * keys.height > df.height:
+        return df.with_columns(exprs)
+    names = [e.meta.output_name() for e in exprs]
+    got = keys.with_columns([e.alias(f"__v{i}") for i, e in enumerate(exprs)])
+    back = df.select(roots).join(got, on=roots, how="left", nulls_equal=True, maintain_order="left")
+    if back.height != df.height:  # (keys are distinct: cannot happen)
+        return df.with_columns(exprs)
+    return df.with_columns([back[f"__v{i}"].alias(name) for i, name in enumerate(names)])
+
+
 def _when_chain(conds: list[tuple[pl.Expr, pl.Expr]], default: pl.Expr | None = None) -> pl.Expr:
     expr = pl.when(conds[0][0]).then(conds[0][1])
     for c, v in conds[1:]:
@@ -710,7 +733,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     sxid_sev = (pl.when(F("_sx").struct.field("sev") == "Fatal").then(pl.lit("critical"))
                 .when(F("_sx").struct.field("sev") == "Non-fatal").then(pl.lit("warning"))
                 .otherwise(pl.lit("error")))
-    cand = cand.with_columns(
+    cand = _per_distinct(cand, [
         kind.alias("kind"),
         cont.fill_null(False).alias("_cont"),
         _when_chain([
@@ -766,7 +789,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (is_hung, F("_hung").struct.field("pid").cast(pl.Int64, strict=False)),
             (is_ufault, F("_uf").struct.field("pid").cast(pl.Int64, strict=False)),
         ]).alias("pid"),
-    )
+    ])
     # AER bit lines take the severity of the record header above them (same device)
     cand = cand.with_columns(
         pl.when(pl.col("kind") == "pcie_aer").then(

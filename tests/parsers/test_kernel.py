@@ -540,8 +540,13 @@ def test_oom_header_stands_for_a_record_cut_before_its_kill_line() -> None:
 
 def _plain_and_screened(lines: pl.DataFrame, ctx: ParseContext, monkeypatch: pytest.MonkeyPatch
                         ) -> tuple[Extraction, Extraction]:
+    # the screen, and the rule columns computed per distinct input on every frame (`_per_distinct`),
+    # against the plain path
+    monkeypatch.setattr(kernel, "PER_DISTINCT_ROWS", 0)
+    monkeypatch.setattr(kernel, "PER_DISTINCT_SHARE", 1)
     got = kernel.parse(lines, ctx)
     monkeypatch.setattr(kernel, "SCREEN", False)
+    monkeypatch.setattr(kernel, "PER_DISTINCT_ROWS", 10**12)
     want = kernel.parse(lines, ctx)
     monkeypatch.setattr(kernel, "SCREEN", True)
     return want, got

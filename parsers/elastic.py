@@ -45,9 +45,14 @@ LAUNCH_RE = (r"Setting OMP_NUM_THREADS environment variable for each process|Sta
              r"|SLURM_RESTART_COUNT\s*[=:]\s*\d+")
 AGENT_RE = (r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler|"
             + LAUNCH_RE)
-ANCHORS = (LAUNCH_RE + r"|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
-           r"|sigkill_handler|ChildFailedError|^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:"
-           r"|Root Cause \(first observed failure\)|^\s*Failures:\s*$|<NO_OTHER_FAILURES>| FAILED\s*$|^[=-]{10,}\s*$")
+# the anchors: the alternatives holding a literal, and those that read a whole line (`^`); looked for
+# as two patterns (the first is found by its literals, the second fails at a line's first characters:
+# together they read a large frame faster than one alternation, which has no literal to look for)
+ANCHOR_WORDS = (LAUNCH_RE + r"|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
+                r"|sigkill_handler|ChildFailedError|Root Cause \(first observed failure\)|<NO_OTHER_FAILURES>| FAILED\s*$")
+ANCHOR_LINES = (r"^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:|^\s*Failures:\s*$"
+                r"|^[=-]{10,}\s*$")
+ANCHORS = ANCHOR_WORDS + "|" + ANCHOR_LINES
 FAILED_RE = r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)"
 PYLOG_TS = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d+)?)\]"
 GLOG_TS = r"^[IWEF](\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?) \d+ "
@@ -234,7 +239,7 @@ def _entry_rows(entries: list[dict]) -> list[dict]:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
-    cand = lines.filter(pl.col("body").str.contains(ANCHORS))
+    cand = lines.filter(pl.col("body").str.contains(ANCHOR_WORDS) | pl.col("body").str.contains(ANCHOR_LINES))
     if cand.is_empty():
         return Extraction(empty_events(), tables={"exits": empty_table("exits")})
     b = pl.col("body")

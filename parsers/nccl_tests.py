@@ -84,6 +84,7 @@ STRUCT_LITERALS = (" minBytes ", "Reducing maxBytes to ", "Blocking Enabled: ", 
                    "Parallel Init Enabled: ", "Swap Comms Enabled: ", "GPU memory usage", "Writing JSON output to ",
                    "skipping json output", "device", "algbw", "]: want=0x")
 _LITERALS = (*_TRIGGER, *STRUCT_LITERALS)
+_STRUCT_PATTERNS = (HEADER_RE, DEVICE_RE, COLUMNS_RE, OOB_RE, AVGBW_RE, WRONG_RANK_RE, WRONG_ELT_RE, FAILURE_RE)
 # the sniff reads the raw head: the patterns less their line-start anchor (a launcher prefix may stand
 # there) and their group names
 
@@ -116,6 +117,13 @@ def _wrong(vals: pl.Expr) -> pl.Expr:
 
 
 @cache
+def _patterns_re() -> str:
+    """Every pattern but ROW_RE and BARE_RE as one (their groups unnamed): where none matches, none
+    of `parse`'s tests but the row and the bare `#` is true."""
+    return "|".join("(?:" + re.sub(r"[(][?]P<[a-z]+>", "(?:", p) + ")" for p in _STRUCT_PATTERNS)
+
+
+@cache
 def _literals_re() -> str:
     return literal_regex(_LITERALS)  # (= str.contains_any(_LITERALS), read faster)
 
@@ -125,19 +133,25 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # the lines a pattern other than ROW_RE and BARE_RE may match (one literal pass over the frame);
     # the patterns run on those alone
     maybe = np.flatnonzero(lines.select(b.str.contains(_literals_re()).fill_null(False))[:, 0].to_numpy())
-    near = lines[maybe].select(
-        b.str.contains_any(list(_TRIGGER)).fill_null(False).alias("lit"),
-        (b.str.contains(DEVICE_RE) | b.str.contains(OOB_RE) | b.str.contains(AVGBW_RE)).fill_null(False).alias("foot"),
-        (b.str.contains(HEADER_RE) | b.str.contains(COLUMNS_RE) | b.str.contains(WRONG_ELT_RE)).fill_null(False)
-        .alias("struct"))
+    near = lines.select("body")[maybe].select(b.str.contains_any(list(_TRIGGER)).fill_null(False).alias("lit"),
+                                              b.str.contains(_patterns_re()).fill_null(False).alias("any"))
     if not near["lit"].any():  # the trigger: a file with no such line gives nothing (rows alone are not read)
         return Extraction(events=empty_events())
+    if not near["any"].any():  # trigger lines only (a dmesg's ` device `): nothing is claimed, nothing ignored
+        return Extraction(events=empty_events(), claimed=lines["line_no"].clear(),
+                          ignored=pl.Series("line_no", [], dtype=pl.Int64))
     # the candidates: the trigger lines and the structural ones; result rows and bare `#` lines only
     # in a frame that holds nccl-tests structure (`ours` below: the device, footer and structure lines
     # among the candidates), where they are looked for on every line
-    cand = (near["lit"] | near["struct"]).to_numpy()
-    keep = maybe[cand]
-    if bool((near["foot"] | near["struct"]).to_numpy()[cand].any()):
+    hit = maybe[near["any"].to_numpy()]
+    f = lines.select("body")[hit].select(
+        (b.str.contains(DEVICE_RE) | b.str.contains(OOB_RE) | b.str.contains(AVGBW_RE)).fill_null(False).alias("foot"),
+        (b.str.contains(HEADER_RE) | b.str.contains(COLUMNS_RE) | b.str.contains(WRONG_ELT_RE)).fill_null(False)
+        .alias("struct"))
+    struct, foot = f["struct"].to_numpy(), f["foot"].to_numpy()
+    lit = near["lit"].to_numpy()
+    keep = np.union1d(maybe[lit], hit[struct])
+    if bool(((foot | struct) & (lit[near["any"].to_numpy()] | struct)).any()):
         rows = np.flatnonzero(lines.select((b.str.contains(ROW_RE) | b.str.contains(BARE_RE)).fill_null(False))[:, 0]
                               .to_numpy())
         keep = np.union1d(keep, rows)

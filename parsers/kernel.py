@@ -108,6 +108,14 @@ PREFIX_RE = (
     r"\s*)"
 )
 
+# what a line PREFIX_RE reads more of than its leading blanks starts with (each alternative's first
+# characters, and the uptime's and caller's after blanks): on a line without it every group is null and
+# the prefix is the blanks (tests/parsers/test_kernel.py checks it on every fixture line)
+PREFIX_START_RE = (r"^(?:[a-z][a-z0-9]{1,8}\s*:|\d|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) "
+                   r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC])))")
+# a journal's marker lines (kernel lines without a stamp)
+MARKER_RE = r"-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)"
+
 MONOTONIC_RE = r"^([^\s\[:]+) kernel: "
 
 XID_RE = (
@@ -335,7 +343,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                | pl.col("up").is_not_null() | pl.col("bare").is_not_null() | pl.col("diso").is_not_null()
                | pl.col("delta").is_not_null())
     journal_kernel = pl.col("proc") == "kernel"
-    marker = pl.col("msg").str.contains(r"^-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)")
+    marker = pl.col("msg").str.contains("^" + MARKER_RE)
     df = df.with_columns(
         # a line from another process of a journal dump is not ours
         (pl.col("proc").is_null() | journal_kernel).alias("kernel_src"),
@@ -374,7 +382,9 @@ def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.
     position in `lines`). Also the kernel-line flag of every line and the rows' positions. The other
     lines (the uptime-stamped noise of a large dmesg: most of its lines) are kernel lines read no
     further: the rows left out have no `dmesg -H` anchor and add 0 to its running sum, so the rows
-    kept get the values the whole frame would give them."""
+    kept get the values the whole frame would give them. So are the lines of other shapes without a
+    prefix (PREFIX_START_RE) that no rule or neighbour test reads (most lines of a rank log): no group
+    of PREFIX_RE, so no stamp, anchor, delta or process; their kernel-line flag is the marker test."""
     n = lines.height
     b = pl.col("body")
     if not SCREEN:
@@ -396,13 +406,23 @@ def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.
             .fill_null(True))[:, 0].to_numpy()
     slow_rows = np.flatnonzero(~fast)
     fast_rows = np.flatnonzero(fast & keep)
+    kline = fast.copy()
+    # the other lines with no prefix but blanks (PREFIX_START_RE) and nothing a rule or a neighbour test
+    # reads: no stamp, no `dmesg -H` anchor or delta, no process; a kernel line only if a journal marker
+    if slow_rows.size:
+        bare = lines.select("body")[slow_rows].select(
+            b.str.contains(PREFIX_START_RE).fill_null(True).not_().alias("bare"),
+            b.str.contains(r"^\s*" + MARKER_RE).fill_null(False).alias("marker"))
+        drop = bare["bare"].to_numpy() & ~keep[slow_rows]
+        if drop.any():
+            kline[slow_rows[drop]] = bare["marker"].to_numpy()[drop]
+            slow_rows = slow_rows[~drop]
     slow = _stamp_frame(lines[slow_rows] if slow_rows.size < n else lines, ctx)
     parts = [slow.with_columns(pl.Series("_row", slow_rows, dtype=pl.Int64))]
     if fast_rows.size:
         quick = _stamp_fast(lines[fast_rows], ctx).with_columns(pl.Series("_row", fast_rows, dtype=pl.Int64))
         parts.append(quick.select(parts[0].columns).cast(parts[0].schema))
     df = pl.concat(parts).sort("_row") if len(parts) > 1 else parts[0]
-    kline = fast.copy()
     kline[slow_rows] = slow["kernel_line"].to_numpy()
     return df, kline, df["_row"].to_numpy()
 

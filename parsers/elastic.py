@@ -22,6 +22,7 @@ import json
 import re
 from datetime import UTC, datetime
 
+import numpy as np
 import polars as pl
 
 from parsers.records import (
@@ -131,8 +132,14 @@ def _tables(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
             blocks[-1] = (blocks[-1][0], a)
         else:
             blocks.append((a, a))
+    nos = lines["line_no"].to_numpy()
+    ascending = nos.size < 2 or bool((nos[1:] > nos[:-1]).all())  # (a batch's frame: each block a slice)
     for lo, hi in blocks:
-        seg = lines.filter(pl.col("line_no").is_between(lo, hi)).sort("line_no")
+        if ascending:
+            a, z = int(np.searchsorted(nos, lo, side="left")), int(np.searchsorted(nos, hi, side="right"))
+            seg = lines.slice(a, z - a)
+        else:
+            seg = lines.filter(pl.col("line_no").is_between(lo, hi)).sort("line_no")
         cur: dict | None = None
         partial: dict | None = {"lines": [], "fields": {}}  # fields seen before any `[i]:`
         root_next = False

@@ -124,6 +124,7 @@ def trigger_literals(p: ParserInfo) -> tuple[tuple[str, bool], ...] | None:
     return tuple((t, False) for t in trig) if isinstance(trig, list | tuple) else triage.literal_factor(trig)
 
 
+TRIGGER_SCREEN_ROWS = 50_000  # a batch frame this tall: the screened triggers are looked for on the screen's lines
 _TRIGGER_SCREENS: dict[tuple, tuple[frozenset[str], pl.Expr | None]] = {}
 
 
@@ -413,7 +414,8 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
     exts: list[tuple[str, object]] = []
     redo: set[int] = set()
     # the lines holding a literal of the screened triggers: those triggers are looked for there alone
-    screened, screen_expr = trigger_screen(parsers) if SKIP_UNTRIGGERED else (frozenset(), None)
+    screened, screen_expr = trigger_screen(parsers) if SKIP_UNTRIGGERED and rest.height >= TRIGGER_SCREEN_ROWS \
+        else (frozenset(), None)
     near = rest.select("body", "hint_file").filter(screen_expr) if screen_expr is not None else None
     at = _file_starts(rest, len(ok))
     for p in (p for p in parsers if not p.exclusive):

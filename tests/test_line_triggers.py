@@ -80,6 +80,7 @@ def test_triggered_reads_the_body() -> None:
 
 def _ingest(job: Path, skip: bool, bulk: bool, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setattr(bulk_mod, "SKIP_UNTRIGGERED", skip)
+    monkeypatch.setattr(bulk_mod, "TRIGGER_SCREEN_ROWS", 0)  # (the skip through the trigger screen on every batch)
     monkeypatch.setattr(ingest_mod, "BULK", bulk)
     monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
     disc = discover(job)

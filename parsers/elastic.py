@@ -22,6 +22,7 @@ import json
 import re
 from datetime import UTC, datetime
 
+import numpy as np
 import polars as pl
 
 from parsers.records import (
@@ -45,9 +46,14 @@ LAUNCH_RE = (r"Setting OMP_NUM_THREADS environment variable for each process|Sta
              r"|SLURM_RESTART_COUNT\s*[=:]\s*\d+")
 AGENT_RE = (r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler|"
             + LAUNCH_RE)
-ANCHORS = (LAUNCH_RE + r"|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
-           r"|sigkill_handler|ChildFailedError|^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:"
-           r"|Root Cause \(first observed failure\)|^\s*Failures:\s*$|<NO_OTHER_FAILURES>| FAILED\s*$|^[=-]{10,}\s*$")
+# the anchors: the alternatives holding a literal, and those that read a whole line (`^`); looked for
+# as two patterns (the first is found by its literals, the second fails at a line's first characters:
+# together they read a large frame faster than one alternation, which has no literal to look for)
+ANCHOR_WORDS = (LAUNCH_RE + r"|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
+                r"|sigkill_handler|ChildFailedError|Root Cause \(first observed failure\)|<NO_OTHER_FAILURES>| FAILED\s*$")
+ANCHOR_LINES = (r"^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:|^\s*Failures:\s*$"
+                r"|^[=-]{10,}\s*$")
+ANCHORS = ANCHOR_WORDS + "|" + ANCHOR_LINES
 FAILED_RE = r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)"
 PYLOG_TS = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d+)?)\]"
 GLOG_TS = r"^[IWEF](\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?) \d+ "
@@ -126,8 +132,14 @@ def _tables(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
             blocks[-1] = (blocks[-1][0], a)
         else:
             blocks.append((a, a))
+    nos = lines["line_no"].to_numpy()
+    ascending = nos.size < 2 or bool((nos[1:] > nos[:-1]).all())  # (a batch's frame: each block a slice)
     for lo, hi in blocks:
-        seg = lines.filter(pl.col("line_no").is_between(lo, hi)).sort("line_no")
+        if ascending:
+            a, z = int(np.searchsorted(nos, lo, side="left")), int(np.searchsorted(nos, hi, side="right"))
+            seg = lines.slice(a, z - a)
+        else:
+            seg = lines.filter(pl.col("line_no").is_between(lo, hi)).sort("line_no")
         cur: dict | None = None
         partial: dict | None = {"lines": [], "fields": {}}  # fields seen before any `[i]:`
         root_next = False
@@ -234,7 +246,7 @@ def _entry_rows(entries: list[dict]) -> list[dict]:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
-    cand = lines.filter(pl.col("body").str.contains(ANCHORS))
+    cand = lines.filter(pl.col("body").str.contains(ANCHOR_WORDS) | pl.col("body").str.contains(ANCHOR_LINES))
     if cand.is_empty():
         return Extraction(empty_events(), tables={"exits": empty_table("exits")})
     b = pl.col("body")

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from parsers.lines import literal_regex
 from parsers.records import (
     UTC_DT,
     Extraction,
@@ -106,6 +107,14 @@ PREFIX_RE = (
     r"\s*(?:\[\s*(?P<caller>[TC]\d+)\])?"
     r"\s*)"
 )
+
+# what a line PREFIX_RE reads more of than its leading blanks starts with (each alternative's first
+# characters, and the uptime's and caller's after blanks): on a line without it every group is null and
+# the prefix is the blanks (tests/parsers/test_kernel.py checks it on every fixture line)
+PREFIX_START_RE = (r"^(?:[a-z][a-z0-9]{1,8}\s*:|\d|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) "
+                   r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC])))")
+# a journal's marker lines (kernel lines without a stamp)
+MARKER_RE = r"-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)"
 
 MONOTONIC_RE = r"^([^\s\[:]+) kernel: "
 
@@ -334,7 +343,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                | pl.col("up").is_not_null() | pl.col("bare").is_not_null() | pl.col("diso").is_not_null()
                | pl.col("delta").is_not_null())
     journal_kernel = pl.col("proc") == "kernel"
-    marker = pl.col("msg").str.contains(r"^-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)")
+    marker = pl.col("msg").str.contains("^" + MARKER_RE)
     df = df.with_columns(
         # a line from another process of a journal dump is not ours
         (pl.col("proc").is_null() | journal_kernel).alias("kernel_src"),
@@ -373,34 +382,55 @@ def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.
     position in `lines`). Also the kernel-line flag of every line and the rows' positions. The other
     lines (the uptime-stamped noise of a large dmesg: most of its lines) are kernel lines read no
     further: the rows left out have no `dmesg -H` anchor and add 0 to its running sum, so the rows
-    kept get the values the whole frame would give them."""
+    kept get the values the whole frame would give them. So are the lines of other shapes without a
+    prefix (PREFIX_START_RE) that no rule or neighbour test reads (most lines of a rank log): no group
+    of PREFIX_RE, so no stamp, anchor, delta or process; their kernel-line flag is the marker test."""
     n = lines.height
     b = pl.col("body")
     if not SCREEN:
         df = _stamp_frame(lines, ctx).with_columns(pl.int_range(0, n, dtype=pl.Int64).alias("_row"))
         return df, df["kernel_line"].to_numpy(), np.arange(n, dtype=np.int64)
-    # a rule reads KEYWORDS lines only, every NEIGHBOUR_LITERALS literal holds a KEYWORD but `not
-    # supported`: the many rule literals are looked for on those lines alone
+    # a rule reads KEYWORDS lines holding a rule literal only, every NEIGHBOUR_LITERALS literal holds a
+    # KEYWORD but `not supported`: the lines holding a rule or neighbour literal are found first (one
+    # regex alternation, whose case-insensitive part, Unicode's, matches a superset of ASCII's), and the
+    # exact tests run on those alone
     fl = lines.select(
         b.str.contains(UPTIME_LINE_RE).fill_null(False).alias("fast"),
-        b.str.contains_any([*KEYWORDS, "not supported"]).fill_null(True).alias("word"),
+        b.str.contains(_screen_re()).fill_null(True).alias("lit"),
         b.str.contains(AER_BIT_ANY_RE).fill_null(True).alias("aer"))
     fast, keep = fl["fast"].to_numpy(), fl["aer"].to_numpy()
-    word = np.flatnonzero(fl["word"].to_numpy())
-    if word.size:
-        keep[word] |= lines[word].select((_rule_literal(b) | b.str.contains_any(NEIGHBOUR_LITERALS))
-                                         .fill_null(True))[:, 0].to_numpy()
+    lit = np.flatnonzero(fl["lit"].to_numpy())
+    if lit.size:
+        keep[lit] |= lines.select("body")[lit].select(
+            (b.str.contains_any([*KEYWORDS, "not supported"]) & (_rule_literal(b) | b.str.contains_any(NEIGHBOUR_LITERALS)))
+            .fill_null(True))[:, 0].to_numpy()
     slow_rows = np.flatnonzero(~fast)
     fast_rows = np.flatnonzero(fast & keep)
+    kline = fast.copy()
+    # the other lines with no prefix but blanks (PREFIX_START_RE) and nothing a rule or a neighbour test
+    # reads: no stamp, no `dmesg -H` anchor or delta, no process; a kernel line only if a journal marker
+    if slow_rows.size:
+        bare = lines.select("body")[slow_rows].select(
+            b.str.contains(PREFIX_START_RE).fill_null(True).not_().alias("bare"),
+            b.str.contains(r"^\s*" + MARKER_RE).fill_null(False).alias("marker"))
+        drop = bare["bare"].to_numpy() & ~keep[slow_rows]
+        if drop.any():
+            kline[slow_rows[drop]] = bare["marker"].to_numpy()[drop]
+            slow_rows = slow_rows[~drop]
     slow = _stamp_frame(lines[slow_rows] if slow_rows.size < n else lines, ctx)
     parts = [slow.with_columns(pl.Series("_row", slow_rows, dtype=pl.Int64))]
     if fast_rows.size:
         quick = _stamp_fast(lines[fast_rows], ctx).with_columns(pl.Series("_row", fast_rows, dtype=pl.Int64))
         parts.append(quick.select(parts[0].columns).cast(parts[0].schema))
     df = pl.concat(parts).sort("_row") if len(parts) > 1 else parts[0]
-    kline = fast.copy()
     kline[slow_rows] = slow["kernel_line"].to_numpy()
     return df, kline, df["_row"].to_numpy()
+
+
+@cache
+def _screen_re() -> str:
+    """True on every line `_rule_literal` or a NEIGHBOUR_LITERALS test is true on (and a few more)."""
+    return literal_regex([*RULE_LITERALS, *NEIGHBOUR_LITERALS]) + "|(?i:" + literal_regex(RULE_LITERALS_CI) + ")"
 
 
 def _rule_literal(col: pl.Expr) -> pl.Expr:
@@ -450,6 +480,29 @@ def _journal_json(lines: pl.DataFrame) -> pl.DataFrame:
         .then(pl.concat_str([head, pl.lit(": "), msg.str.replace_all(r"[\r\n]+", " ")]))
         .otherwise(b).alias("body"))
     return pl.concat([lines.filter(~is_j), js]).sort("line_no")
+
+
+PER_DISTINCT_ROWS = 4096  # a frame this tall or taller: its row-wise columns computed per distinct input,
+PER_DISTINCT_SHARE = 4  # when its rows are this many times as many as the distinct inputs (tests force it)
+
+
+def _per_distinct(df: pl.DataFrame, exprs: list[pl.Expr]) -> pl.DataFrame:
+    """`df.with_columns(exprs)` for row-wise expressions (no window, no aggregation: each row's values
+    a function of that row's values of the columns they read), computed once per distinct combination
+    of those columns when they repeat (a large dmesg's 33k `nfs: server X OK` events are one message:
+    the hundred-odd tests of the rules ran on each) and joined back in row order."""
+    roots = sorted({c for e in exprs for c in e.meta.root_names()})
+    if df.height < PER_DISTINCT_ROWS or not roots:
+        return df.with_columns(exprs)
+    keys = df.select(roots).unique(maintain_order=True)
+    if PER_DISTINCT_SHARE * keys.height > df.height:
+        return df.with_columns(exprs)
+    names = [e.meta.output_name() for e in exprs]
+    got = keys.with_columns([e.alias(f"__v{i}") for i, e in enumerate(exprs)])
+    back = df.select(roots).join(got, on=roots, how="left", nulls_equal=True, maintain_order="left")
+    if back.height != df.height:  # (keys are distinct: cannot happen)
+        return df.with_columns(exprs)
+    return df.with_columns([back[f"__v{i}"].alias(name) for i, name in enumerate(names)])
 
 
 def _when_chain(conds: list[tuple[pl.Expr, pl.Expr]], default: pl.Expr | None = None) -> pl.Expr:
@@ -700,7 +753,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     sxid_sev = (pl.when(F("_sx").struct.field("sev") == "Fatal").then(pl.lit("critical"))
                 .when(F("_sx").struct.field("sev") == "Non-fatal").then(pl.lit("warning"))
                 .otherwise(pl.lit("error")))
-    cand = cand.with_columns(
+    cand = _per_distinct(cand, [
         kind.alias("kind"),
         cont.fill_null(False).alias("_cont"),
         _when_chain([
@@ -756,7 +809,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (is_hung, F("_hung").struct.field("pid").cast(pl.Int64, strict=False)),
             (is_ufault, F("_uf").struct.field("pid").cast(pl.Int64, strict=False)),
         ]).alias("pid"),
-    )
+    ])
     # AER bit lines take the severity of the record header above them (same device)
     cand = cand.with_columns(
         pl.when(pl.col("kind") == "pcie_aer").then(

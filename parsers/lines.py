@@ -7,6 +7,7 @@ lines, as editors show them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,6 +107,19 @@ def decode_lines(data: bytes, first_line_no: int = 1) -> DecodedText:
         .str.replace(r"^(?s).*\r([^\r]+)$", "$1")
     )
     return DecodedText(df, invalid, nul, longest)
+
+
+_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")  # what Rust's `regex::escape` escapes (`\<` would be a word boundary)
+
+
+def literal_regex(literals: Iterable[str]) -> str:
+    """A regex (Rust syntax) matching where one of `literals` occurs, each escaped as `regex::escape`
+    writes it: `str.contains` with it gives `str.contains_any(literals)`, and the regex engine's
+    literal search reads a large column about twice as fast."""
+    literals = list(literals)
+    if not literals:
+        raise ValueError("no literal: the empty alternation would match every line")
+    return "|".join("".join("\\" + c if c in _RX_META else c for c in t) for t in literals)
 
 
 def with_body(lines: pl.DataFrame) -> pl.DataFrame:

@@ -46,8 +46,10 @@ from __future__ import annotations
 import re
 from functools import cache
 
+import numpy as np
 import polars as pl
 
+from parsers.lines import literal_regex
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
 from parsers.spec import ParserSpec
 
@@ -76,6 +78,13 @@ BARE_RE = r"^\s*#\s*$"
 _TRIGGER = ("nThread ", "Using devices", "Collective test ", "nccl-tests version", " device ", "Out of bounds values",
            "Avg bus bandwidth", "Test CUDA failure", "Test NCCL failure", "Test failure", "Test timeout", "#wrong",
            "(elements)", "out-of-place")
+# every match of a pattern but ROW_RE and BARE_RE holds one of these or a trigger literal
+# (tests/parsers/test_nccl_tests.py checks them against `forensics.triage.literal_factor`)
+STRUCT_LITERALS = (" minBytes ", "Reducing maxBytes to ", "Blocking Enabled: ", "Per-Iteration Report: ",
+                   "Parallel Init Enabled: ", "Swap Comms Enabled: ", "GPU memory usage", "Writing JSON output to ",
+                   "skipping json output", "device", "algbw", "]: want=0x")
+_LITERALS = (*_TRIGGER, *STRUCT_LITERALS)
+_STRUCT_PATTERNS = (HEADER_RE, DEVICE_RE, COLUMNS_RE, OOB_RE, AVGBW_RE, WRONG_RANK_RE, WRONG_ELT_RE, FAILURE_RE)
 # the sniff reads the raw head: the patterns less their line-start anchor (a launcher prefix may stand
 # there) and their group names
 
@@ -107,13 +116,46 @@ def _wrong(vals: pl.Expr) -> pl.Expr:
     return pl.when(f2.is_not_null() & (f1.is_null() | (f2 > f1))).then(second).otherwise(first)
 
 
+@cache
+def _patterns_re() -> str:
+    """Every pattern but ROW_RE and BARE_RE as one (their groups unnamed): where none matches, none
+    of `parse`'s tests but the row and the bare `#` is true."""
+    return "|".join("(?:" + re.sub(r"[(][?]P<[a-z]+>", "(?:", p) + ")" for p in _STRUCT_PATTERNS)
+
+
+@cache
+def _literals_re() -> str:
+    return literal_regex(_LITERALS)  # (= str.contains_any(_LITERALS), read faster)
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    lit = lines["body"].str.contains_any(list(_TRIGGER))
-    if not lit.any():  # the trigger: a file with no such line gives nothing (rows alone are not read)
+    # the lines a pattern other than ROW_RE and BARE_RE may match (one literal pass over the frame);
+    # the patterns run on those alone
+    maybe = np.flatnonzero(lines.select(b.str.contains(_literals_re()).fill_null(False))[:, 0].to_numpy())
+    near = lines.select("body")[maybe].select(b.str.contains_any(list(_TRIGGER)).fill_null(False).alias("lit"),
+                                              b.str.contains(_patterns_re()).fill_null(False).alias("any"))
+    if not near["lit"].any():  # the trigger: a file with no such line gives nothing (rows alone are not read)
         return Extraction(events=empty_events())
-    cand = lines.filter(lit | b.str.contains(ROW_RE) | b.str.contains(BARE_RE) | b.str.contains(HEADER_RE)
-                        | b.str.contains(COLUMNS_RE) | b.str.contains(WRONG_ELT_RE))
+    if not near["any"].any():  # trigger lines only (a dmesg's ` device `): nothing is claimed, nothing ignored
+        return Extraction(events=empty_events(), claimed=lines["line_no"].clear(),
+                          ignored=pl.Series("line_no", [], dtype=pl.Int64))
+    # the candidates: the trigger lines and the structural ones; result rows and bare `#` lines only
+    # in a frame that holds nccl-tests structure (`ours` below: the device, footer and structure lines
+    # among the candidates), where they are looked for on every line
+    hit = maybe[near["any"].to_numpy()]
+    f = lines.select("body")[hit].select(
+        (b.str.contains(DEVICE_RE) | b.str.contains(OOB_RE) | b.str.contains(AVGBW_RE)).fill_null(False).alias("foot"),
+        (b.str.contains(HEADER_RE) | b.str.contains(COLUMNS_RE) | b.str.contains(WRONG_ELT_RE)).fill_null(False)
+        .alias("struct"))
+    struct, foot = f["struct"].to_numpy(), f["foot"].to_numpy()
+    lit = near["lit"].to_numpy()
+    keep = np.union1d(maybe[lit], hit[struct])
+    if bool(((foot | struct) & (lit[near["any"].to_numpy()] | struct)).any()):
+        rows = np.flatnonzero(lines.select((b.str.contains(ROW_RE) | b.str.contains(BARE_RE)).fill_null(False))[:, 0]
+                              .to_numpy())
+        keep = np.union1d(keep, rows)
+    cand = lines[keep]
     dev = b.str.extract_groups(DEVICE_RE)
     fail = b.str.extract_groups(FAILURE_RE)
     oob = b.str.extract_groups(OOB_RE)

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numpy as np
 import polars as pl
 
 MAX_PEELS = 6  # wrappers peeled per line at most (the deepest nesting seen is four)
@@ -385,6 +386,9 @@ def _cut(rest: pl.Series, width: pl.Series) -> pl.Series:
     return out
 
 
+FEW_LEFT = 256  # a round that wrote all rows but this many or fewer puts them together from slices
+
+
 def _update(cols: dict[str, pl.Series], idx: pl.Series, values: dict[str, pl.Series]) -> dict[str, pl.Series]:
     """Each `cols[k].scatter(idx, values[k])`. When every row is written in order (a round that peeled
     every line of a file behind one wrapper) the values themselves, when most rows are written the
@@ -395,6 +399,28 @@ def _update(cols: dict[str, pl.Series], idx: pl.Series, values: dict[str, pl.Ser
         return {k: values[k].alias(c.name) for k, c in cols.items()}
     if 4 * idx.len() < n:
         return {k: c.scatter(idx, values[k]) for k, c in cols.items()}
+    rows = idx.cast(pl.Int64).to_numpy()
+    if rows.size > 1 and bool((rows[1:] > rows[:-1]).all()) and n - rows.size <= FEW_LEFT:
+        # ascending, and few rows not written (a batch's separator lines): the runs of written rows are
+        # slices of the values, the others of the column (no copy of the strings)
+        keep = np.setdiff1d(np.arange(n, dtype=np.int64), rows, assume_unique=True)
+        out = {}
+        for k, c in cols.items():
+            v = values[k]
+            if v.null_count() == v.len() and c.null_count() == n:
+                out[k] = c
+                continue
+            parts, at, done = [], 0, 0  # row, values used
+            for g in keep.tolist():
+                if g > at:
+                    parts.append(v.slice(done, g - at))
+                    done += g - at
+                parts.append(c.slice(g, 1))
+                at = g + 1
+            if at < n:
+                parts.append(v.slice(done, n - at))
+            out[k] = pl.concat(parts, rechunk=True).alias(c.name)
+        return out
     kept = pl.int_range(0, n, eager=True, dtype=pl.Int64)
     kept = kept.filter(~kept.is_in(idx.implode()))
     both = pl.DataFrame({"_at": pl.concat([kept, idx.cast(pl.Int64)]),

@@ -61,6 +61,7 @@ from functools import cache
 
 import polars as pl
 
+from parsers.lines import literal_regex
 from parsers.records import (
     UTC_DT,
     Extraction,
@@ -130,6 +131,21 @@ KEYWORDS = [
     "Epoch[", "Speed:", "/step", "s/it", "/batch", "num_updates", "DLL ", "Iteration", "Step ",
     "Straggler Report", "Grad Norm", "ETA:",
 ]
+
+# The rules' own literals: every match of a rule's pattern holds one of these (RULE_LITERALS
+# exactly, RULE_LITERALS_CI in any ASCII case); tests/parsers/test_steps.py checks each pattern against
+# them (`forensics.triage.literal_factor`). A KEYWORDS line without one (a dmesg's `nvidia-uvm:
+# Loaded the UVM driver`) matches no rule and is not read (`_prepare`).
+RULE_LITERALS = [
+    "heckpoint", "loss", "Epoch", "epoch", "Running training", "across ranks", "Training", "training", "Trainer",
+    "Num ", "Total ", "Gradient Accumulation", "Instantaneous", "Continuing", "Will skip", "Number of",
+    "Model weights", "Loading model", "Validat", "valid on", "Sanity Checking", "Testing", "Predicting",
+    "samples/sec", "overflow", "OVERFLOW", "datetime: ", "memory (MB)", "metadata file", "[GC]", "Dumping",
+    "RunningAvgSamplesPerSec", "zero partition", "ReduceLROnPlateau", "early stopping", "did not improve",
+    "was not in top", "[Torch] ", "- ", " : ", "'eval_", "NaN", "saved!", "save!", "ready now!", "skipped=",
+    "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime",
+]
+RULE_LITERALS_CI = ["step", "iter"]
 
 # Megatron timer blocks.
 TIMER_HEADER = r"^(?:\(min, max\) time|max time|times) across ranks \(ms\):\s*$"
@@ -514,9 +530,16 @@ SNIFF_WORDS = ("iteration", "NeMo", "'loss'", "Running training", "RunningAvgSam
                "OVERFLOW", "loss=", "Step", "Iteration")
 
 
+@cache
+def _keywords_re() -> str:
+    return literal_regex(KEYWORDS)
+
+
 def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Candidates: message (prefix stripped), stamp, rank."""
-    cand = lines.filter(pl.col("body").str.contains_any(KEYWORDS))
+    b = pl.col("body")
+    cand = lines.filter(b.str.contains(_keywords_re()))  # (= str.contains_any(KEYWORDS), read faster)
+    cand = cand.filter(b.str.contains_any(RULE_LITERALS) | b.str.contains_any(RULE_LITERALS_CI, ascii_case_insensitive=True))
     p = pl.col("body").str.extract_groups(PREFIX)
     mdy = p.struct.field("mdy").str.extract_groups(r"^(\d\d)/(\d\d)/(\d{4}) (.*)$")
     mdy_iso = pl.concat_str([mdy.struct.field("3"), pl.lit("-"), mdy.struct.field("1"), pl.lit("-"),

@@ -80,6 +80,7 @@ def test_triggered_reads_the_body() -> None:
 
 def _ingest(job: Path, skip: bool, bulk: bool, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setattr(bulk_mod, "SKIP_UNTRIGGERED", skip)
+    monkeypatch.setattr(bulk_mod, "TRIGGER_SCREEN_ROWS", 0)  # (the skip through the trigger screen on every batch)
     monkeypatch.setattr(ingest_mod, "BULK", bulk)
     monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
     disc = discover(job)
@@ -128,3 +129,25 @@ def test_the_skip_changes_no_file_result(bulk: bool, tmp_path: Path, monkeypatch
             _same(a, off[path], f"{d.name}/{path}")
             checked += 1
     assert checked > 100
+
+
+def test_the_trigger_screen_keeps_every_trigger_line() -> None:
+    """`bulk.trigger_screen`: every line matching a screened parser's trigger holds one of the
+    screen's literals, so the screened lines give each parser the same `triggered` answer; checked
+    on every fixture and real-sample file (and the screen leaves most lines of a dmesg out)."""
+    names, expr = bulk_mod.trigger_screen(registry())
+    assert expr is not None and {"steps", "nccl_tests", "pytorch", "slurm", "nccl"} <= names
+    assert all(bulk_mod.trigger_literals(p) for p in TRIGGERED if p.name in names)
+    kept = total = 0
+    for f in FILES:
+        lines = with_body(decode_lines(f.read_bytes()).lines)
+        near = lines.filter(expr)
+        kept, total = kept + near.height, total + lines.height
+        for p in TRIGGERED:
+            if p.name in names:
+                assert not (_hit(p, lines) & ~lines.select(expr)[:, 0]).any(), (f, p.name)
+                assert bulk_mod.triggered(p, near) == bulk_mod.triggered(p, lines), (f, p.name)
+    assert kept < total
+    dmesg = with_body(decode_lines(b"[  1.0] pci 0000:3b:00.0: PME# supported from D0 D3hot D3cold\n"
+                                   b"[  2.0] EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode.\n").lines)
+    assert dmesg.filter(expr).is_empty()

@@ -540,8 +540,13 @@ def test_oom_header_stands_for_a_record_cut_before_its_kill_line() -> None:
 
 def _plain_and_screened(lines: pl.DataFrame, ctx: ParseContext, monkeypatch: pytest.MonkeyPatch
                         ) -> tuple[Extraction, Extraction]:
+    # the screen, and the rule columns computed per distinct input on every frame (`_per_distinct`),
+    # against the plain path
+    monkeypatch.setattr(kernel, "PER_DISTINCT_ROWS", 0)
+    monkeypatch.setattr(kernel, "PER_DISTINCT_SHARE", 1)
     got = kernel.parse(lines, ctx)
     monkeypatch.setattr(kernel, "SCREEN", False)
+    monkeypatch.setattr(kernel, "PER_DISTINCT_ROWS", 10**12)
     want = kernel.parse(lines, ctx)
     monkeypatch.setattr(kernel, "SCREEN", True)
     return want, got
@@ -710,3 +715,28 @@ def test_user_space_faults_the_kernel_reports() -> None:
         (1, "user_fault", "segfault", 3551), (2, "user_fault", "general_protection", 4242),
         (3, "user_fault", "unhandled", 77), (4, "user_fault", "trap", 900), (5, "kernel_panic", "oops", None)]
     assert ex.events["host"][0] == "cn110" and "in libcuda.so.418.67[" in ex.events["message"][0]
+
+
+def test_a_line_without_a_prefix_start_has_no_prefix_group() -> None:
+    """`_screened` leaves out the lines PREFIX_START_RE does not match (and no rule or neighbour test
+    reads): sound because on such a line every group of PREFIX_RE is null and the prefix is the
+    line's leading blanks. Checked on every line of every fixture and real sample, and on lines made
+    to come close to each alternative."""
+    import re
+
+    made = ["[E1102 08:03:30.2 ProcessGroupNCCL.cpp:1418] x", "[Torch] Saving", "[PG 0 Rank 3] x", "  [T12] x",
+            "  [ 12.5] x", "<6>[  1.0] x", "kern  :err   : x", "kernel: NVRM: x", "node-1:12:12 [0] NCCL WARN x",
+            "frame #1: c10d::x", "  time      : 2026-11-02_08:03:30", "-- Reboot", "Mon 2025-05-20 10:11:12 UTC h k: x",
+            "May 27 04:18:56 host kernel: x", "1684567890.123456 host kernel: x", "\t[+0.5] x", "[<  0.1>] x",
+            "Traceback (most recent call last):", "[May27 04:18] x", "[Tue May 27 04:18:56 2025] x", "  "]
+    texts = list(made)
+    for f in sorted((ROOT / "fixtures").rglob("*")) + sorted(REAL.rglob("*") if REAL.is_dir() else []):
+        if f.is_file() and f.suffix in (".log", ".txt", "") and f.stat().st_size < 2_000_000:
+            texts += f.read_text(errors="replace").splitlines()
+    s = pl.Series("body", texts, dtype=pl.Utf8)
+    bare = s.filter(~s.str.contains(kernel.PREFIX_START_RE))
+    assert 1000 < bare.len() < s.len()
+    g = bare.to_frame().select(pl.col("body").str.extract_groups(kernel.PREFIX_RE)).unnest("body")
+    assert g.drop("pre").null_count().row(0) == (bare.len(),) * (g.width - 1)
+    assert g["pre"].to_list() == [re.match(r"\s*", t).group(0) for t in bare.to_list()]
+    assert {"[E1102 08:03:30.2 ProcessGroupNCCL.cpp:1418] x", "frame #1: c10d::x", "-- Reboot"} <= set(bare.to_list())

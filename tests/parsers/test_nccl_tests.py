@@ -151,6 +151,28 @@ def test_a_training_log_that_meets_the_trigger_keeps_its_own_lines() -> None:
     assert ex.events.filter(pl.col("kind") == "wrong_results").select("line_no", "code").rows() == [(2, "3")]
 
 
+def test_every_structural_pattern_holds_a_screen_literal() -> None:
+    """`parse` runs its patterns (all but ROW_RE and BARE_RE) only on lines holding a trigger or a
+    STRUCT_LITERALS literal: sound because each pattern's required literals (every match holds one)
+    each hold one of those."""
+    from forensics.triage import literal_factor
+
+    screen = (*nccl_tests._TRIGGER, *nccl_tests.STRUCT_LITERALS)
+    pats = nccl_tests._STRUCT_PATTERNS
+    assert {nccl_tests.DEVICE_RE, nccl_tests.FAILURE_RE, nccl_tests.WRONG_ELT_RE} <= set(pats) and len(pats) == 8
+    for pat in pats:
+        req = literal_factor(pat)
+        assert req is not None, pat
+        for text, caseless in req:
+            assert not caseless and any(lit in text for lit in screen), (pat, text)
+    # a dmesg holds ` device ` (the trigger) and `device` on many lines: no structure, nothing read
+    ex, _ = run("[    1.5] pci 0000:3b:00.0: Adding to iommu group 7\n"
+                "[    2.0] usb 1-1: new high-speed USB device number 2 using xhci_hcd\n"
+                "[    2.1] 8       2     float     sum      -1    11.00    0.00    0.00       3\n"
+                "#\n")
+    assert ex.events.is_empty() and ex.claimed.is_empty() and ex.ignored.is_empty()
+
+
 @pytest.mark.parametrize(("name", "want"), [
     ("all_reduce_perf_2025_dgx.log", ("none", None, None, None)),
     ("all_reduce_perf_2018_old.log", ("none", None, None, None)),

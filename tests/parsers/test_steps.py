@@ -725,3 +725,42 @@ def test_fairseq_overflow_family_and_its_floor() -> None:
 def test_fairseq_overflow_run_to_the_end_of_the_log_is_persistent() -> None:
     x = parse("".join(f"| WARNING: overflow detected, setting loss scale to: {2.0 ** (6 - i)}\n" for i in range(4)))
     assert [(n, c) for n, k, c in kinds(x) if k == "nan"] == [(n, "overflow_persistent") for n in range(1, 5)]
+
+
+def test_every_rule_pattern_holds_a_rule_literal() -> None:
+    """`_prepare` reads only the KEYWORDS lines holding a RULE_LITERALS (or, in any ASCII case,
+    RULE_LITERALS_CI) literal: sound because each rule pattern's required literals (every match
+    holds one; for the two patterns with none of three characters, of one) each hold one of them."""
+    from forensics.triage import literal_factor
+
+    short = 0
+    for pat, _ in steps._rules():
+        req = literal_factor(pat)
+        if req is None:
+            req = literal_factor(pat, 1)
+            short += 1
+        assert req is not None, pat
+        for text, caseless in req:
+            low = text.lower()
+            assert (any(r.lower() in low for r in steps.RULE_LITERALS_CI)
+                    or (not caseless and any(r in text for r in steps.RULE_LITERALS))), (pat, text)
+    assert short == 2
+    # a KEYWORDS line without a rule literal is not read; with one it is
+    lines = with_body(decode_lines(b"[  3.1] nvidia-uvm: Loaded the UVM driver, major device number 510.\n"
+                                   b"Loaded checkpoint from /ckpt/step_100\n").lines)
+    assert steps._prepare(lines, ParseContext(path="x.log"))["line_no"].to_list() == [2]
+
+
+def test_literal_regex_is_contains_any() -> None:
+    import string
+
+    from parsers.lines import literal_regex
+
+    texts = pl.Series([string.punctuation + " \tx", "abc", "a<b", "", "Loaded the UVM driver"])
+    for lits in ([c for c in string.punctuation + " \t"], ["<", ">"], ["a\\b"], ["x.y", "(elements)"], steps.KEYWORDS,
+                 ["Loaded", "driver,"]):
+        for lit in lits:
+            assert texts.str.contains(literal_regex([lit])).to_list() == texts.str.contains_any([lit]).to_list(), lit
+        assert texts.str.contains(literal_regex(lits)).to_list() == texts.str.contains_any(lits).to_list()
+    with pytest.raises(ValueError):
+        literal_regex([])

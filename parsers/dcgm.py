@@ -131,7 +131,9 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None =
     """samples has line_no, ts, ts_quality, host, gpu, pci_bus_id, field, value, message plus (in
     `extra`, same row order) err_code, xid_label, health_code."""
     keep = samples["field"].is_in([XID_FIELD, XID_COUNT_FIELD, HEALTH_FIELD])  # the rows events come from
-    df = pl.concat([samples.filter(keep), extra.filter(keep)], how="horizontal").with_columns(
+    # (the columns the rules read; an event's other columns are its sample's, gathered at the end)
+    rule_cols = ["ts", "host", "gpu", "field", "value", *(keys or [])]
+    df = pl.concat([samples.select(rule_cols).filter(keep), extra.filter(keep)], how="horizontal").with_columns(
         keep.arg_true().alias("_ord"))
     xid = (
         pl.when(pl.col("field") == XID_FIELD)
@@ -141,10 +143,12 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None =
         .then(pl.col("xid_label").cast(pl.Int64, strict=False))
     )
     x = df.with_columns(xid.alias("_xid")).filter(pl.col("field").is_in([XID_FIELD, XID_COUNT_FIELD]))
-    if not x.select((pl.col("_xid").is_not_null() & (pl.col("_xid") != 0)).any()).item():
-        x = x.head(0)  # no Xid at all (the usual gauge of zeros, a sample per GPU and round): no sort
+    # only a series (host, GPU, field, file) with a non-zero Xid has events: the others' rows (the
+    # usual gauge of zeros, a sample per GPU and round) are left out before the sort
+    x_keys = ["host", "gpu", "field", *(keys or [])]
+    x = _series_with(x, pl.col("_xid").is_not_null() & (pl.col("_xid") != 0), x_keys)
     x = x.sort("ts", "_ord", nulls_last=False).with_columns(
-        pl.col("_xid").shift(1).over(["host", "gpu", "field", *(keys or [])]).alias("_prev")
+        pl.col("_xid").shift(1).over(x_keys).alias("_prev")
     ).filter(
         pl.col("_xid").is_not_null() & (pl.col("_xid") != 0)
         & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("_xid")))
@@ -153,18 +157,34 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None =
         pl.col("_xid").cast(pl.Utf8).alias("code"),
         xid_severity(pl.col("_xid")).alias("severity"),
     )
-    h = df.filter(pl.col("field") == HEALTH_FIELD).sort("ts", "_ord").with_columns(
-        pl.col("value").shift(1).over(["host", "gpu", "health_watch", *(keys or [])]).alias("_prev")
+    h_keys = ["host", "gpu", "health_watch", *(keys or [])]
+    health = (pl.col("value") > 0) & pl.col("value").is_finite()  # (NaN compares greater than any number)
+    h = _series_with(df.filter(pl.col("field") == HEALTH_FIELD), health, h_keys)
+    h = h.sort("ts", "_ord").with_columns(
+        pl.col("value").shift(1).over(h_keys).alias("_prev")
     ).filter(
-        (pl.col("value") > 0) & pl.col("value").is_finite()  # (NaN compares greater than any number)
+        health
         & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("value")))
     ).with_columns(
         pl.lit("dcgm_health").alias("kind"),
         pl.coalesce(pl.col("health_code"), pl.col("value").cast(pl.Int64).cast(pl.Utf8)).alias("code"),
         pl.when(pl.col("value") >= 20).then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
     )
-    ev = pl.concat([x.drop("_xid", "_prev"), h.drop("_prev")], how="diagonal_relaxed").sort("line_no", "_ord")
+    found = pl.concat([x.select("_ord", "kind", "code", "severity"), h.select("_ord", "kind", "code", "severity")])
+    ev = samples.drop("code", "kind", "severity", strict=False)[found["_ord"]].hstack(found).sort("line_no", "_ord")
     return events_frame(ev.with_columns(pl.lit(SPEC.name).alias("source")))
+
+
+def _series_with(df: pl.DataFrame, hit: pl.Expr, keys: list[str]) -> pl.DataFrame:
+    """The rows of `df` whose series (`keys`, nulls alike: as `over` groups them) holds a row where
+    `hit` is true: a series without one has no event (each event is such a row; the rows before
+    it in its series only decide whether it is one)."""
+    hits = df.filter(hit)
+    if hits.is_empty():
+        return df.head(0)
+    if hits.height * 4 > df.height:  # (hits everywhere: the join would save little)
+        return df
+    return df.join(hits.select(keys).unique(), on=keys, how="semi", nulls_equal=True)
 
 
 _EXTRA_COLS = ["err_code", "xid_label", "health_code", "health_watch"]
@@ -270,7 +290,11 @@ def _values_of(k: pl.Series, fn: Callable[[pl.Expr], pl.Expr], runs: bool) -> pl
             return _values_of(k.filter(starts), fn, runs=False).gather(starts.cum_sum() - 1)
     u = k.drop_nulls().unique(maintain_order=True)
     v = pl.DataFrame({"_k": pl.concat([u, pl.Series([None], dtype=u.dtype)])}).select(fn(pl.col("_k")))[:, 0]
-    out = k.replace_strict(u, v.head(u.len()), default=None, return_dtype=v.dtype)
+    if k.dtype == pl.Utf8 and 0 < 8 * u.len() < k.len():  # few distinct texts: each row's position in
+        # `u` by an Enum of them (one hash per row; replace_strict cost 2x)
+        out = v.head(u.len()).gather(k.cast(pl.Enum(u.to_list())).to_physical())
+    else:
+        out = k.replace_strict(u, v.head(u.len()), default=None, return_dtype=v.dtype)
     if v[-1] is not None:  # what fn makes of a missing value
         out = pl.select(pl.when(k.is_null()).then(pl.lit(v[-1], dtype=v.dtype)).otherwise(out)).to_series()
     return out

@@ -555,3 +555,35 @@ def test_group_by_key_is_the_four_column_group_by() -> None:
         want = frame.group_by(keys).agg(aggs).sort(keys, nulls_last=True)
         assert got.equals(want)
         assert got.height > 100 and got["n"].max() >= 6  # groups of several rows, each summed in order
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_xid_and_health_events_follow_each_series_changes(seed: int) -> None:
+    """An Xid event is a non-zero Xid that differs from the one before it in its series (host, GPU,
+    field), in time order (file order among equal stamps); a health event likewise for a positive
+    status. Checked against that rule written out, on shuffled rows of many series where most have
+    only zeros (those are left out before the sort) and a few have Xids, repeats, zeros and N/A."""
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(3000):
+        host, gpu = rng.choice(["n1", "n2", "n3", "n4"]), rng.randrange(8)
+        field = rng.choice([dcgm.XID_FIELD, dcgm.HEALTH_FIELD])
+        hot = (host, gpu) in {("n2", 3), ("n4", 0), ("n1", 7)}
+        value = rng.choice(["79", "79", "48", "0", "N/A"] if hot else ["0", "0", "N/A"]) if field == dcgm.XID_FIELD \
+            else rng.choice(["0", "10", "20", "20", "N/A"] if hot else ["0"])
+        rows.append((1793606400 + rng.randrange(600), host, gpu, field, value))
+    text = "timestamp,Hostname,gpu,metric,value\n" + "".join(f"{t},{h},{g},{f},{v}\n" for t, h, g, f, v in rows)
+    ext = run(text)
+    want, prev = [], {}
+    for i in sorted(range(len(rows)), key=lambda i: (rows[i][0], i)):
+        t, h, g, f, v = rows[i]
+        x = None if v == "N/A" else int(v)
+        key = (h, g, f)
+        if x not in (None, 0) and prev.get(key) != x:
+            want.append((i + 2, "dcgm_xid" if f == dcgm.XID_FIELD else "dcgm_health", str(x), h, g))
+        prev[key] = x
+    got = ext.events.sort("line_no").select("line_no", "kind", "code", "host", "gpu").rows()
+    assert got == sorted(want) and len(want) > 30
+    assert {(h, g) for _, _, _, h, g in want} == {("n2", 3), ("n4", 0), ("n1", 7)}

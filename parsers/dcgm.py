@@ -1057,32 +1057,27 @@ class _ChunkReader:
         df = agg.select((pl.col("ts_us") // us).alias("_tb"), "h", "gpu", "f", value, *ids).collect()
         # sorted by (bucket, host, GPU, field), nulls last: each as a digit (its offset from its least
         # value, the host and field by the rank of their text; null: one past the greatest), the rows
-        # ordered by numpy (one key in mixed radix: a third of polars' sort by it), the columns
-        # rebuilt from the sorted digits, only the others gathered (every group has its own digits)
+        # ordered by numpy's sort of one key in mixed radix (a third of polars' sort by it; keys are
+        # unique: any sort gives this order), host and field gathered from the sorted names
         hosts, fields = sorted(self.hosts.names), sorted(self.fields.names)
-        tb, gpu = _digits(df["_tb"]), _digits(df["gpu"])
         h, fr = _rank_digits(df["h"], self.hosts.names), _rank_digits(df["f"], self.fields.names)
-        digits = [tb[0], h, gpu[0], fr]
-        widths = [tb[2], len(hosts) + 1, gpu[2], len(fields) + 1]
+        tb, gpu = _digits(df["_tb"]), _digits(df["gpu"])
         if df.height < 2:
             order = np.arange(df.height)
-        elif int(np.prod(np.array(widths, dtype=object))) < 1 << 62:
-            key = np.zeros(df.height, dtype=np.int64)
-            for d, w in zip(digits, widths, strict=True):
-                key = key * w + d
-            order = np.argsort(key)  # (keys unique: any sort gives this order)
-        else:
-            order = np.lexsort(digits[::-1])
-        rest = df.select("value", "uuid", "pci_bus_id")
-        samples = rest[order] if df.height else rest
-        buckets = _undigit(tb, order)
-        samples = samples.select(
+        elif tb is not None and gpu is not None and tb[1] * (len(hosts) + 1) * gpu[1] * (len(fields) + 1) < 1 << 62:
+            key = ((tb[0] * (len(hosts) + 1) + h) * gpu[1] + gpu[0]) * (len(fields) + 1) + fr
+            order = np.argsort(key)
+        else:  # (the ranges' product does not fit one key)
+            order = df.with_columns(pl.Series("_hr", h), pl.Series("_fr", fr)).select(
+                pl.arg_sort_by("_tb", "_hr", "gpu", "_fr", nulls_last=True)).to_series().to_numpy()
+        df = df.drop("h", "f")
+        df = df[order] if df.height else df
+        samples = df.select(
             pl.lit(None, dtype=pl.Int64).alias("line_no"),
-            pl.from_epoch(buckets * us, time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
-            pl.when(buckets.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+            pl.from_epoch(pl.col("_tb") * us, time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
+            pl.when(pl.col("_tb").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
             pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
-            pl.Series([*hosts, None], dtype=pl.Utf8).gather(h[order]).alias("host"),
-            _undigit(gpu, order).alias("gpu"), "uuid", "pci_bus_id",
+            pl.Series([*hosts, None], dtype=pl.Utf8).gather(h[order]).alias("host"), "gpu", "uuid", "pci_bus_id",
             pl.Series([*fields, None], dtype=pl.Utf8).gather(fr[order]).alias("field"), "value",
             pl.lit(None, dtype=pl.Utf8).alias("message"))
         self.parts = []
@@ -1132,7 +1127,7 @@ def _sort_key(ranges: dict[str, tuple[int | None, int | None]]) -> pl.Expr | Non
 def _group_by_key(df: pl.DataFrame, keys: list[str], aggs: list[pl.Expr]) -> pl.DataFrame:
     """`df.group_by(keys).agg(aggs)` for integer key columns, grouped by ONE Int64 key (`_sort_key`:
     the columns in mixed radix, null as one past the greatest) and the key columns decoded from it
-    (polars' group_by over four columns of 1.1 M rows cost 3x its group_by over one). Each group
+    (a 16 MiB block's 270 K rows: 25 ms min against 29 ms for the four columns). Each group
     sees its rows in the same order, so the aggregates are the same. The rows' order is polars'
     (it is not the four-column group_by's either)."""
     ranges = {c: (df[c].min(), df[c].max()) for c in keys}
@@ -1159,25 +1154,16 @@ def _decode_key(key: pl.Expr, ranges: dict[str, tuple[int | None, int | None]],
     return [cols[c] for c in ranges]
 
 
-def _digits(s: pl.Series) -> tuple[np.ndarray, int, int]:
-    """An integer column as sort digits: (offset from the least value, null: one past the greatest;
-    the least value; the digits' radix)."""
+def _digits(s: pl.Series) -> tuple[np.ndarray, int] | None:
+    """An integer column as sort digits: (each value's offset from the least, null: one past the
+    greatest; the digits' radix), None past 62 bits."""
     lo, hi = s.min(), s.max()
     if lo is None or hi is None:  # all null: one digit
-        return np.zeros(s.len(), dtype=np.int64), 0, 1
+        return np.zeros(s.len(), dtype=np.int64), 1
     width = int(hi) - int(lo) + 2
-    return (s.cast(pl.Int64) - int(lo)).fill_null(width - 1).to_numpy(), int(lo), width
-
-
-def _undigit(digits: tuple[np.ndarray, int, int], order: np.ndarray) -> pl.Series:
-    """The Int64 column of `_digits`, in `order`."""
-    d, lo, width = digits
-    d = d[order]
-    out = pl.Series(d + lo, dtype=pl.Int64)
-    null = d == width - 1
-    if null.any():
-        out = pl.select(pl.when(pl.Series(null)).then(None).otherwise(out)).to_series()
-    return out
+    if width >= 1 << 62:
+        return None
+    return (s.cast(pl.Int64) - int(lo)).fill_null(width - 1).to_numpy(), width
 
 
 def _rank_digits(codes: pl.Series, names: list[str]) -> np.ndarray:

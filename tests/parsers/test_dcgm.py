@@ -444,7 +444,7 @@ def test_sort_unique_is_the_four_column_sort() -> None:
 # the block reader (`read_csv_chunks`): its fast paths against the general ones
 
 
-def _messy_long_csv(seed: int, ids: bool, rows: int = 1500) -> str:
+def _messy_long_csv(seed: int, ids: bool, rows: int = 1500, extreme: bool = False) -> str:
     """A long DCGM CSV as exporters and scripts write them, rows shuffled: quoted and bare cells,
     spaces around cells, blank cells, N/A, the int64/int32/double blank sentinels, an unparsable
     stamp, a bad GPU id, a host with a comma, an old and a lowercase field name and a field id
@@ -462,7 +462,8 @@ def _messy_long_csv(seed: int, ids: bool, rows: int = 1500) -> str:
     for _ in range(rows):
         ts = rng.choice([f"{1793606400 + rng.randrange(0, 95)}.{rng.randrange(10)}", "bad", "",
                          f"{1793606400000 + rng.randrange(0, 95000)}", "2026-11-02T08:00:03Z"])
-        gpu = rng.choice(["0", "1", '"2"', " 3", "x", "", "-1"])
+        gpu = rng.choice(["0", "1", '"2"', " 3", "x", "", "-1", *(["9223372036854775807", "-9223372036854775807"]
+                                                                  if extreme else [])])
         cells = [ts, rng.choice(hosts), gpu, rng.choice(fields)]
         if ids:
             g = gpu.strip(' "')
@@ -501,14 +502,16 @@ def _bucketed_line_path(text: str) -> pl.DataFrame:
              .when(pl.col("_n") > 0).then(pl.col("_mean")).alias("value")).sort(keys, nulls_last=True)
 
 
-@pytest.mark.parametrize("ids", [False, True])
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_block_reader_is_the_line_path_bucketed(seed: int, ids: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("seed", "ids", "extreme"), [(1, False, False), (2, False, False), (3, False, True),
+                                                     (1, True, False), (2, True, True), (3, True, False)])
+def test_block_reader_is_the_line_path_bucketed(seed: int, ids: bool, extreme: bool,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """One block: the reader's buckets (one-key grouping, the bit masks grouped apart, numpy's sort
-    of the digits) are exactly the line path's samples bucketed by polars' four-column group_by and
+    of the digits; with GPU ids at both ends of int64, the four-column group_by and sort they fall
+    back to) are exactly the line path's samples bucketed by polars' four-column group_by and
     sort, value for value (the same sums in the same row order); its events are the line path's.
     Many blocks, in threads or not: the same buckets and order (values summed in parts: close)."""
-    text = _messy_long_csv(seed, ids)
+    text = _messy_long_csv(seed, ids, extreme=extreme)
     want = _bucketed_line_path(text)
     cols = ["ts", "host", "gpu", "field", "uuid", "pci_bus_id", "value"]
     ext, n_lines, n_read = _read_blocks(text, None, 1, monkeypatch)

@@ -131,7 +131,9 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None =
     """samples has line_no, ts, ts_quality, host, gpu, pci_bus_id, field, value, message plus (in
     `extra`, same row order) err_code, xid_label, health_code."""
     keep = samples["field"].is_in([XID_FIELD, XID_COUNT_FIELD, HEALTH_FIELD])  # the rows events come from
-    df = pl.concat([samples.filter(keep), extra.filter(keep)], how="horizontal").with_columns(
+    # (the columns the rules read; an event's other columns are its sample's, gathered at the end)
+    rule_cols = ["ts", "host", "gpu", "field", "value", *(keys or [])]
+    df = pl.concat([samples.select(rule_cols).filter(keep), extra.filter(keep)], how="horizontal").with_columns(
         keep.arg_true().alias("_ord"))
     xid = (
         pl.when(pl.col("field") == XID_FIELD)
@@ -141,10 +143,12 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None =
         .then(pl.col("xid_label").cast(pl.Int64, strict=False))
     )
     x = df.with_columns(xid.alias("_xid")).filter(pl.col("field").is_in([XID_FIELD, XID_COUNT_FIELD]))
-    if not x.select((pl.col("_xid").is_not_null() & (pl.col("_xid") != 0)).any()).item():
-        x = x.head(0)  # no Xid at all (the usual gauge of zeros, a sample per GPU and round): no sort
+    # only a series (host, GPU, field, file) with a non-zero Xid has events: the others' rows (the
+    # usual gauge of zeros, a sample per GPU and round) are left out before the sort
+    x_keys = ["host", "gpu", "field", *(keys or [])]
+    x = _series_with(x, pl.col("_xid").is_not_null() & (pl.col("_xid") != 0), x_keys)
     x = x.sort("ts", "_ord", nulls_last=False).with_columns(
-        pl.col("_xid").shift(1).over(["host", "gpu", "field", *(keys or [])]).alias("_prev")
+        pl.col("_xid").shift(1).over(x_keys).alias("_prev")
     ).filter(
         pl.col("_xid").is_not_null() & (pl.col("_xid") != 0)
         & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("_xid")))
@@ -153,18 +157,34 @@ def _events(samples: pl.DataFrame, extra: pl.DataFrame, keys: list[str] | None =
         pl.col("_xid").cast(pl.Utf8).alias("code"),
         xid_severity(pl.col("_xid")).alias("severity"),
     )
-    h = df.filter(pl.col("field") == HEALTH_FIELD).sort("ts", "_ord").with_columns(
-        pl.col("value").shift(1).over(["host", "gpu", "health_watch", *(keys or [])]).alias("_prev")
+    h_keys = ["host", "gpu", "health_watch", *(keys or [])]
+    health = (pl.col("value") > 0) & pl.col("value").is_finite()  # (NaN compares greater than any number)
+    h = _series_with(df.filter(pl.col("field") == HEALTH_FIELD), health, h_keys)
+    h = h.sort("ts", "_ord").with_columns(
+        pl.col("value").shift(1).over(h_keys).alias("_prev")
     ).filter(
-        (pl.col("value") > 0) & pl.col("value").is_finite()  # (NaN compares greater than any number)
+        health
         & (pl.col("_prev").is_null() | (pl.col("_prev") != pl.col("value")))
     ).with_columns(
         pl.lit("dcgm_health").alias("kind"),
         pl.coalesce(pl.col("health_code"), pl.col("value").cast(pl.Int64).cast(pl.Utf8)).alias("code"),
         pl.when(pl.col("value") >= 20).then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
     )
-    ev = pl.concat([x.drop("_xid", "_prev"), h.drop("_prev")], how="diagonal_relaxed").sort("line_no", "_ord")
+    found = pl.concat([x.select("_ord", "kind", "code", "severity"), h.select("_ord", "kind", "code", "severity")])
+    ev = samples.drop("code", "kind", "severity", strict=False)[found["_ord"]].hstack(found).sort("line_no", "_ord")
     return events_frame(ev.with_columns(pl.lit(SPEC.name).alias("source")))
+
+
+def _series_with(df: pl.DataFrame, hit: pl.Expr, keys: list[str]) -> pl.DataFrame:
+    """The rows of `df` whose series (`keys`, nulls alike: as `over` groups them) holds a row where
+    `hit` is true: a series without one has no event (each event is such a row; the rows before
+    it in its series only decide whether it is one)."""
+    hits = df.filter(hit)
+    if hits.is_empty():
+        return df.head(0)
+    if hits.height * 4 > df.height:  # (hits everywhere: the join would save little)
+        return df
+    return df.join(hits.select(keys).unique(), on=keys, how="semi", nulls_equal=True)
 
 
 _EXTRA_COLS = ["err_code", "xid_label", "health_code", "health_watch"]
@@ -270,7 +290,11 @@ def _values_of(k: pl.Series, fn: Callable[[pl.Expr], pl.Expr], runs: bool) -> pl
             return _values_of(k.filter(starts), fn, runs=False).gather(starts.cum_sum() - 1)
     u = k.drop_nulls().unique(maintain_order=True)
     v = pl.DataFrame({"_k": pl.concat([u, pl.Series([None], dtype=u.dtype)])}).select(fn(pl.col("_k")))[:, 0]
-    out = k.replace_strict(u, v.head(u.len()), default=None, return_dtype=v.dtype)
+    if k.dtype == pl.Utf8 and 0 < 8 * u.len() < k.len():  # few distinct texts: each row's position in
+        # `u` by an Enum of them (one hash per row; replace_strict cost 2x)
+        out = v.head(u.len()).gather(k.cast(pl.Enum(u.to_list())).to_physical())
+    else:
+        out = k.replace_strict(u, v.head(u.len()), default=None, return_dtype=v.dtype)
     if v[-1] is not None:  # what fn makes of a missing value
         out = pl.select(pl.when(k.is_null()).then(pl.lit(v[-1], dtype=v.dtype)).otherwise(out)).to_series()
     return out
@@ -832,13 +856,14 @@ class _Codes:
             names = list(self.names)
         return s.cast(pl.Enum(names)).to_physical().cast(pl.Int32)
 
-    def decode(self, codes: pl.Expr) -> pl.Expr:
-        return codes.replace_strict(list(range(len(self.names))), self.names, default=None, return_dtype=pl.Utf8)
+    def add(self, name: str) -> int:
+        """The code of one string (given one if new)."""
+        with self.lock:
+            if name not in self.pos:
+                self.pos[name] = len(self.names)
+                self.names.append(name)
+            return self.pos[name]
 
-    def sort_rank(self, codes: pl.Expr) -> pl.Expr:
-        """Each code's rank in the sorted strings (sorting by it sorts by the string)."""
-        order = sorted(range(len(self.names)), key=self.names.__getitem__)
-        return codes.replace_strict(order, list(range(len(order))), default=None, return_dtype=pl.Int32)
 
 
 @dataclass
@@ -849,7 +874,7 @@ class _Block:
     rows: int  # CSV records read
     lines: int  # newlines in it
     part: pl.DataFrame  # its bucket aggregates
-    events: pl.DataFrame | None  # the rows of the event fields, as samples
+    events: pl.DataFrame | None  # the rows of the event fields: their cells (as read) and line_no
     texts: dict[int, str]  # line_no -> text of the lines that may become events
     samples: int
 
@@ -867,7 +892,9 @@ class _ChunkReader:
         self.idx = keep
         self.names = [_SAMPLE_NAMES[roles[layout.names[i]]] if layout.names[i] in roles else layout.names[i]
                       for i in keep]
-        self.canon: dict[str, str] = {}  # (a cache of a pure function: threads may fill it in any order)
+        # the field column as read (`raw`), and each of its codes' canonical field's code (a cache of a
+        # pure function: threads may fill it in any order)
+        self.raw, self.canon = _Codes(), {}
         self.hosts, self.fields = _Codes(), _Codes()
         self.parts: list[pl.DataFrame] = []
         self.part_rows = 0
@@ -919,26 +946,33 @@ class _ChunkReader:
             df = df.with_columns(pl.col("metric").replace_strict(wide, list(lay.wide.values()), return_dtype=pl.Utf8))
             nos = df["line_no"]
             df = df.drop("line_no")
-        if "metric" in df.columns:
-            new = [f for f in df["metric"].unique().to_list() if f is not None and f not in self.canon]
-            self.canon.update({f: canonical_or_id(f) for f in new})
-            renamed = {f: c for f, c in list(self.canon.items()) if f != c}  # a snapshot: the other thread may add
-            if renamed:
-                df = df.with_columns(pl.col("metric").replace(renamed))
+        # each row's canonical field as a code: the field text as read coded, each code mapped once
+        # (`canonical_or_id` strips the text: the canonical name is that of the stripped cell)
+        raw = self.raw.codes(df["metric"] if "metric" in df.columns else pl.Series([None] * df.height, dtype=pl.Utf8))
+        names = list(self.raw.names)  # (a snapshot that holds every code of `raw`)
+        for i in range(len(names)):
+            if i not in self.canon:
+                self.canon[i] = self.fields.add(canonical_or_id(names[i]))
+        f = pl.Series([self.canon[i] for i in range(len(names))] + [None], dtype=pl.Int32).gather(
+            raw.fill_null(len(names)))
         spaces = any(c in data for c in _SPACES)
         if spaces:
-            df = df.with_columns(pl.all().str.strip_chars())
+            df = df.with_columns(pl.exclude("metric").str.strip_chars())
         cols = set(df.columns)
 
         def col(name: str) -> pl.Expr:
             return pl.col(name) if name in cols else pl.lit(None, dtype=pl.Utf8)
 
-        is_ev = df.select(col("metric").is_in(EVENT_FIELDS).fill_null(False).alias("e"))["e"]
+        is_ev = f.is_in([self.fields.pos[n] for n in EVENT_FIELDS if n in self.fields.pos]).fill_null(False)
         events, texts = None, {}
-        if is_ev.any():  # the rows events come from: every column, by the rules of the small-file path
-            ev = _csv_samples(df.filter(is_ev), nos.filter(is_ev), self.ctx, spaces=False)
-            events = _own_strings(ev)
-            maybe = ev.filter(pl.col("value").is_null() | (pl.col("value") != 0))["line_no"]  # 0: never an event
+        if is_ev.any():  # the rows events come from, every column (the field canonical): turned into samples
+            # by the rules of the small-file path in `finish`, all blocks' rows at once (a call per block
+            # cost 8 ms)
+            fields = pl.Series(list(self.fields.names), dtype=pl.Utf8)
+            events = _own_strings(df.filter(is_ev).with_columns(
+                *([fields.gather(f.filter(is_ev)).alias("metric")] if "metric" in cols else []), nos.filter(is_ev)))
+            value = events.select(clean_value(col("value"), stripped=True))[:, 0]
+            maybe = events["line_no"].filter(value.is_null() | (value != 0))  # 0: never an event
             if maybe.len():
                 texts = _line_texts(data, maybe.to_numpy() - (first + 2), first + 2)
         samples = df.height
@@ -948,26 +982,38 @@ class _ChunkReader:
         host = df["hostname"] if "hostname" in cols else None
         if host is None or host.null_count():
             host = df.select(pl.coalesce(col("hostname"), host_hint(self.ctx)).alias("h"))["h"]
-        field = df["metric"] if "metric" in cols else pl.Series("f", [None] * df.height, dtype=pl.Utf8)
-        df = df.select((pl.col("_ts") // us * us).alias("ts_us"), self.hosts.codes(host).alias("h"),
-                       col("gpu").cast(pl.Int64, strict=False).alias("gpu"), self.fields.codes(field).alias("f"),
+        df = df.select((pl.col("_ts") // us).alias("ts_us"), self.hosts.codes(host).alias("h"),  # (the bucket)
+                       col("gpu").cast(pl.Int64, strict=False).alias("gpu"), f.alias("f"),
                        clean_value(col("value"), stripped=True).alias("value"),
                        *([pl.col("uuid")] if "uuid" in cols else []),
                        *([normalize_pci(pl.col("pci_bus_id")).alias("pci_bus_id")] if "pci_bus_id" in cols else []))
         ids = [pl.col(c).drop_nulls().first() for c in ("uuid", "pci_bus_id") if c in cols]
         v = pl.col("value")
         bits = [self.fields.pos[f] for f in BITMASK_FIELDS if f in self.fields.pos]
-        # bit masks: the OR of the samples (null in the other fields' buckets: `f` is a key)
-        ors = [pl.when(pl.col("f").is_in(bits)).then(v.cast(pl.Int64, strict=False)).bitwise_or().alias("_or")
-               ] if bits else []
-        part = df.group_by(_KEYS).agg(*ids, v.sum().alias("_sum"), v.count().alias("_n"), v.max().alias("_max"), *ors)
+        aggs = [*ids, v.sum().alias("_sum"), v.count().alias("_n"), v.max().alias("_max")]
+        if bits:  # bit masks: the OR of the samples, grouped apart (`f` is a key: no bucket holds both;
+            # polars' OR over every row, nulls included, cost as much as the other aggregates together)
+            is_bits = df["f"].is_in(bits)
+            if is_bits.any():
+                masks = df.filter(is_bits)
+                parts = [_group_by_key(df.filter(~is_bits), _KEYS, aggs), _group_by_key(
+                    masks.with_columns(v.cast(pl.Int64, strict=False).alias("_or")), _KEYS,
+                    [*aggs, pl.col("_or").bitwise_or()])]
+                part = pl.concat(parts, how="diagonal")
+            else:
+                part = _group_by_key(df, _KEYS, aggs)
+        else:
+            part = _group_by_key(df, _KEYS, aggs)
+        part = part.with_columns(pl.col("ts_us") * us)  # the bucket's start
         return _Block(first, rows, n_lines, _own_strings(part), events, texts, samples)
 
     @staticmethod
     def _fold(df: pl.DataFrame) -> pl.DataFrame:
         ids = [pl.col(c).drop_nulls().first() for c in ("uuid", "pci_bus_id") if c in df.columns]
-        return df.group_by(_KEYS).agg(*ids, pl.col("_sum").sum(), pl.col("_n").sum(), pl.col("_max").max(),
-                                      pl.col("_or").bitwise_or())
+        us = BUCKET_S * 1_000_000  # (bucket starts: multiples of it, so the division is exact)
+        return _group_by_key(df.with_columns(pl.col("ts_us") // us), _KEYS, [
+            *ids, pl.col("_sum").sum(), pl.col("_n").sum(), pl.col("_max").max(), pl.col("_or").bitwise_or()
+        ]).with_columns(pl.col("ts_us") * us)
 
     @classmethod
     def _combine(cls, parts: list[pl.DataFrame]) -> pl.LazyFrame:
@@ -1001,31 +1047,44 @@ class _ChunkReader:
             agg = pl.LazyFrame(schema={"ts_us": pl.Int64, "h": pl.Int32, "gpu": pl.Int64, "f": pl.Int32,
                                        "_sum": pl.Float64, "_n": pl.UInt32, "_max": pl.Float64, "_or": pl.Int64})
         names = agg.collect_schema().names()
-        f = pl.col("field")
-        value = (pl.when(f.is_in(BITMASK_FIELDS)).then(pl.col("_or").cast(pl.Float64))
-                 .when(f.is_in(COUNTER_FIELDS)).then(pl.col("_max"))
-                 .when(pl.col("_n") > 0).then(pl.col("_sum") / pl.col("_n")))
-        agg = agg.with_columns(self.hosts.sort_rank(pl.col("h")).alias("_hr"), self.fields.sort_rank(pl.col("f")).alias("_fr"),
-                               (pl.col("ts_us") // (BUCKET_S * 1_000_000)).alias("_tb"))
-        lo, hi = _parts_range(self.parts, "ts_us")  # (bucket starts: multiples of the bucket, so _tb is exact)
-        key = _sort_key({"_tb": (None if lo is None else lo // (BUCKET_S * 1_000_000),
-                                 None if hi is None else hi // (BUCKET_S * 1_000_000)),
-                         "_hr": (0, len(self.hosts.names) - 1) if self.hosts.names else (None, None),
-                         "gpu": _parts_range(self.parts, "gpu"),
-                         "_fr": (0, len(self.fields.names) - 1) if self.fields.names else (None, None)})
-        agg = agg.sort("_tb", "_hr", "gpu", "_fr", nulls_last=True) if key is None else agg.sort(key)
-        samples = agg.with_columns(
-            self.hosts.decode(pl.col("h")).alias("host"), self.fields.decode(pl.col("f")).alias("field")).select(
+        us = BUCKET_S * 1_000_000  # (bucket starts: multiples of the bucket, so _tb is exact)
+        f = pl.col("f")
+        codes = [[self.fields.pos[n] for n in group if n in self.fields.pos] for group in (BITMASK_FIELDS, COUNTER_FIELDS)]
+        value = (pl.when(f.is_in(codes[0])).then(pl.col("_or").cast(pl.Float64))
+                 .when(f.is_in(codes[1])).then(pl.col("_max"))
+                 .when(pl.col("_n") > 0).then(pl.col("_sum") / pl.col("_n"))).cast(pl.Float64).alias("value")
+        ids = [pl.col(c) if c in names else pl.lit(None, dtype=pl.Utf8).alias(c) for c in ("uuid", "pci_bus_id")]
+        df = agg.select((pl.col("ts_us") // us).alias("_tb"), "h", "gpu", "f", value, *ids).collect()
+        # sorted by (bucket, host, GPU, field), nulls last: each as a digit (its offset from its least
+        # value, the host and field by the rank of their text; null: one past the greatest), the rows
+        # ordered by numpy's sort of one key in mixed radix (a third of polars' sort by it; keys are
+        # unique: any sort gives this order), host and field gathered from the sorted names
+        hosts, fields = sorted(self.hosts.names), sorted(self.fields.names)
+        h, fr = _rank_digits(df["h"], self.hosts.names), _rank_digits(df["f"], self.fields.names)
+        tb, gpu = _digits(df["_tb"]), _digits(df["gpu"])
+        if df.height < 2:
+            order = np.arange(df.height)
+        elif tb is not None and gpu is not None and tb[1] * (len(hosts) + 1) * gpu[1] * (len(fields) + 1) < 1 << 62:
+            key = ((tb[0] * (len(hosts) + 1) + h) * gpu[1] + gpu[0]) * (len(fields) + 1) + fr
+            order = np.argsort(key)
+        else:  # (the ranges' product does not fit one key)
+            order = df.with_columns(pl.Series("_hr", h), pl.Series("_fr", fr)).select(
+                pl.arg_sort_by("_tb", "_hr", "gpu", "_fr", nulls_last=True)).to_series().to_numpy()
+        df = df.drop("h", "f")
+        df = df[order] if df.height else df
+        samples = df.select(
             pl.lit(None, dtype=pl.Int64).alias("line_no"),
-            pl.from_epoch("ts_us", time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
-            pl.when(pl.col("ts_us").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
-            .alias("ts_quality"),
-            pl.lit(None, dtype=pl.Utf8).alias("ts_raw"), "host", "gpu",
-            pl.col("uuid") if "uuid" in names else pl.lit(None, dtype=pl.Utf8).alias("uuid"),
-            pl.col("pci_bus_id") if "pci_bus_id" in names else pl.lit(None, dtype=pl.Utf8).alias("pci_bus_id"),
-            "field", value.cast(pl.Float64).alias("value"), pl.lit(None, dtype=pl.Utf8).alias("message")).collect()
+            pl.from_epoch(pl.col("_tb") * us, time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
+            pl.when(pl.col("_tb").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+            pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
+            pl.Series([*hosts, None], dtype=pl.Utf8).gather(h[order]).alias("host"), "gpu", "uuid", "pci_bus_id",
+            pl.Series([*fields, None], dtype=pl.Utf8).gather(fr[order]).alias("field"), "value",
+            pl.lit(None, dtype=pl.Utf8).alias("message"))
         self.parts = []
-        ev = pl.concat(self.events) if self.events else None
+        ev = None
+        if self.events:
+            rows = pl.concat(self.events)
+            ev = _csv_samples(rows.drop("line_no"), rows["line_no"], self.ctx, spaces=False)
         events = _events(ev.drop(_EXTRA_COLS), ev.select(_EXTRA_COLS)) if ev is not None else empty_events()
         if not events.is_empty():
             texts = pl.DataFrame({"line_no": list(self.texts), "message": list(self.texts.values())},
@@ -1065,18 +1124,62 @@ def _sort_key(ranges: dict[str, tuple[int | None, int | None]]) -> pl.Expr | Non
     return key if span < 1 << 62 else None
 
 
+def _group_by_key(df: pl.DataFrame, keys: list[str], aggs: list[pl.Expr]) -> pl.DataFrame:
+    """`df.group_by(keys).agg(aggs)` for integer key columns, grouped by ONE Int64 key (`_sort_key`:
+    the columns in mixed radix, null as one past the greatest) and the key columns decoded from it
+    (a 16 MiB block's 270 K rows: 25 ms min against 29 ms for the four columns). Each group
+    sees its rows in the same order, so the aggregates are the same. The rows' order is polars'
+    (it is not the four-column group_by's either)."""
+    ranges = {c: (df[c].min(), df[c].max()) for c in keys}
+    key = _sort_key(ranges)
+    if key is None:  # the ranges' product does not fit in 62 bits
+        return df.group_by(keys).agg(aggs)
+    g = df.group_by(key.alias("_key")).agg(aggs)
+    return g.select(*_decode_key(pl.col("_key"), ranges, {c: df.schema[c] for c in keys}), pl.exclude("_key"))
+
+
+def _decode_key(key: pl.Expr, ranges: dict[str, tuple[int | None, int | None]],
+                dtypes: dict[str, pl.DataType]) -> list[pl.Expr]:
+    """The columns `_sort_key(ranges)` was built from, from the key (in the order of `ranges`)."""
+    k, cols = key, {}
+    for c in reversed(list(ranges)):  # the last column is the lowest digit
+        lo, hi = ranges[c]
+        if lo is None or hi is None:  # all null: no digit
+            cols[c] = pl.lit(None, dtype=dtypes[c]).alias(c)
+            continue
+        width = int(hi) - int(lo) + 2
+        off = k % width
+        cols[c] = pl.when(off == width - 1).then(None).otherwise(off + int(lo)).cast(dtypes[c]).alias(c)
+        k = k // width
+    return [cols[c] for c in ranges]
+
+
+def _digits(s: pl.Series) -> tuple[np.ndarray, int] | None:
+    """An integer column as sort digits: (each value's offset from the least, null: one past the
+    greatest; the digits' radix), None past 62 bits."""
+    lo, hi = s.min(), s.max()
+    if lo is None or hi is None:  # all null: one digit
+        return np.zeros(s.len(), dtype=np.int64), 1
+    width = int(hi) - int(lo) + 2
+    if width >= 1 << 62:
+        return None
+    return (s.cast(pl.Int64) - int(lo)).fill_null(width - 1).to_numpy(), width
+
+
+def _rank_digits(codes: pl.Series, names: list[str]) -> np.ndarray:
+    """`_Codes` codes as sort digits: the rank of their text among `names` (null: len(names))."""
+    rank = np.empty(len(names) + 1, dtype=np.int64)
+    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    rank[len(names)] = len(names)
+    return rank[codes.fill_null(len(names)).cast(pl.Int64).to_numpy()]
+
+
 def _sort_unique(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """`df.sort(keys, nulls_last=True)` by `_sort_key` (rows unique by `keys`)."""
     key = _sort_key({c: (df[c].min(), df[c].max()) for c in keys})
     if key is None:
         return df.sort(keys, nulls_last=True)
     return df.with_columns(key.alias("_key")).sort("_key").drop("_key")
-
-
-def _parts_range(parts: list[pl.DataFrame], col: str) -> tuple[int | None, int | None]:
-    los = [v for p in parts if (v := p[col].min()) is not None]
-    his = [v for p in parts if (v := p[col].max()) is not None]
-    return (min(los), max(his)) if los else (None, None)
 
 
 def read_csv_chunks(blocks: Iterable[bytes], layout: CsvLayout, ctx: ParseContext) -> tuple[Extraction, int, int]:

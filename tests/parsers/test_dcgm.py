@@ -438,3 +438,155 @@ def test_sort_unique_is_the_four_column_sort() -> None:
     assert dcgm._sort_unique(df, keys).equals(df.sort(keys, nulls_last=True))
     wide = df.with_columns(pl.when(pl.col("i") == 5).then(pl.lit(1 << 61)).otherwise(pl.col("t")).alias("t"))
     assert dcgm._sort_unique(wide, keys).equals(wide.sort(keys, nulls_last=True))
+
+
+# --------------------------------------------------------------------------------------------
+# the block reader (`read_csv_chunks`): its fast paths against the general ones
+
+
+def _messy_long_csv(seed: int, ids: bool, rows: int = 1500, extreme: bool = False) -> str:
+    """A long DCGM CSV as exporters and scripts write them, rows shuffled: quoted and bare cells,
+    spaces around cells, blank cells, N/A, the int64/int32/double blank sentinels, an unparsable
+    stamp, a bad GPU id, a host with a comma, an old and a lowercase field name and a field id
+    (renamed to the classic name), a bit mask (old and new name in one bucket), a counter, Xids."""
+    import random
+
+    rng = random.Random(seed)
+    fields = ["DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+              "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "dcgm_power_usage", "155", "DCGM_FI_DEV_GPU_TEMP",
+              "DCGM_FI_DEV_XID_ERRORS", " DCGM_FI_DEV_GPU_TEMP "]
+    values = ["1980", "1410.5", "64", "32", "0", "3", "N/A", "", "9223372036854775792", "2147483632",
+              "1.5e15", " 12.25 ", "-7", "79", "1e3", "0.1", "2.675", "1e-7", "123456789.123"]
+    hosts = ["n1", "n2", '"n,3"', "", " n1"]
+    out = ['timestamp,"Hostname",gpu,"__name__",' + ('UUID,pci_bus_id,' if ids else "") + "value"]
+    for _ in range(rows):
+        ts = rng.choice([f"{1793606400 + rng.randrange(0, 95)}.{rng.randrange(10)}", "bad", "",
+                         f"{1793606400000 + rng.randrange(0, 95000)}", "2026-11-02T08:00:03Z"])
+        gpu = rng.choice(["0", "1", '"2"', " 3", "x", "", "-1", *(["9223372036854775807", "-9223372036854775807"]
+                                                                  if extreme else [])])
+        cells = [ts, rng.choice(hosts), gpu, rng.choice(fields)]
+        if ids:
+            g = gpu.strip(' "')
+            cells += [rng.choice([f"GPU-{g}", ""]), rng.choice([f"00000000:{g or 0}a:00.0", "", "junk"])]
+        v = rng.choice(values)
+        cells.append(f'"{v}"' if rng.random() < 0.2 else v)
+        out.append(",".join(cells))
+    return "\n".join(out) + "\n"
+
+
+def _read_blocks(text: str, cut: int | None, threads: int, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    data = text.encode()
+    layout = dcgm.table_layout(text[:4096], 1 << 40, 1)
+    assert layout is not None
+    blocks = [data] if cut is None else [data[i:i + cut] for i in range(0, len(data), cut)]
+    monkeypatch.setattr(dcgm.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(dcgm, "BLOCK_THREADS", threads)
+    return dcgm.read_csv_chunks(blocks, layout, ParseContext(path="d.csv"))
+
+
+def _bucketed_line_path(text: str) -> pl.DataFrame:
+    """The general path: `parse` of the lines, its samples bucketed by polars' group_by over the
+    four columns (mean as sum / count, OR of the bit mask, maximum of the counter) and sorted by
+    them, nulls last. (The line path leaves a numeric field id as it is: named here.)"""
+    lines = pl.DataFrame({"line_no": range(1, text.count("\n") + 1), "text": text.split("\n")[:-1]})
+    s = dcgm.parse(lines, ParseContext(path="d.csv")).tables["dcgm_samples"]
+    s = s.with_columns(pl.col("field").map_elements(dcgm.canonical_or_id, return_dtype=pl.Utf8))
+    f, v = pl.col("field"), pl.col("value")
+    keys = ["ts", "host", "gpu", "field"]
+    return s.with_columns(pl.col("ts").dt.truncate(f"{dcgm.BUCKET_S}s")).group_by(keys).agg(
+        pl.col("uuid").drop_nulls().first(), pl.col("pci_bus_id").drop_nulls().first(),
+        (v.sum() / v.count()).alias("_mean"), v.count().alias("_n"), v.max().alias("_max"),
+        v.cast(pl.Int64, strict=False).bitwise_or().alias("_or"),
+    ).select(*keys, "uuid", "pci_bus_id", pl.when(f.is_in(dcgm.BITMASK_FIELDS)).then(pl.col("_or").cast(pl.Float64))
+             .when(f.is_in(dcgm.COUNTER_FIELDS)).then(pl.col("_max"))
+             .when(pl.col("_n") > 0).then(pl.col("_mean")).alias("value")).sort(keys, nulls_last=True)
+
+
+@pytest.mark.parametrize(("seed", "ids", "extreme"), [(1, False, False), (2, False, False), (3, False, True),
+                                                     (1, True, False), (2, True, True), (3, True, False)])
+def test_block_reader_is_the_line_path_bucketed(seed: int, ids: bool, extreme: bool,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """One block: the reader's buckets (one-key grouping, the bit masks grouped apart, numpy's sort
+    of the digits; with GPU ids at both ends of int64, the four-column group_by and sort they fall
+    back to) are exactly the line path's samples bucketed by polars' four-column group_by and
+    sort, value for value (the same sums in the same row order); its events are the line path's.
+    Many blocks, in threads or not: the same buckets and order (values summed in parts: close)."""
+    text = _messy_long_csv(seed, ids, extreme=extreme)
+    want = _bucketed_line_path(text)
+    cols = ["ts", "host", "gpu", "field", "uuid", "pci_bus_id", "value"]
+    ext, n_lines, n_read = _read_blocks(text, None, 1, monkeypatch)
+    got = ext.tables["dcgm_samples"]
+    assert (n_lines, n_read) == (1501, 1500)
+    assert got.select(cols).equals(want.select(cols))
+    # what the data holds, so that the comparison means something
+    assert got["ts"].null_count() and got["gpu"].null_count() and got["host"].null_count()
+    assert got["value"].null_count() and got["field"].n_unique() == 6 and "n,3" in got["host"].to_list()
+    masks = got.filter(pl.col("field") == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")["value"].drop_nulls()
+    assert masks.len() > 20 and (masks == masks.round()).all()  # ORs, no means
+    lines = pl.DataFrame({"line_no": range(1, 1502), "text": text.split("\n")[:-1]})
+    lp = dcgm.parse(lines, ParseContext(path="d.csv"))
+    ev_cols = ["line_no", "kind", "code", "host", "gpu", "ts", "message"]
+    assert ext.events.height > 5 and ext.events.select(ev_cols).equals(lp.events.select(ev_cols))
+    for cut, threads in ((4096, 1), (4096, 2), (977, 4)):
+        ext2, _, _ = _read_blocks(text, cut, threads, monkeypatch)
+        g2 = ext2.tables["dcgm_samples"]
+        assert g2.select(cols[:-1]).equals(want.select(cols[:-1]))
+        assert g2["value"].is_null().equals(want["value"].is_null())
+        assert ((g2["value"] - want["value"]).abs() <= 1e-9 * want["value"].abs()).all()
+        assert ext2.events.equals(ext.events)
+
+
+def test_group_by_key_is_the_four_column_group_by() -> None:
+    """`_group_by_key` (one Int64 key, the columns decoded from it) gives polars' four-column
+    group_by: the same groups and aggregates (float sums exactly: each group's rows in the same
+    order), nulls and negative values in any key, and falls back to it past 62 bits."""
+    import random
+
+    rng = random.Random(11)
+    n = 5000
+    df = pl.DataFrame({
+        "t": [rng.choice([None, *range(-3, 3)]) for _ in range(n)],
+        "h": [rng.choice([None, 0, 1, 2]) for _ in range(n)],
+        "gpu": [rng.choice([None, -1, *range(8)]) for _ in range(n)],
+        "f": [rng.choice([None, 0, 1, 2, 3]) for _ in range(n)],
+        "v": [rng.choice([None, rng.uniform(-1e6, 1e6), rng.uniform(0, 1e-3)]) for _ in range(n)],
+    }, schema={"t": pl.Int64, "h": pl.Int32, "gpu": pl.Int64, "f": pl.Int32, "v": pl.Float64})
+    keys = ["t", "h", "gpu", "f"]
+    aggs = [pl.col("v").sum().alias("s"), pl.col("v").count().alias("n"), pl.col("v").max().alias("m")]
+    for frame in (df, df.with_columns(pl.col("t").fill_null(1 << 61)), df.with_columns(pl.lit(None, dtype=pl.Int64).alias("gpu"))):
+        got = dcgm._group_by_key(frame, keys, aggs).sort(keys, nulls_last=True)
+        want = frame.group_by(keys).agg(aggs).sort(keys, nulls_last=True)
+        assert got.equals(want)
+        assert got.height > 100 and got["n"].max() >= 6  # groups of several rows, each summed in order
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_xid_and_health_events_follow_each_series_changes(seed: int) -> None:
+    """An Xid event is a non-zero Xid that differs from the one before it in its series (host, GPU,
+    field), in time order (file order among equal stamps); a health event likewise for a positive
+    status. Checked against that rule written out, on shuffled rows of many series where most have
+    only zeros (those are left out before the sort) and a few have Xids, repeats, zeros and N/A."""
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(3000):
+        host, gpu = rng.choice(["n1", "n2", "n3", "n4"]), rng.randrange(8)
+        field = rng.choice([dcgm.XID_FIELD, dcgm.HEALTH_FIELD])
+        hot = (host, gpu) in {("n2", 3), ("n4", 0), ("n1", 7)}
+        value = rng.choice(["79", "79", "48", "0", "N/A"] if hot else ["0", "0", "N/A"]) if field == dcgm.XID_FIELD \
+            else rng.choice(["0", "10", "20", "20", "N/A"] if hot else ["0"])
+        rows.append((1793606400 + rng.randrange(600), host, gpu, field, value))
+    text = "timestamp,Hostname,gpu,metric,value\n" + "".join(f"{t},{h},{g},{f},{v}\n" for t, h, g, f, v in rows)
+    ext = run(text)
+    want, prev = [], {}
+    for i in sorted(range(len(rows)), key=lambda i: (rows[i][0], i)):
+        t, h, g, f, v = rows[i]
+        x = None if v == "N/A" else int(v)
+        key = (h, g, f)
+        if x not in (None, 0) and prev.get(key) != x:
+            want.append((i + 2, "dcgm_xid" if f == dcgm.XID_FIELD else "dcgm_health", str(x), h, g))
+        prev[key] = x
+    got = ext.events.sort("line_no").select("line_no", "kind", "code", "host", "gpu").rows()
+    assert got == sorted(want) and len(want) > 30
+    assert {(h, g) for _, _, _, h, g in want} == {("n2", 3), ("n4", 0), ("n1", 7)}

@@ -1174,14 +1174,6 @@ def _rank_digits(codes: pl.Series, names: list[str]) -> np.ndarray:
     return rank[codes.fill_null(len(names)).cast(pl.Int64).to_numpy()]
 
 
-def _sort_unique(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """`df.sort(keys, nulls_last=True)` by `_sort_key` (rows unique by `keys`)."""
-    key = _sort_key({c: (df[c].min(), df[c].max()) for c in keys})
-    if key is None:
-        return df.sort(keys, nulls_last=True)
-    return df.with_columns(key.alias("_key")).sort("_key").drop("_key")
-
-
 def read_csv_chunks(blocks: Iterable[bytes], layout: CsvLayout, ctx: ParseContext) -> tuple[Extraction, int, int]:
     """A DCGM CSV of any size (`table_layout`) from its bytes, given in blocks cut anywhere: each
     run of whole lines is read by polars' CSV reader (only the columns the rules use, every cell as

@@ -424,6 +424,14 @@ def test_parse_bytes_many_same_whether_files_are_read_alone_or_joined(join_below
     assert ref.events.height >= 6 and ref.tables["dcgm_samples"].height > 20
 
 
+def _sort_unique(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """`df.sort(keys, nulls_last=True)` by `dcgm._sort_key` (rows unique by `keys`), as the readers use it."""
+    key = dcgm._sort_key({c: (df[c].min(), df[c].max()) for c in keys})
+    if key is None:
+        return df.sort(keys, nulls_last=True)
+    return df.with_columns(key.alias("_key")).sort("_key").drop("_key")
+
+
 def test_sort_unique_is_the_four_column_sort() -> None:
     """The buckets' one-key sort orders as `sort(keys, nulls_last=True)` (nulls in any key, negative
     GPU ids), and falls back to that sort when the key ranges do not fit in 62 bits."""
@@ -435,9 +443,9 @@ def test_sort_unique_is_the_four_column_sort() -> None:
     df = pl.DataFrame(sorted(rows, key=str), schema={"t": pl.Int64, "h": pl.Int32, "gpu": pl.Int64, "f": pl.Int32},
                       orient="row").with_row_index("i")
     keys = ["t", "h", "gpu", "f"]
-    assert dcgm._sort_unique(df, keys).equals(df.sort(keys, nulls_last=True))
+    assert _sort_unique(df, keys).equals(df.sort(keys, nulls_last=True))
     wide = df.with_columns(pl.when(pl.col("i") == 5).then(pl.lit(1 << 61)).otherwise(pl.col("t")).alias("t"))
-    assert dcgm._sort_unique(wide, keys).equals(wide.sort(keys, nulls_last=True))
+    assert _sort_unique(wide, keys).equals(wide.sort(keys, nulls_last=True))
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,12 +25,13 @@ from forensics.peers import GraphCulprit, decide, edges
 from forensics.precedence import Precedence, apply_outranks, apply_phase, load_precedence, restart_recovers
 from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
-from parsers import evidence_wanted, source_with
+from parsers import evidence_wanted, source_names, source_with
 
 # the sources attribution reads for a role of their own (parsers.spec.ROLES), by role, never by name
 COLLECTIVES = source_with("collectives")  # network errors that name peers
 LAUNCHER = source_with("launcher")  # per-rank failure records
 FRAMEWORK = source_with("framework")  # a rank's own errors
+NODE_SOURCES = source_names("node")  # node-level records (kernel, telemetry, BMC): they do not bound a job
 
 MAX_EVIDENCE = 8
 # Without a root or cascade hit, an attempt that is the job's last is an interruption only when a
@@ -198,11 +199,13 @@ def _exit_times(ae: pl.DataFrame) -> pl.DataFrame:
 
 
 def _pick_root(roots: pl.DataFrame, exit_times: pl.DataFrame, a: dict,
-               prec: Precedence) -> tuple[dict | None, list[str]]:
+               prec: Precedence, node_only: bool = False) -> tuple[dict | None, list[str]]:
     """The root of the attempt and the notes of the precedence rules that decided (see the module
     docstring and signatures/precedence.toml). Lines without a stamp of their own (tracebacks, old
     NCCL WARNs) take their rank's failure time from the torchelastic table when there is one;
-    candidates with neither are ranked after those that have a time."""
+    candidates with neither are ranked after those that have a time. In an attempt seen only
+    through node-level records (`node_only`), only the latest incident's roots compete
+    (`_latest_incident`)."""
     if roots.is_empty():
         return None, []
     r = roots.join(exit_times, on="rank", how="left").with_columns(
@@ -216,10 +219,38 @@ def _pick_root(roots: pl.DataFrame, exit_times: pl.DataFrame, a: dict,
     timed = r.filter(pl.col("t_best").is_not_null())
     if timed.is_empty():
         return r.sort(cols, descending=desc, nulls_last=True).row(0, named=True), notes
+    if node_only:
+        timed, note = _latest_incident(timed, prec)
+        if note:
+            notes.append(note)
     rel = timed.filter(pl.col("reliable"))
     t0 = (rel if not rel.is_empty() else timed)["t_best"].min()
     pool = timed.filter((pl.col("t_best") <= t0 + prec.tie_window) | ~pl.col("reliable"))
     return pool.sort(cols, descending=desc, nulls_last=True).row(0, named=True), notes
+
+
+def _latest_incident(timed: pl.DataFrame, prec: Precedence) -> tuple[pl.DataFrame, str | None]:
+    """The roots of the latest incident, and a note naming the earlier ones (precedence.toml
+    `node_incident_gap_s`). With no process log and no scheduler record, nothing bounds the job:
+    a node's kernel log can hold days of its life, and roots that far apart are separate incidents
+    (each may have ended a different job); the records were gathered after the latest. Incidents
+    are split where consecutive reliably stamped roots lie more than the gap apart."""
+    rel = timed.filter(pl.col("reliable")).sort("t_best")
+    if rel.height < 2:
+        return timed, None
+    t = rel["t_best"]
+    starts = t.filter(t.diff() > prec.node_incident_gap)
+    if starts.is_empty():
+        return timed, None
+    cut = starts.max()
+    earlier = rel.filter(pl.col("t_best") < cut)
+    first = earlier.row(0, named=True)
+    n = earlier.height
+    hours = prec.node_incident_gap.total_seconds() / 3600
+    note = (f"only node-level records, so the latest incident is taken; {n} earlier root signal{'s' if n != 1 else ''}, "
+            f"from {first['t_best']:%Y-%m-%d %H:%M:%S} ({first['signature']}, {first['path']}:{first['line_no']}), "
+            f"{'lie' if n != 1 else 'lies'} more than {hours:g} h before it")
+    return timed.filter((pl.col("t_best") >= cut) | ~pl.col("reliable")), note
 
 
 @cache
@@ -274,7 +305,8 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     prec = load_precedence()
     roots = aj.filter(pl.col("role") == "root")
     cascades = aj.filter(pl.col("role") == "cascade")
-    root, notes = _pick_root(roots, _exit_times(ae), a, prec)
+    node_only = not ae.is_empty() and bool(ae["source"].is_in(NODE_SOURCES).all())
+    root, notes = _pick_root(roots, _exit_times(ae), a, prec, node_only)
     graph_decided = False
     hang_signals = cascades.filter(pl.col("signature").is_in(list(prec.hang_signals)))
     if root is None and cascades.is_empty():

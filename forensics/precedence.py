@@ -69,6 +69,7 @@ class PhaseRule:
 @dataclass(frozen=True)
 class Precedence:
     tie_window: timedelta
+    node_incident_gap: timedelta
     tie_break: tuple[str, ...]
     outranks: tuple[Outranks, ...]
     phase: tuple[PhaseRule, ...]
@@ -153,7 +154,8 @@ def parse_precedence(doc: dict) -> Precedence:
     if errors:
         raise PrecedenceError("precedence.toml invalid:\n" + "\n".join(f"  - {e}" for e in errors))
     return Precedence(
-        tie_window=timedelta(seconds=float(doc.get("tie_window_s", 10))), tie_break=tie, outranks=tuple(outranks),
+        tie_window=timedelta(seconds=float(doc.get("tie_window_s", 10))),
+        node_incident_gap=timedelta(seconds=float(doc.get("node_incident_gap_s", 7200))), tie_break=tie, outranks=tuple(outranks),
         phase=tuple(phase), teardown=_t(doc.get("teardown", {}).get("signatures")),
         hang_signals=_t(hang.get("signatures")), may_hang=_t(hang.get("may_hang")),
         app_fault_signatures=_t(app.get("signatures")), app_fault_processes=int(app.get("processes", 3)),

@@ -102,6 +102,33 @@ def test_a_fault_that_stays_in_its_node_needs_another_node_to_restart_on(
     assert load_precedence().needs_spare_node == ("gpu_lost", "gpu_memory", "gpu_other_hardware")
 
 
+XID13_OTHER_GPU = XID13.replace("0000:3b:00", "0000:86:00")
+
+
+@pytest.mark.parametrize(("later", "rank_log", "want"), [
+    ("11:20:00", False, ("cuda_error", "0000:86:00", 3)),  # 2 h 10 min later: a second incident, the latest
+    ("10:40:00", False, ("gpu_lost", "0000:3b:00", 2)),    # 1 h 30 min: one incident, its earliest root
+    ("11:20:00", True, ("gpu_lost", "0000:3b:00", 2)),     # a rank log spans both: one attempt of one job
+])
+def test_node_only_records_take_the_latest_incident(job_of: Callable[[dict[str, str]], Path], tmp_path: Path,
+                                                    later: str, rank_log: bool, want: tuple) -> None:
+    """A node's dmesg alone (precedence.toml node_incident_gap_s): roots more than two hours apart
+    are separate incidents and the latest is the verdict; the earlier one is named in the summary.
+    A process log that spans both (steps every 20 minutes) bounds one job, whose earliest root stands."""
+    files = {"node-01/dmesg.log": dmesg(("09:10:00", XID79), (later, XID13_OTHER_GPU))}
+    if rank_log:
+        step = ("[2026-12-01 {t}] iteration {i:8d}/    1000 | consumed samples: {n:12d} | elapsed time per iteration "
+                "(ms): 2000.1 | learning rate: 3.000E-04 | global batch size:   128 | lm loss: 7.123456E+00 |")
+        files["node-01/train.log"] = "".join(step.format(t=t, i=i, n=128 * i) + "\n"
+                                             for i, t in enumerate([f"{9 + m // 60:02d}:{m % 60:02d}:00" for m in range(0, 170, 20)], 1))
+    v = verdict(job_of(files), tmp_path)
+    assert (v["category"], v["culprit"]["pci_bus_id"], v["evidence"][0]["line"]) == want, v["summary"]
+    split = want[0] == "cuda_error"
+    assert ("the latest incident is taken; 1 earlier root signal, from 2026-12-01 09:10:00 (xid-79, "
+            "node-01/dmesg.log:2), lies more than 2 h before it") in v["summary"] if split else \
+        "latest incident" not in v["summary"]
+
+
 STEPS = ("[2026-12-01 09:01:{s:02d}] iteration {i:8d}/    1000 | consumed samples: {n:12d} | elapsed time per iteration "
          "(ms): 2000.1 | learning rate: 3.000E-04 | global batch size:   128 | lm loss: 7.123456E+00 | loss scale: 1.0 |")
 CONNECT = ("[2026-12-01 09:05:00] node-a:3016:3235 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "

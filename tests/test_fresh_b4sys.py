@@ -35,14 +35,7 @@ CASES: dict[str, tuple[str, str | None, str | None, tuple[str, int] | None, bool
 }
 
 # cases the analyzer cannot get right by a general rule within the files this work may change
-XFAIL = {
-    "akash244-dmesg-T-xid94-contained-node4": (
-        "a node-only `dmesg -T` of twelve days holds three separate incidents (Xid 43 on GPU 05, Xid 31 on "
-        "GPU 07 four days later, Xid 94 on GPU 08 four days after that); with no job log to bound the job, "
-        "they are one attempt and its earliest root (the Xid 31) wins. Naming the last incident needs "
-        "incidents split by a gap in time inside an attempt (forensics/attribution.py / forensics/attempts.py), "
-        "not a precedence rule: hardware-over-application-xid is for one incident (same host, 300 s)"),
-}
+XFAIL: dict[str, str] = {}
 
 # the thread's restart answer against the analyzer's documented rule (precedence.toml [restart]):
 # asserted as the analyzer decides, so that a change of either shows here

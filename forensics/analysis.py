@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import polars as pl
 
-from forensics import advice, clock, explain
+from forensics import advice, clock, explain, host_names
 from forensics import downtime as dt
 from forensics.attribution import Interruption, attribute
 from forensics.config import load_job_config
@@ -349,6 +349,12 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     stage("aligning clocks and attempts")
     files, events, tables, unparsed = _frames(ing)
     events = _with_error_lines(events, unparsed, files, file_host or {}, file_rank or {}, ing.ref_year, tz)
+    names = host_names.path_hint_names(events, file_host or {})
+    if names:  # one name per host: what a file's lines call it over the part its path names
+        events = host_names.rename(events, names)
+        tables = {t: host_names.rename(df, names) for t, df in tables.items()}
+        file_host = {f: names.get(h, h) for f, h in (file_host or {}).items()}
+        ing.warnings.extend(host_names.describe(names))
     files = files.with_columns(pl.col("file_id").replace_strict(file_host or {}, default=None,
                                                                 return_dtype=pl.Utf8).alias("host"))
     hints = sorted(set(file_attempt_hint.values()))

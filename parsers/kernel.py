@@ -82,6 +82,36 @@ _PCI_FN = rf"{_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}"  # 0000:3b:00.0
 DMESG_FACILITY = r"[a-z][a-z0-9]{1,8}"
 DMESG_LEVEL = r"emerg|alert|crit|err|warn|notice|info|debug"
 _DELTA = r"(?: <\s*-?\d+\.\d+>)?"
+# journalctl's short output and syslog print the month with strftime's `%b`, in the host's LC_TIME
+# locale: `11月 15 14:15:47 host nv-fabricmanager[4177]:` (zh_CN, ja_JP; NVIDIA/gpu-operator#610),
+# `set 09 14:54:33 pop-os kernel:` (pt; pop-os/pop#3132), `фев 12 00:48:02 kernel:` (ru),
+# `jan. 29 20:50:17 kevin kernel:` (nb_NO; hirschmann/nbfc#181). The abbreviations are glibc's
+# `abmon` of those locales (localedata/locales/*); each maps to the English one the stamp is read with.
+LOCAL_MONTHS: dict[str, str] = {}
+for _names in (
+    "jan feb mär apr mai jun jul aug sep okt nov dez",            # de
+    "janv févr mars avr mai juin juil août sept oct nov déc",     # fr
+    "ene feb mar abr may jun jul ago sep oct nov dic",            # es
+    "jan fev mar abr mai jun jul ago set out nov dez",            # pt
+    "gen feb mar apr mag giu lug ago set ott nov dic",            # it
+    "jan feb mrt apr mei jun jul aug sep okt nov dec",            # nl
+    "jan feb mars apr mai juni juli aug sep okt nov des",         # nb, da, sv (`maj`)
+    "sty lut mar kwi maj cze lip sie wrz paź lis gru",            # pl
+    "янв фев мар апр мая июн июл авг сен окт ноя дек",            # ru
+):
+    for _i, _n in enumerate(_names.split()):
+        LOCAL_MONTHS.setdefault(_n, ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                                     "Nov", "Dec")[_i])
+for _i in range(12):  # zh_CN, ja_JP (`11月`), ko_KR (`11월`)
+    LOCAL_MONTHS[f"{_i + 1}月"] = LOCAL_MONTHS[f"{_i + 1}월"] = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul",
+                                                               "Aug", "Sep", "Oct", "Nov", "Dec")[_i]
+# the localized names not spelled as the English ones (the English ones are matched case-sensitively,
+# as before); longest first, a trailing `.` optional (nb, fr: `jan.`, `févr.`)
+_LOCAL_MON = "|".join(re.escape(n) for n in sorted(
+    {n for n in LOCAL_MONTHS if n.title() not in ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug",
+                                                  "Sep", "Oct", "Nov", "Dec")}, key=lambda n: (-len(n), n)))
+_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|(?i:" + _LOCAL_MON + r"|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\.?)"
+
 PREFIX_RE = (
     r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?(?:"
     r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))"
@@ -97,7 +127,7 @@ PREFIX_RE = (
     r"(?:(?P<fhost>[^\s\[:]+) )?(?P<fproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
     r"(?:(?P<ihost>[^\s\[:]+)\s+)?(?P<iproc>[^\s:\[]+)(?:\[\d+\])?:"
-    r"|(?P<mon>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec))\s+(?P<day>\d{1,2})\s+"
+    r"|(?P<mon>" + _MON + r")\s+(?P<day>\d{1,2})\s+"
     r"(?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)\s+"
     r"(?:(?P<shost>[^\s\[:]+)\s+)?(?P<sproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<bare>kernel):"
@@ -112,7 +142,7 @@ PREFIX_RE = (
 # characters, and the uptime's and caller's after blanks): on a line without it every group is null and
 # the prefix is the blanks (tests/parsers/test_kernel.py checks it on every fixture line)
 PREFIX_START_RE = (r"^(?:[a-z][a-z0-9]{1,8}\s*:|\d|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) "
-                   r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC])))")
+                   r"|" + _MON + r"\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC])))")
 # a journal's marker lines (kernel lines without a stamp)
 MARKER_RE = r"-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)"
 
@@ -254,6 +284,12 @@ SCREEN = True  # the literal screen and the uptime fast path; tests turn it off 
 # helpers
 
 
+def _english_month(mon: pl.Expr) -> pl.Expr:
+    """A syslog month in any LOCAL_MONTHS locale as the English abbreviation `month_day_time` reads."""
+    low = mon.str.strip_suffix(".").str.to_lowercase()
+    return pl.when(low.is_in(list(LOCAL_MONTHS))).then(low.replace_strict(LOCAL_MONTHS, default=None)).otherwise(mon)
+
+
 def _boot_expr(host: pl.Expr, ctx: ParseContext) -> pl.Expr:
     if not ctx.boot_times:
         return pl.lit(None, dtype=UTC_DT)
@@ -303,7 +339,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         iso(pl.col("diso"), tz),
         unix_ts.cast(UTC_DT),
         full_ts,
-        month_day_time(pl.col("mon"), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
+        month_day_time(_english_month(pl.col("mon")), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
     )
     hhm = pl.when(pl.col("hhm").str.len_chars() == 5).then(pl.col("hhm") + ":00").otherwise(pl.col("hhm"))
     df = df.with_columns(

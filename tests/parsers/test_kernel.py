@@ -192,6 +192,23 @@ def test_journal_short_uses_ref_year_and_hostname() -> None:
     assert ex.ignored.to_list() == [3]
 
 
+# journalctl / syslog print the month with strftime `%b` in the host's LC_TIME locale (glibc abmon,
+# parsers/kernel.py LOCAL_MONTHS): zh_CN `11月` (NVIDIA/gpu-operator#610), pt `set` (pop-os/pop#3132),
+# ru `фев` (GSConnect/gnome-shell-extension-gsconnect#1052), nb `jan.` (hirschmann/nbfc#181). Before,
+# such a stamp was no prefix: the host was lost and `14:15:47` was read as the Xid's PCI address.
+@pytest.mark.parametrize(("stamp", "month"), [
+    ("11月 15 14:15:47", 11), ("set 09 14:54:33", 9), ("фев 12 00:48:02", 2), ("jan. 29 20:50:17", 1),
+    ("Mär 03 08:01:02", 3), ("déc. 24 23:59:59", 12)])
+def test_journal_short_localized_month(stamp: str, month: int) -> None:
+    ex = run(f"{stamp} node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
+             "GPU has fallen off the bus.\n", ref_year=2024)
+    (x,) = ev(ex, "xid")
+    day, hms = stamp.split()[1:]
+    h, m, sec = (int(p) for p in hms.split(":"))
+    assert (x["host"], x["pci_bus_id"]) == ("node7", "0000:3b:00")
+    assert x["ts"] == datetime(2024, month, int(day), h, m, sec, tzinfo=UTC) and x["ts_raw"] == stamp
+
+
 def test_journal_short_without_year_keeps_raw() -> None:
     ex = fixture("journal_short.log")
     (x,) = ev(ex, "xid")

@@ -221,6 +221,13 @@ FS_CODES = (
 # systemd-logind (`Power key pressed.`, since v251 `Power key pressed short.`), acpid
 POWER_RE = r"Power key pressed|button/power PBTN"
 POWER_PROCS = ["systemd-logind", "acpid"]
+# NVIDIA Fabric Manager in a journal/syslog dump: its own stderr (`nv-fabricmanager[4177]: ...`), the
+# start script of the 550+ packages (`nvidia-fabricmanager-start.sh[4756]: ...`) and systemd's lines
+# about its unit (`systemd[1]: nvidia-fabricmanager.service: Control process exited ...`,
+# `Starting NVIDIA fabric manager service...`). FM runs beside the driver on every NVSwitch node, so
+# its journal lines are read here with the kernel's (signatures: nvml.toml, Fabric Manager family).
+FM_PROCS = ["nv-fabricmanager", "nvidia-fabricmanager", "nvidia-fabricmanager-start.sh"]
+FM_UNIT_RE = r"nvidia-fabricmanager\.service|(?i:NVIDIA fabric ?manager)"
 
 # literal pre-filter: a line needs one of these to be worth a regex
 KEYWORDS = [
@@ -257,9 +264,10 @@ RULE_LITERALS = [
     "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ",
     " not responding", "LustreError: ", "Connection to ", "evicted", "I/O error", " error, dev ", " timeout", ": controller is down",
     " kgspHealthCheck", "RPC event history", "RPC history", "GSP RPC buffer contains",
-    "segfault at ", "trap ", "general protection fault ", "unhandled ",
+    "segfault at ", "trap ", "general protection fault ", "unhandled ", "NV_WARN_", "NV_ERR_", "fabricmanager",
 ]
 RULE_LITERALS_CI = [
+    "NVIDIA fabric",
     "link is down", "link down", "link is up", "link up", "carrier lost", "lost carrier", "carrier off",
     "cable unplugged", "cable error", "Bad or shorted cable", "Port module event[error]", "health compromised",
     "fw_fatal", "firmware fatal", "fatal error", "syndrome", "Health issue observed", "handling bad device",
@@ -561,7 +569,8 @@ def sniff(head: str) -> float:
         r"(?: <\s*-?\d+\.\d+>)?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d |\[<\s*-?\d+\.\d+>\]"
         r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
         r'|\{.*"_TRANSPORT"\s*:\s*"kernel")')
-    k = sum(1 for ln in lines if stamp.match(ln))
+    k = sum(1 for ln in lines if stamp.match(ln) or re.search(r" (?:nv-fabricmanager|nvidia-fabricmanager\S*)\[\d+\]: |"
+                                                           r"nvidia-fabricmanager\.service: ", ln))
     if k == 0:
         return 0.0
     score = 0.4 + 0.55 * (k / len(lines))
@@ -598,7 +607,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     df = df.with_columns([pl.Series(c, a[rows]) for c, a in near.items()])
     power_src = pl.col("proc").is_in(POWER_PROCS).fill_null(False) & m.str.contains(POWER_RE)
     rule = m.str.contains_any(KEYWORDS) & _rule_line(m) if SCREEN else m.str.contains_any(KEYWORDS)
-    cand = df.filter((pl.col("kernel_src") & rule) | power_src)
+    fm_src = (pl.col("proc").is_in(FM_PROCS) | ((pl.col("proc") == "systemd") & m.str.contains(FM_UNIT_RE))) \
+        .fill_null(False)
+    cand = df.filter((pl.col("kernel_src") & rule) | power_src | fm_src)
     warnings: list[str] = []
 
     xid = m.str.extract_groups(XID_RE)
@@ -739,6 +750,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     lockup_code = pl.when(m.str.contains(LOCKUP_RE)).then(lockup_code)
     fs_code = _when_chain([(m.str.contains(rx), pl.lit(code)) for rx, code in FS_CODES])
     is_power = m.str.contains(POWER_RE) & (pl.col("kernel_src") | pl.col("proc").is_in(POWER_PROCS)).fill_null(False)
+    is_fm = fm_src & ~pl.col("kernel_src").fill_null(False)
+    fm_code = m.str.extract(r"\[(NV_(?:ERR|WARN)_[A-Z_]+)\]", 1)
+    # severity from FM's status code and the line's writer: FM's own stderr carries its errors, systemd's
+    # and the start script's lines naming the unit say it exited, systemd's other lines (`Starting ...`)
+    fm_sev = _when_chain([
+        (m.str.contains("NV_WARN_", literal=True), pl.lit("warning")),
+        (m.str.contains("NV_ERR_", literal=True), pl.lit("error")),
+        (pl.col("proc") == "nv-fabricmanager", pl.lit("error")),
+        (m.str.contains("fabricmanager", literal=True), pl.lit("warning")),
+    ], pl.lit("info"))
     hung_cont = m.str.contains(r"hung_task_timeout_secs\" disables this message|is blocked on a (?:mutex|rw-semaphore)")
     panic_code = _when_chain([
         (m.str.starts_with("Kernel panic - not syncing"), pl.lit("panic")),
@@ -778,6 +799,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (fs_code.is_not_null(), pl.lit("fs_error")),
         (is_power, pl.lit("power_key")),
         (boot_code.is_not_null(), pl.lit("boot")),
+        (is_fm, pl.lit("fabric_manager")),
     ])
     cont = is_nvrm_cont | is_aer_cont | is_oom_cont | mce_cont | oops_cont | hung_cont
     xid_num = F("_x").struct.field("xid").cast(pl.Int64, strict=False)
@@ -814,6 +836,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (fs_code.is_not_null(), fs_code),
             (is_power, pl.lit("POWER_KEY")),
             (boot_code.is_not_null(), boot_code),
+            (is_fm, fm_code),
         ]).alias("code"),
         _when_chain([
             (is_xid, xid_severity(xid_num)),
@@ -837,6 +860,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (fs_code.is_not_null(), pl.lit("error")),
             (is_power, pl.lit("warning")),
             (boot_code.is_not_null(), pl.lit("info")),
+            (is_fm, fm_sev),
         ]).alias("severity"),
         normalize_pci(pci_raw).alias("pci_bus_id"),
         _when_chain([
@@ -898,7 +922,7 @@ SPEC = ParserSpec(
     name="kernel",
     scope="node",
     description="Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer, "
-                "hung tasks, lockups, filesystem / I/O errors, power key",
+                "hung tasks, lockups, filesystem / I/O errors, power key, Fabric Manager journal lines",
     formats=(
         "dmesg (uptime stamps, optional caller id)",
         "dmesg -T",
@@ -913,7 +937,7 @@ SPEC = ParserSpec(
     ),
     kinds=("xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer", "nvswitch_sxid",
            "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key", "user_fault",
-           "kernel_panic", "boot"),
+           "kernel_panic", "boot", "fabric_manager"),
     tables=("xid_events",),
     batch=True,
     roles=("uptime_clock",),

@@ -36,11 +36,6 @@ CASES: dict[str, tuple[str, str | None, str | None, tuple[str, int] | None, bool
 
 # cases the analyzer still does not get right; the reason is what it does
 XFAIL = {
-    "gpuoperator610-journal-zh-fabricmanager-nothing-to-do": (
-        "Fabric Manager's NV_WARN_NOTHING_TO_DO and its unit-exit lines are context now (no longer an NVLink "
-        "crash), but no parser reads a journal of non-kernel units (nor a zh_CN `11月 15` stamp), so the job has "
-        "no recognizable content: unknown, not none (a journald reader for FM/systemd lines is parsers/ work "
-        "outside this change)"),
     "mscclpp493-ibstat-port-down-disabled": (
         "ibstat alone shows a Down/Disabled Ethernet port; that the job picked that NIC is in no log, so no "
         "rule over ibstat can name a configuration fault (needs a job log that names the NIC)"),

@@ -82,6 +82,36 @@ _PCI_FN = rf"{_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}"  # 0000:3b:00.0
 DMESG_FACILITY = r"[a-z][a-z0-9]{1,8}"
 DMESG_LEVEL = r"emerg|alert|crit|err|warn|notice|info|debug"
 _DELTA = r"(?: <\s*-?\d+\.\d+>)?"
+# journalctl's short output and syslog print the month with strftime's `%b`, in the host's LC_TIME
+# locale: `11月 15 14:15:47 host nv-fabricmanager[4177]:` (zh_CN, ja_JP; NVIDIA/gpu-operator#610),
+# `set 09 14:54:33 pop-os kernel:` (pt; pop-os/pop#3132), `фев 12 00:48:02 kernel:` (ru),
+# `jan. 29 20:50:17 kevin kernel:` (nb_NO; hirschmann/nbfc#181). The abbreviations are glibc's
+# `abmon` of those locales (localedata/locales/*); each maps to the English one the stamp is read with.
+LOCAL_MONTHS: dict[str, str] = {}
+for _names in (
+    "jan feb mär apr mai jun jul aug sep okt nov dez",            # de
+    "janv févr mars avr mai juin juil août sept oct nov déc",     # fr
+    "ene feb mar abr may jun jul ago sep oct nov dic",            # es
+    "jan fev mar abr mai jun jul ago set out nov dez",            # pt
+    "gen feb mar apr mag giu lug ago set ott nov dic",            # it
+    "jan feb mrt apr mei jun jul aug sep okt nov dec",            # nl
+    "jan feb mars apr mai juni juli aug sep okt nov des",         # nb, da, sv (`maj`)
+    "sty lut mar kwi maj cze lip sie wrz paź lis gru",            # pl
+    "янв фев мар апр мая июн июл авг сен окт ноя дек",            # ru
+):
+    for _i, _n in enumerate(_names.split()):
+        LOCAL_MONTHS.setdefault(_n, ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                                     "Nov", "Dec")[_i])
+for _i in range(12):  # zh_CN, ja_JP (`11月`), ko_KR (`11월`)
+    LOCAL_MONTHS[f"{_i + 1}月"] = LOCAL_MONTHS[f"{_i + 1}월"] = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul",
+                                                               "Aug", "Sep", "Oct", "Nov", "Dec")[_i]
+# the localized names not spelled as the English ones (the English ones are matched case-sensitively,
+# as before); longest first, a trailing `.` optional (nb, fr: `jan.`, `févr.`)
+_LOCAL_MON = "|".join(re.escape(n) for n in sorted(
+    {n for n in LOCAL_MONTHS if n.title() not in ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug",
+                                                  "Sep", "Oct", "Nov", "Dec")}, key=lambda n: (-len(n), n)))
+_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|(?i:" + _LOCAL_MON + r"|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\.?)"
+
 PREFIX_RE = (
     r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?(?:"
     r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))"
@@ -97,7 +127,7 @@ PREFIX_RE = (
     r"(?:(?P<fhost>[^\s\[:]+) )?(?P<fproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
     r"(?:(?P<ihost>[^\s\[:]+)\s+)?(?P<iproc>[^\s:\[]+)(?:\[\d+\])?:"
-    r"|(?P<mon>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec))\s+(?P<day>\d{1,2})\s+"
+    r"|(?P<mon>" + _MON + r")\s+(?P<day>\d{1,2})\s+"
     r"(?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)\s+"
     r"(?:(?P<shost>[^\s\[:]+)\s+)?(?P<sproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<bare>kernel):"
@@ -112,7 +142,7 @@ PREFIX_RE = (
 # characters, and the uptime's and caller's after blanks): on a line without it every group is null and
 # the prefix is the blanks (tests/parsers/test_kernel.py checks it on every fixture line)
 PREFIX_START_RE = (r"^(?:[a-z][a-z0-9]{1,8}\s*:|\d|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) "
-                   r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC])))")
+                   r"|" + _MON + r"\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC])))")
 # a journal's marker lines (kernel lines without a stamp)
 MARKER_RE = r"-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)"
 
@@ -191,6 +221,13 @@ FS_CODES = (
 # systemd-logind (`Power key pressed.`, since v251 `Power key pressed short.`), acpid
 POWER_RE = r"Power key pressed|button/power PBTN"
 POWER_PROCS = ["systemd-logind", "acpid"]
+# NVIDIA Fabric Manager in a journal/syslog dump: its own stderr (`nv-fabricmanager[4177]: ...`), the
+# start script of the 550+ packages (`nvidia-fabricmanager-start.sh[4756]: ...`) and systemd's lines
+# about its unit (`systemd[1]: nvidia-fabricmanager.service: Control process exited ...`,
+# `Starting NVIDIA fabric manager service...`). FM runs beside the driver on every NVSwitch node, so
+# its journal lines are read here with the kernel's (signatures: nvml.toml, Fabric Manager family).
+FM_PROCS = ["nv-fabricmanager", "nvidia-fabricmanager", "nvidia-fabricmanager-start.sh"]
+FM_UNIT_RE = r"nvidia-fabricmanager\.service|(?i:NVIDIA fabric ?manager)"
 
 # literal pre-filter: a line needs one of these to be worth a regex
 KEYWORDS = [
@@ -227,9 +264,10 @@ RULE_LITERALS = [
     "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ",
     " not responding", "LustreError: ", "Connection to ", "evicted", "I/O error", " error, dev ", " timeout", ": controller is down",
     " kgspHealthCheck", "RPC event history", "RPC history", "GSP RPC buffer contains",
-    "segfault at ", "trap ", "general protection fault ", "unhandled ",
+    "segfault at ", "trap ", "general protection fault ", "unhandled ", "NV_WARN_", "NV_ERR_", "fabricmanager",
 ]
 RULE_LITERALS_CI = [
+    "NVIDIA fabric",
     "link is down", "link down", "link is up", "link up", "carrier lost", "lost carrier", "carrier off",
     "cable unplugged", "cable error", "Bad or shorted cable", "Port module event[error]", "health compromised",
     "fw_fatal", "firmware fatal", "fatal error", "syndrome", "Health issue observed", "handling bad device",
@@ -252,6 +290,12 @@ SCREEN = True  # the literal screen and the uptime fast path; tests turn it off 
 
 # --------------------------------------------------------------------------------------------
 # helpers
+
+
+def _english_month(mon: pl.Expr) -> pl.Expr:
+    """A syslog month in any LOCAL_MONTHS locale as the English abbreviation `month_day_time` reads."""
+    low = mon.str.strip_suffix(".").str.to_lowercase()
+    return pl.when(low.is_in(list(LOCAL_MONTHS))).then(low.replace_strict(LOCAL_MONTHS, default=None)).otherwise(mon)
 
 
 def _boot_expr(host: pl.Expr, ctx: ParseContext) -> pl.Expr:
@@ -303,7 +347,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         iso(pl.col("diso"), tz),
         unix_ts.cast(UTC_DT),
         full_ts,
-        month_day_time(pl.col("mon"), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
+        month_day_time(_english_month(pl.col("mon")), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
     )
     hhm = pl.when(pl.col("hhm").str.len_chars() == 5).then(pl.col("hhm") + ":00").otherwise(pl.col("hhm"))
     df = df.with_columns(
@@ -525,7 +569,8 @@ def sniff(head: str) -> float:
         r"(?: <\s*-?\d+\.\d+>)?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d |\[<\s*-?\d+\.\d+>\]"
         r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
         r'|\{.*"_TRANSPORT"\s*:\s*"kernel")')
-    k = sum(1 for ln in lines if stamp.match(ln))
+    k = sum(1 for ln in lines if stamp.match(ln) or re.search(r" (?:nv-fabricmanager|nvidia-fabricmanager\S*)\[\d+\]: |"
+                                                           r"nvidia-fabricmanager\.service: ", ln))
     if k == 0:
         return 0.0
     score = 0.4 + 0.55 * (k / len(lines))
@@ -562,7 +607,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     df = df.with_columns([pl.Series(c, a[rows]) for c, a in near.items()])
     power_src = pl.col("proc").is_in(POWER_PROCS).fill_null(False) & m.str.contains(POWER_RE)
     rule = m.str.contains_any(KEYWORDS) & _rule_line(m) if SCREEN else m.str.contains_any(KEYWORDS)
-    cand = df.filter((pl.col("kernel_src") & rule) | power_src)
+    fm_src = (pl.col("proc").is_in(FM_PROCS) | ((pl.col("proc") == "systemd") & m.str.contains(FM_UNIT_RE))) \
+        .fill_null(False)
+    cand = df.filter((pl.col("kernel_src") & rule) | power_src | fm_src)
     warnings: list[str] = []
 
     xid = m.str.extract_groups(XID_RE)
@@ -703,6 +750,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     lockup_code = pl.when(m.str.contains(LOCKUP_RE)).then(lockup_code)
     fs_code = _when_chain([(m.str.contains(rx), pl.lit(code)) for rx, code in FS_CODES])
     is_power = m.str.contains(POWER_RE) & (pl.col("kernel_src") | pl.col("proc").is_in(POWER_PROCS)).fill_null(False)
+    is_fm = fm_src & ~pl.col("kernel_src").fill_null(False)
+    fm_code = m.str.extract(r"\[(NV_(?:ERR|WARN)_[A-Z_]+)\]", 1)
+    # severity from FM's status code and the line's writer: FM's own stderr carries its errors, systemd's
+    # and the start script's lines naming the unit say it exited, systemd's other lines (`Starting ...`)
+    fm_sev = _when_chain([
+        (m.str.contains("NV_WARN_", literal=True), pl.lit("warning")),
+        (m.str.contains("NV_ERR_", literal=True), pl.lit("error")),
+        (pl.col("proc") == "nv-fabricmanager", pl.lit("error")),
+        (m.str.contains("fabricmanager", literal=True), pl.lit("warning")),
+    ], pl.lit("info"))
     hung_cont = m.str.contains(r"hung_task_timeout_secs\" disables this message|is blocked on a (?:mutex|rw-semaphore)")
     panic_code = _when_chain([
         (m.str.starts_with("Kernel panic - not syncing"), pl.lit("panic")),
@@ -742,6 +799,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (fs_code.is_not_null(), pl.lit("fs_error")),
         (is_power, pl.lit("power_key")),
         (boot_code.is_not_null(), pl.lit("boot")),
+        (is_fm, pl.lit("fabric_manager")),
     ])
     cont = is_nvrm_cont | is_aer_cont | is_oom_cont | mce_cont | oops_cont | hung_cont
     xid_num = F("_x").struct.field("xid").cast(pl.Int64, strict=False)
@@ -778,6 +836,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (fs_code.is_not_null(), fs_code),
             (is_power, pl.lit("POWER_KEY")),
             (boot_code.is_not_null(), boot_code),
+            (is_fm, fm_code),
         ]).alias("code"),
         _when_chain([
             (is_xid, xid_severity(xid_num)),
@@ -801,6 +860,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (fs_code.is_not_null(), pl.lit("error")),
             (is_power, pl.lit("warning")),
             (boot_code.is_not_null(), pl.lit("info")),
+            (is_fm, fm_sev),
         ]).alias("severity"),
         normalize_pci(pci_raw).alias("pci_bus_id"),
         _when_chain([
@@ -862,7 +922,7 @@ SPEC = ParserSpec(
     name="kernel",
     scope="node",
     description="Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer, "
-                "hung tasks, lockups, filesystem / I/O errors, power key",
+                "hung tasks, lockups, filesystem / I/O errors, power key, Fabric Manager journal lines",
     formats=(
         "dmesg (uptime stamps, optional caller id)",
         "dmesg -T",
@@ -877,7 +937,7 @@ SPEC = ParserSpec(
     ),
     kinds=("xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer", "nvswitch_sxid",
            "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key", "user_fault",
-           "kernel_panic", "boot"),
+           "kernel_panic", "boot", "fabric_manager"),
     tables=("xid_events",),
     batch=True,
     roles=("uptime_clock",),

@@ -192,6 +192,48 @@ def test_journal_short_uses_ref_year_and_hostname() -> None:
     assert ex.ignored.to_list() == [3]
 
 
+# journalctl / syslog print the month with strftime `%b` in the host's LC_TIME locale (glibc abmon,
+# parsers/kernel.py LOCAL_MONTHS): zh_CN `11月` (NVIDIA/gpu-operator#610), pt `set` (pop-os/pop#3132),
+# ru `фев` (GSConnect/gnome-shell-extension-gsconnect#1052), nb `jan.` (hirschmann/nbfc#181). Before,
+# such a stamp was no prefix: the host was lost and `14:15:47` was read as the Xid's PCI address.
+@pytest.mark.parametrize(("stamp", "month"), [
+    ("11月 15 14:15:47", 11), ("set 09 14:54:33", 9), ("фев 12 00:48:02", 2), ("jan. 29 20:50:17", 1),
+    ("Mär 03 08:01:02", 3), ("déc. 24 23:59:59", 12)])
+def test_journal_short_localized_month(stamp: str, month: int) -> None:
+    ex = run(f"{stamp} node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, "
+             "GPU has fallen off the bus.\n", ref_year=2024)
+    (x,) = ev(ex, "xid")
+    day, hms = stamp.split()[1:]
+    h, m, sec = (int(p) for p in hms.split(":"))
+    assert (x["host"], x["pci_bus_id"]) == ("node7", "0000:3b:00")
+    assert x["ts"] == datetime(2024, month, int(day), h, m, sec, tzinfo=UTC) and x["ts_raw"] == stamp
+
+
+# NVIDIA Fabric Manager in a journal (parsers/kernel.py FM_PROCS): its own stderr, the start script
+# of the 550+ packages and systemd's lines about its unit become `fabric_manager` events of the host,
+# the `[NV_WARN_...]` / `[NV_ERR_...]` status as the code (NVIDIA/gpu-operator#610; the start script:
+# data-infra/cube-studio#29); other processes' lines stay with other parsers.
+def test_journal_fabric_manager_lines() -> None:
+    ex = run(
+        "11月 15 14:15:47 leon-NF5468M6 systemd[1]: Starting NVIDIA fabric manager service...\n"
+        "11月 15 14:15:47 leon-NF5468M6 nv-fabricmanager[4177]: request to query NVSwitch device information "
+        "from NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]\n"
+        "Sep 18 03:19:01 ubuntu2404 nvidia-fabricmanager-start.sh[4753]: \"/usr/bin/nv-fabricmanager -c "
+        "/usr/share/nvidia/nvswitch/fabricmanager.cfg\" failed! Exit code: 1\n"
+        "Nov 15 14:15:47 gpu46 nv-fabricmanager[3310]: fabric manager failed to initialize: detected driver "
+        "version mismatch\n"
+        "Nov 15 14:15:48 gpu46 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, "
+        "status=1/FAILURE\n"
+        "Nov 15 14:15:48 gpu46 systemd[1]: Started Session 12 of user root.\n", ref_year=2024)
+    fm = ev(ex, "fabric_manager")
+    assert [(x["line_no"], x["host"], x["code"], x["severity"]) for x in fm] == [
+        (1, "leon-NF5468M6", None, "info"), (2, "leon-NF5468M6", "NV_WARN_NOTHING_TO_DO", "warning"),
+        (3, "ubuntu2404", None, "warning"), (4, "gpu46", None, "error"), (5, "gpu46", None, "warning")]
+    assert 6 not in set(ex.claimed.to_list())
+    assert fm[3]["ts"] == datetime(2024, 11, 15, 14, 15, 47, tzinfo=UTC)
+    assert kernel.sniff("11月 15 14:15:47 leon-NF5468M6 nv-fabricmanager[4177]: x\n") > 0
+
+
 def test_journal_short_without_year_keeps_raw() -> None:
     ex = fixture("journal_short.log")
     (x,) = ev(ex, "xid")

@@ -27,28 +27,19 @@ CASES: dict[str, tuple[str, str | None, str | None, tuple[str, int] | None, bool
     "openpai5464-container-oomkilled-exit-report": (
         "oom", "container-oomkilled-text", None, ("job-exit.txt", 3), False),
     "ffdl127-learner-killed-exit-137-table": ("oom", "shell-job-killed", None, ("training-log.txt", 4), False),
-    "detectron2-508-loss-nan-floatingpointerror": ("numerics", "pt-loss-nonfinite", None, ("log.txt", 1), False),
+    "detectron2-508-loss-nan-floatingpointerror": ("numerics", "pt-nan", None, ("log.txt", 1), False),
     "cyclegan1456-disk-quota-exceeded-image-save": (
         "storage", "pt-checkpoint-write-failed", None, ("train.log", 10), None),
 }
 
 # cases the analyzer gets wrong at the first look (code at main 703497c)
 XFAIL = {
-    "megatron1541-destroy-pg-not-called-healthy": (
-        "the `[rankN]:[W326 ...] ProcessGroupNCCL.cpp:1487] Warning: WARNING: destroy_process_group() was not "
-        "called` exit warnings are claimed by no parser: 'no file was recognized as a log', verdict unknown"),
-    "pytorch126275-pg-not-destroyed-wall-healthy": (
-        "the 2.4 `process group has NOT been destroyed before it is being destructed` exit warnings are claimed "
-        "by no parser: verdict unknown"),
     "openpai5464-container-oomkilled-exit-report": (
         "OpenPAI's exit report (`Exit Reason: User Container killed by docker due to it exceeded the request "
         "memory`, `reason: OOMKilled`) arrives as error lines no signature names: verdict unknown"),
     "ffdl127-learner-killed-exit-137-table": (
         "bash's job-control `Killed` line and `Exit code: 137` behind FfDL's `NNN | epoch-ms |` table prefix "
         "are error lines no signature names: verdict unknown"),
-    "detectron2-508-loss-nan-floatingpointerror": (
-        "detectron2's `FloatingPointError: Loss became infinite or NaN at iteration=27!` is taken as a generic "
-        "Python exception (pt-user-exception, user_code), not a non-finite loss (numerics)"),
 }
 
 

@@ -62,3 +62,44 @@ def test_fresh_b5app_verdict(case: str, tmp_path: Path) -> None:
     assert v["culprit"]["host"] == host
     if restart is not None:
         assert v["auto_recoverable"] is restart
+
+
+# variants of the families the b5app misses generalised to, beyond the posted lines, end to end
+VARIANTS = {
+    # docker inspect's State (moby api/types ContainerState.OOMKilled, the runtime's flag the kubelet turns
+    # into the `OOMKilled` termination reason)
+    "docker-inspect-oomkilled-true": ("inspect.txt", (
+        '        "State": {\n'
+        '            "Status": "exited",\n'
+        '            "OOMKilled": true,\n'
+        '            "ExitCode": 137,\n'
+        '            "FinishedAt": "2023-05-02T11:02:03.987654321Z"\n'
+        '        },\n'), "oom", "container-oomkilled-text", 3),
+    # pod JSON (k8s.io/api core/v1 ContainerStateTerminated.Reason)
+    "pod-json-last-state-oomkilled": ("pod.json", (
+        '            "lastState": {\n'
+        '                "terminated": {\n'
+        '                    "exitCode": 137,\n'
+        '                    "reason": "OOMKilled",\n'
+        '                    "startedAt": "2024-03-01T07:00:00Z"\n'
+        '                }\n'
+        '            },\n'), "oom", "container-oomkilled-text", 4),
+    # an mmcv CheckIsfiniteHook-style `assert torch.isfinite(runner.outputs['loss']), 'loss become infinite or NaN!'`
+    "mmcv-isfinite-hook-assert": ("train.log", (
+        "2023-02-01 10:00:00,000 - mmdet - INFO - Epoch [3][50/500]\tlr: 2.000e-02, loss: 1.2345\n"
+        "AssertionError: loss become infinite or NaN!\n"), "numerics", "pt-nan", 2),
+    # MosaicML Composer composer/callbacks/nan_monitor.py NaNMonitor.after_loss
+    "composer-nan-monitor": ("train.log", (
+        "[batch=120/1000]: Train loss/train/total: 3.1\n"
+        "RuntimeError: Train loss contains a NaN.\n"), "numerics", "pt-nan", 2),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_family_variants(variant: str, tmp_path: Path) -> None:
+    name, text, category, signature, line = VARIANTS[variant]
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / name).write_text(text)
+    v = analyze(job, tmp_path / "out", html=False).report["verdict"]
+    assert (v["category"], v["evidence"][0]["signature"], v["evidence"][0]["line"]) == (category, signature, line)

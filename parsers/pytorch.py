@@ -121,9 +121,13 @@ SIGNAL_COMPANION = (r"^\s*\*\*\* Aborted at \d+ \(unix time\)|^\s*PC: @ |^\s*\*\
 # Lightning EarlyStopping(check_finite), DeepSpeed / fairseq minimum loss scale, TF Estimator's
 # NanTensorHook (`Model diverged with loss = NaN.` logged, then NanLossDuringTrainingError `NaN loss during
 # training.`), JAX's jax_debug_nans / jax_debug_infs (`FloatingPointError: invalid value (nan) encountered in
-# <primitive>`)
+# <primitive>`), and the trainers that raise on a non-finite loss: detectron2's SimpleTrainer
+# (detectron2/engine/train_loop.py `_write_metrics` / forks' `_detect_anomaly`: `FloatingPointError: Loss
+# became infinite or NaN at iteration=N!`), mmcv CheckIsfiniteHook-style asserts (`loss become infinite or
+# NaN!`), MosaicML Composer's NaNMonitor (composer/callbacks/nan_monitor.py: `Train loss contains a NaN.`)
 NAN = (
     r"found (?:NaN|Inf) in local|Unexpected result (?:nan|-?inf)\b|(?i:loss is (?:nan|inf)\b)"
+    r"|(?i:loss bec(?:ame|ome) infinite or nan)|Train loss contains a NaN"
     r"|Minimum loss scale reached|loss scale already at minimum|returned nan values in its"
     r"|gradients are Nan/Inf|Detected nan/inf grad norm|for gradients from `parameters` is non-finite"
     r"|Tensor had (?:NaN|Inf) values|Invalid loss, terminating training|is not finite\. Previous best value"
@@ -212,6 +216,15 @@ COMPANION = (
     r"|CUDA kernel errors might be asynchronously reported|For debugging consider passing CUDA_LAUNCH_BLOCKING"
     r"|Compile with .TORCH_USE_CUDA_DSA|^\s*Last error:\s*$|During handling of the above exception"
     r"|The above exception was the direct cause"
+    # ProcessGroupNCCL's warnings of a normal run (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, as
+    # TORCH_WARN / LOG(WARNING)): the destructor's shutdown notice in its three wordings (2.4 nightly
+    # `process group has NOT been destroyed before it is being destructed`, 2.4-2.5 `... before we destruct
+    # ProcessGroupNCCL`, 2.6+ `destroy_process_group() was not called before program exit, which can leak
+    # resources`), printed at every exit that skips destroy_process_group; and barrier()'s `using GPU N to
+    # perform barrier as devices used by this process are currently unknown` (before a device is bound)
+    r"|process group has NOT been destroyed before (?:it is being destructed|we destruct ProcessGroupNCCL)"
+    r"|destroy_process_group\(\) was not called before program exit"
+    r"|using GPU \d+ to perform barrier as devices used by this process are currently unknown"
 )
 TERMINATE_TYPE = r"terminate called after throwing an instance of '([^']+)'"
 WATCHDOG_RESTATED = TIMEOUT_MAIN + "|" + HEARTBEAT + r"|watchdog thread terminated with exception"

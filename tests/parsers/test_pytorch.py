@@ -376,6 +376,39 @@ def test_nan_families():
     assert ev(ex, "nan")["line_no"].to_list() == [1, 2, 3, 4, 5, 6]
 
 
+def test_trainers_raising_on_a_non_finite_loss_are_nan():
+    """Trainers that raise on a non-finite loss: detectron2's SimpleTrainer (detectron2/engine/train_loop.py
+    `_write_metrics`, `raise FloatingPointError(f"Loss became infinite or NaN at iteration={iter}!\\n"
+    f"loss_dict = {metrics_dict}")`; forks put `loss_dict={...}.` on the same line), an mmcv
+    CheckIsfiniteHook-style `assert torch.isfinite(loss), 'loss become infinite or NaN!'`, and MosaicML
+    Composer's NaNMonitor (composer/callbacks/nan_monitor.py `raise RuntimeError('Train loss contains a
+    NaN.')`). The printed loss_dict line and a healthy `loss is normal` are not NaN reports."""
+    ex = run(
+        "FloatingPointError: Loss became infinite or NaN at iteration=27!\n"
+        "loss_dict = {'loss_cls': tensor(nan, device='cuda:0', grad_fn=), 'loss_box_reg': tensor(0.2576, device='cuda:0', grad_fn=)}\n"
+        "FloatingPointError: Loss became infinite or NaN at iteration=1999! loss_dict={'loss_ce': inf}.\n"
+        "AssertionError: loss become infinite or NaN!\n"
+        "RuntimeError: Train loss contains a NaN.\n"
+        "loss is normal\n")
+    assert ev(ex, "nan")["line_no"].to_list() == [1, 3, 4, 5]
+
+
+def test_processgroupnccl_exit_and_barrier_warnings_are_claimed_without_an_event():
+    """ProcessGroupNCCL's warnings of a normal run (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; the
+    line numbers are the ones the logs print): the destructor's shutdown notice in the 2.4-2.5 wording
+    (`process group has NOT been destroyed before we destruct ProcessGroupNCCL`, :1250) and the 2.6+ one
+    (`destroy_process_group() was not called before program exit`, :1496), and barrier()'s
+    `using GPU N to perform barrier as devices used by this process are currently unknown` (:4115), are
+    claimed companions, not errors; a real error next to them is still read."""
+    ex = run(
+        "[rank1]:[W414 16:54:27.214824770 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call destroy_process_group to ensure that any pending NCCL operations have finished in this process. In rare cases this process can exit before this point and block the progress of another member of the process group. This constraint has always been present,  but this warning has only been added since PyTorch 2.4 (function operator())\n"
+        "[rank2]:[W219 03:41:15.167016385 ProcessGroupNCCL.cpp:4115] [PG ID 0 PG GUID 0 Rank 2]  using GPU 2 to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect.Specify device_ids in barrier() to force use of a particular device,or call init_process_group() with a device_id.\n"
+        "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[rank0]:[W604 08:55:15.856186408 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())\n")
+    assert set(ex.events["line_no"].to_list()) == {3} and "cuda_error" in ex.events["kind"].to_list()
+    assert {1, 2, 4} <= set(ex.claimed.to_list())
+
+
 def test_tpu_allocator_oom_family():
     """The TPU runtime's allocator refusals (torch_xla/XRT glog lines, JAX on TPU, the bare continuation
     line of TF1's `Resource exhausted: From /job:tpu_worker`) are device OOM; TF's OOM hint is a claimed

@@ -701,6 +701,20 @@ def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: li
     return items, again
 
 
+BESIDE = True  # large CSV tables read in a thread beside the line logs; tests compare with after them
+
+
+def _beside_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[ParserInfo],
+                      limits: Limits) -> bool:
+    """A plain file larger than one chunk that its parser reads as a CSV table by path (`_table_layout`
+    of its head: a DCGM export), as `parse_one` would choose for it. Only where it is read changes
+    (the thread beside the line logs), not how: a wrong guess costs time, never a different result."""
+    if sf.compression is not None or sf.size <= limits.chunk_bytes or not head:
+        return False
+    chosen = _head_choice(head, cfg, parsers)
+    return _table_layout(sf, chosen, head.decode("utf-8", errors="replace"), limits) is not None
+
+
 def _spill(i: int, res: FileResult, spill_dir: Path | None) -> FileResult:
     if spill_dir is None:
         return res
@@ -727,10 +741,13 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     # the parsers each plain file of at most one chunk goes to, from this head (`_head_choice`): the
     # bulk, whole-file and small-file routes below read them (a file's head is sniffed once)
     choices: dict[int, list[ParserInfo]] = {}
+    beside: list[int] = []  # large CSV tables (`_beside_candidate`): read beside the line logs
     for i, sf in enumerate(disc.files):
         head = _safe_head(sf, limits)
         if _bulk_candidate(sf, limits):
             choices[i] = _head_choice(head, cfg, parsers)
+        elif BESIDE and _beside_candidate(sf, head, cfg, parsers, limits):
+            beside.append(i)
         if not cfg.year:
             years.add(head)
         bt = _boot_time_file(head, cfg)
@@ -742,6 +759,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     if not cfg.timezone_set:
         warnings.append("no timezone in job.toml: naive local timestamps were read as UTC")
     order = sorted(range(len(disc.files)), key=lambda i: disc.files[i].rel_path)
+    beside_set = set(beside)
     results: list[FileResult | None] = [None] * len(disc.files)
     workers = workers or max(1, min(os.cpu_count() or 1, 8))
     done = 0
@@ -775,32 +793,41 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
                 if progress and got:
                     progress(done, len(order))
 
-    # plain line logs: many files at a time (forensics/bulk.py); what it leaves goes file by file
-    if BULK:
-        bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
-        packs = [[(i, disc.files[i]) for i in p]
-                 for p in _pack(bulk_ids, lambda i: disc.files[i].size, BULK_BATCH_BYTES)]
-        # (the CSV tables, `_parse_table`, go file by file below, after these: a DCGM export read
-        # beside the line logs made the two largest frames of a run overlap, 1.2 GB on the 1.4 GB
-        # job of bench/README.md, and with the large files put after it, the wall time was longer)
-        # one group of batches per worker (each parses what its screens leave, BULK_GROUP_REST_BYTES
-        # at a time), balanced by bytes
-        groups = _balance(packs, lambda b: sum(sf.size for _, sf in b), min(workers, len(packs)))
-        pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits, choices)[0], groups)
-        order_left = [i for i in order if results[i] is None]
-    else:
-        order_left = order
-    # whole structured files a parser reads from their bytes (DCGM CSV): many at a time
-    routes: dict[str, tuple[ParserInfo, list[int]]] = {}
-    for i in order_left:
-        wp = _whole_route(disc.files[i], cfg, parsers, limits, choices.get(i))
-        if wp is not None:
-            routes.setdefault(wp.name, (wp, []))[1].append(i)
-    jobs = [(wp, pack) for wp, ids in routes.values()
-            for pack in _pack(ids, lambda i: disc.files[i].size, WHOLE_BATCH_BYTES)]
-    if jobs:
-        pooled(lambda j: _whole_group(j[1], disc, j[0], cfg, ref_year, limits), jobs)
-        order_left = [i for i in order_left if results[i] is None]
+    # The large CSV tables (a DCGM export: its block reader) are read in a thread of their own,
+    # started first, one at a time, and the line logs beside them: the two keep both cores busy
+    # (issue 17; after one another, one core idled through the line logs' last parse and much of the
+    # table). Each file's result lands in its own slot: the output (order, values) does not depend
+    # on the threads' timing. (The DCGM files read whole, below, stay after the line logs: beside
+    # them, on the 1,024-rank job, they cost more CPU and memory and no time.)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside") as side:
+        tables = [side.submit(work, i) for i in order if i in beside_set]
+        # plain line logs: many files at a time (forensics/bulk.py); what it leaves goes file by file
+        if BULK:
+            bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
+            packs = [[(i, disc.files[i]) for i in p]
+                     for p in _pack(bulk_ids, lambda i: disc.files[i].size, BULK_BATCH_BYTES)]
+            # one group of batches per worker (each parses what its screens leave, BULK_GROUP_REST_BYTES
+            # at a time), balanced by bytes
+            groups = _balance(packs, lambda b: sum(sf.size for _, sf in b), min(workers, len(packs)))
+            pooled(lambda g: _bulk_group(g, cfg, ref_year, boot_times, parsers, limits, choices)[0], groups)
+        # whole structured files a parser reads from their bytes (DCGM CSV): many at a time
+        routes: dict[str, tuple[ParserInfo, list[int]]] = {}
+        for i in order:
+            if results[i] is None and i not in beside_set:
+                wp = _whole_route(disc.files[i], cfg, parsers, limits, choices.get(i))
+                if wp is not None:
+                    routes.setdefault(wp.name, (wp, []))[1].append(i)
+        jobs = [(wp, pack) for wp, ids in routes.values()
+                for pack in _pack(ids, lambda i: disc.files[i].size, WHOLE_BATCH_BYTES)]
+        if jobs:
+            pooled(lambda j: _whole_group(j[1], disc, j[0], cfg, ref_year, limits), jobs)
+        for fut in tables:
+            i, r = fut.result()
+            results[i] = r
+            done += 1
+            if progress:
+                progress(done, len(order))
+    order_left = [i for i in order if results[i] is None]
     # small unrecognizable files are screened in batches (no per-file parser cost)
     cands = [i for i in order_left
              if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers, choices.get(i))]

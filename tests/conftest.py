@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -54,3 +58,15 @@ def downtime_holds() -> Callable[..., None]:
 def primary() -> Callable[[dict, dict], tuple[dict, dict]]:
     """`primary(expected, report)`: the (expected, got) pair a scenario's verdict is judged on."""
     return _primary
+
+
+@pytest.fixture(scope="session")
+def bench_module() -> Callable[[str], ModuleType]:
+    """`bench_module(name)`: the script bench/<name>.py loaded as a module (bench/ is no package)."""
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    return load

@@ -5,11 +5,11 @@ at each file's first match)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -22,14 +22,6 @@ from forensics.simulate import load_scenario, simulate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     case = tmp_path_factory.mktemp("bench") / "case"
@@ -37,8 +29,8 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return case / "job"
 
 
-def test_floor_loads_every_dcgm_sample_and_counts_every_other_line(job: Path, tmp_path: Path) -> None:
-    got = _module("floor").main(job, hash_files=True)
+def test_floor_loads_every_dcgm_sample_and_counts_every_other_line(job: Path, tmp_path: Path, bench_module: Callable[[str], ModuleType]) -> None:
+    got = bench_module("floor").main(job, hash_files=True)
     files = [p for p in job.rglob("*") if p.is_file()]
     dcgm = [p for p in files if p.name == "dcgm.csv"]
     other = [p for p in files if p.name != "dcgm.csv"]
@@ -59,8 +51,8 @@ def test_floor_runs_as_the_benchmark_runs_it(job: Path) -> None:
     assert json.loads(out.stdout)["files_hashed"] == 0  # hashing only with --hash
 
 
-def test_baselines_read_every_byte_of_every_file(job: Path) -> None:
-    run = _module("run")
+def test_baselines_read_every_byte_of_every_file(job: Path, bench_module: Callable[[str], ModuleType]) -> None:
+    run = bench_module("run")
     files = sorted(str(p) for p in job.rglob("*") if p.is_file())
     cat = run.timed(["cat", *files], 1, run.BASELINE_ENV)
     assert cat["output_bytes"] == sum(Path(f).stat().st_size for f in files) > 0
@@ -73,8 +65,8 @@ def test_baselines_read_every_byte_of_every_file(job: Path) -> None:
     assert counts == want and max(want.values()) > 1
 
 
-def test_grep_baseline_is_the_catalog_literals_escaped() -> None:
-    pat = _module("run").grep_pattern()
+def test_grep_baseline_is_the_catalog_literals_escaped(bench_module: Callable[[str], ModuleType]) -> None:
+    pat = bench_module("run").grep_pattern()
     lits = catalog_literals(load_catalog())
     assert len(pat.split("|")) >= len(lits) > 100
     for lit in lits:  # every literal is found by the ERE as itself

@@ -7,8 +7,8 @@ line path does not (wide, field ids, another delimiter, any column order)."""
 
 from __future__ import annotations
 
-import importlib.util
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -23,18 +23,10 @@ from parsers.records import ParseContext
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_independent_job", ROOT / "bench" / "independent_job.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def case(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def case(tmp_path_factory: pytest.TempPathFactory, bench_module: Callable[[str], ModuleType]) -> Path:
     out = tmp_path_factory.mktemp("independent") / "case"
-    _generator().generate(out, scale=0.01, seed=11)
+    bench_module("independent_job").generate(out, scale=0.01, seed=11)
     return out
 
 

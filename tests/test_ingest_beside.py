@@ -5,8 +5,8 @@ DCGM file read whole from its bytes stays after the line logs)."""
 
 from __future__ import annotations
 
-import importlib.util
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -24,18 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CHUNK = 1 << 20  # the 1/100 scale DCGM export (~5 MB) is larger than a chunk: the block reader takes it
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_independent_job", ROOT / "bench" / "independent_job.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def job(tmp_path_factory: pytest.TempPathFactory, bench_module: Callable[[str], ModuleType]) -> Path:
     out = tmp_path_factory.mktemp("beside") / "case"
-    _generator().generate(out, scale=0.01, seed=5)
+    bench_module("independent_job").generate(out, scale=0.01, seed=5)
     return out / "job"
 
 

@@ -355,6 +355,12 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
         tables = {t: host_names.rename(df, names) for t, df in tables.items()}
         file_host = {f: names.get(h, h) for f, h in (file_host or {}).items()}
         ing.warnings.extend(host_names.describe(names))
+    pods, moved = host_names.pod_node_names(events, tables.get("pod_nodes"))
+    if pods:  # a Kubernetes pod's name is read as the node it ran on
+        events = host_names.rename(events, pods)
+        tables = {t: host_names.rename(df, pods) for t, df in tables.items()}
+        file_host = {f: pods.get(h, h) for f, h in (file_host or {}).items()}
+    ing.warnings.extend(host_names.describe_pods(pods, moved))
     files = files.with_columns(pl.col("file_id").replace_strict(file_host or {}, default=None,
                                                                 return_dtype=pl.Utf8).alias("host"))
     hints = sorted(set(file_attempt_hint.values()))

@@ -86,6 +86,10 @@ CREATE TABLE exits (
     error_file VARCHAR, message VARCHAR
 );
 
+CREATE TABLE pod_nodes (              -- a Kubernetes pod and the node kubectl shows it on
+    file_id INTEGER, line_no BIGINT, pod VARCHAR, namespace VARCHAR, node VARCHAR
+);
+
 CREATE TABLE dcgm_samples (
     file_id INTEGER, line_no BIGINT, ts TIMESTAMPTZ, host VARCHAR, gpu BIGINT, uuid VARCHAR,
     pci_bus_id VARCHAR, field VARCHAR, value DOUBLE

@@ -11,6 +11,18 @@ A line parser gated by content: nothing is read unless the text carries a Kubern
 (`kind: Pod`, `"kind": "Pod"`, `containerStatuses`, describe's `Containers:` + `Namespace:`, or a
 `kubectl get pods` header), because `Reason:` / `reason:` alone is too common to trust.
 
+Pods and nodes: which node each pod ran on, from what kubectl prints per pod (the `pod_nodes`
+table; the analysis reads the pod names that NCCL and the pod logs give as hosts through it, so a
+rank links to the node its dmesg and DCGM name). `kubectl describe pod` writes `Name:`,
+`Namespace:`, then `Node: <nodeName>/<hostIP>` (`<none>` before scheduling; kubectl
+pkg/describe/describe.go `describePod`); `-o yaml` / `-o json` give `metadata.name` then
+`metadata.namespace` and `spec.nodeName`; `kubectl get pods -o wide` has a NODE column after IP
+(pkg/printers/internalversion/printers.go, `podColumnDefinitions`; `-A` adds NAMESPACE first); the
+scheduler's `Scheduled` event says `Successfully assigned <ns>/<pod> to <node>`. A pod's block
+starts at its name (a `name` key directly followed by a `namespace` key, in all three layouts) and
+its events take its node; a file that names several nodes but no blocks gives its events the path's
+host, never another pod's node.
+
 Training-operator jobs (`kubectl describe tfjob|pytorchjob|mpijob`): a condition `Reason:
 TFJobFailed` / `PyTorchJobRestarting` / ... is a marker by itself and a `k8s_job_status` event
 (code = the reason).
@@ -43,7 +55,7 @@ SEVERITY = {"MemoryPressure": "error", "DiskPressure": "error", "OOMKilled": "er
             "CrashLoopBackOff": "error", "ContainerCannotRun": "error", "StartError": "error"}
 
 JOB_REASON_RE = r"^(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)?Job(?:Failed|Restarting|Succeeded)$"
-MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Namespace:\s+\S|^NAME\s+READY\s+STATUS\b|' \
+MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Namespace:\s+\S|^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\b|' \
           r'^LAST SEEN\s+TYPE\s+REASON\b|The node was low on resource: |The node had condition: \[|' \
           r'^[ \t]*"?[Rr]eason"?:[ \t]*"?(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)Job(?:Failed|Restarting)\b'
 # kubelet's eviction manager (pkg/kubelet/eviction/helpers.go): the evicted pod's message names the
@@ -62,6 +74,15 @@ CLOUD = (
     (r'"EventType"\s*:\s*"Preempt"', "azure_preempt"),
 )
 CLOUD_RE = "|".join(rx for rx, _ in CLOUD)
+# `kubectl get pods -o wide` (optionally `-A`): the header, and a row's NAME and NODE (RESTARTS may
+# read `3 (5m ago)`; IP and NODE may be `<none>`)
+WIDE_HEADER_RE = r"^\s*(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\b"
+NARROW_HEADER_RE = r"^\s*(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\b"
+WIDE_ROW_RE = (r"^\s*(?:(?P<ns>\S+)\s+)??(?P<pod>\S+)\s+\d+/\d+\s+\S+\s+\d+(?:\s+\([^)]*\))?\s+\S+\s+\S+\s+"
+               r"(?P<node>\S+)")
+# kube-scheduler's Scheduled event (pkg/scheduler/schedule_one.go): "Successfully assigned %v/%v to %v"
+ASSIGNED_RE = r"Successfully assigned (?P<ns>[^/\s]+)/(?P<pod>\S+) to (?P<node>\S+)"
+NO_NODE = "<none>"
 # Parsed file by file (pod blocks run over lines), only in files with a line matching _TRIGGER.
 _TRIGGER = MARKERS + "|" + CLOUD_RE
 # key / value in any of the three shapes: `Reason:   OOMKilled`, `reason: OOMKilled`, `"reason": "OOMKilled",`
@@ -75,7 +96,7 @@ def sniff(head: str) -> float:
 
 
 def _empty() -> Extraction:
-    return Extraction(events=empty_events(), tables={"exits": empty_table("exits")})
+    return Extraction(events=empty_events(), tables={"exits": empty_table("exits"), "pod_nodes": empty_table("pod_nodes")})
 
 
 def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
@@ -105,7 +126,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         if cloud.is_empty():
             return _empty()
         events = events_frame(cloud).sort("line_no")
-        return Extraction(events=events, tables={"exits": empty_table("exits")},
+        return Extraction(events=events, tables={"exits": empty_table("exits"), "pod_nodes": empty_table("pod_nodes")},
                           claimed=events["line_no"].alias("line_no"), ignored=pl.Series("line_no", [], dtype=pl.Int64))
     b = pl.col("body")
     kv = b.str.extract_groups(KV_RE)
@@ -139,7 +160,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     pod_reason = (key == "reason") & ~in_blk & val.is_in(POD_REASONS + DISRUPTION + WAITING)
     job_reason = (key == "reason") & ~in_blk & val.str.contains(JOB_REASON_RE)
     event_row = b.str.extract(r"^\s*(?:\S+\s+)?Warning\s+(\w+)\s", 1)
-    table_row = b.str.extract(r"^\S+\s+\d+/\d+\s+(\w+)\s+\d+", 1)
+    table_row = b.str.extract(r"^(?:\S+\s+)?\S+\s+\d+/\d+\s+(\w+)\s+\d+", 1)
     pressure = pl.coalesce(
         b.str.extract(EVICT_RESOURCE_RE, 1).replace_strict(EVICT_PRESSURE, default=None, return_dtype=pl.Utf8),
         b.str.extract(EVICT_CONDITION_RE, 1))
@@ -160,19 +181,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                                       "ts", "ts_raw")
     ev = pl.concat([term.select("line_no", "kind", "code", "exitcode", "ts", "ts_raw"),
                     other.select("line_no", "kind", "code", "exitcode", "ts", "ts_raw"), cloud])
-    host = df.filter(key == "node").select(val.str.extract(r"^([^/\s]+)", 1)).to_series()
-    host = host[0] if host.len() else None
-    host = host or (df.filter(key == "nodename")["val"][0] if (df["key"] == "nodename").any() else None)
-    ev = ev.join(msgs, on="line_no", how="left").with_columns(
+    pods, line_node = _pods(lines, df)
+    ev = ev.join(msgs, on="line_no", how="left").join(line_node, on="line_no", how="left").with_columns(
         pl.lit(SPEC.name).alias("source"),
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
-        pl.lit(host or ctx.host_hint, dtype=pl.Utf8).alias("host"),
+        pl.coalesce(pl.col("node"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"),
         pl.lit(ctx.rank_hint, dtype=pl.Int64).alias("rank"),
         pl.col("code").replace_strict(SEVERITY, default="warning", return_dtype=pl.Utf8).alias("severity"),
     )
     events = events_frame(ev).sort("line_no")
-    exits = table_frame("exits", term.join(msgs, on="line_no", how="left").with_columns(
-        pl.lit(host or ctx.host_hint, dtype=pl.Utf8).alias("host"), pl.lit("k8s").alias("origin"),
+    exits = table_frame("exits", term.join(msgs, on="line_no", how="left").join(line_node, on="line_no", how="left")
+                        .with_columns(
+        pl.coalesce(pl.col("node"), pl.lit(ctx.host_hint, dtype=pl.Utf8)).alias("host"), pl.lit("k8s").alias("origin"),
         pl.when(pl.col("exitcode") == 137).then(pl.lit("SIGKILL")).when(pl.col("exitcode") == 143)
         .then(pl.lit("SIGTERM")).when(pl.col("exitcode") == 134).then(pl.lit("SIGABRT"))
         .when(pl.col("exitcode") == 139).then(pl.lit("SIGSEGV")).alias("signal"),
@@ -181,8 +201,58 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     ignored = df.filter(key.is_not_null() | b.str.contains(r"^\s*[{}\[\],]*\s*$")
                         | b.str.contains(r"^NAME\s+READY|^LAST SEEN|^Events:|^\s+Type\s+Reason"))["line_no"]
     ignored = ignored.filter(~ignored.is_in(claimed.implode())).sort()
-    return Extraction(events=events, tables={"exits": exits}, claimed=claimed.alias("line_no"),
+    return Extraction(events=events, tables={"exits": exits, "pod_nodes": pods}, claimed=claimed.alias("line_no"),
                       ignored=ignored.alias("line_no"))
+
+
+def _pods(lines: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The `pod_nodes` rows of a file, and each line's node (line_no, node): the node of the pod
+    block the line is in, a `get pods -o wide` row's own node, else the one node the file names
+    (null where it names several and the line is in no block)."""
+    b, key, val = pl.col("body"), pl.col("key"), pl.col("val")
+    section = (pl.when(b.str.contains(WIDE_HEADER_RE)).then(pl.lit(True))
+               .when(b.str.contains(NARROW_HEADER_RE) | b.str.contains(r"^\s*$")).then(pl.lit(False))
+               .otherwise(None).forward_fill())
+    row = b.str.extract_groups(WIDE_ROW_RE)
+    assigned = b.str.extract_groups(ASSIGNED_RE)
+    starts = (key == "name") & (key.shift(-1) == "namespace")
+    x = df.with_columns(
+        pl.when(starts).then(pl.col("line_no")).forward_fill().alias("_pod_blk"),
+        pl.when(starts).then(val).forward_fill().alias("_pod"),
+        pl.when(starts).then(val.shift(-1)).forward_fill().alias("_ns"),
+        # describe's `Node: name/hostIP`, yaml/json's `nodeName`
+        pl.when(key == "node").then(val.str.extract(r"^([^/\s]+)", 1)).when(key == "nodename").then(val)
+        .alias("_node"),
+        pl.when(section & ~b.str.contains(WIDE_HEADER_RE)).then(row.struct.field("node")).alias("_row_node"),
+        pl.when(section).then(row.struct.field("pod")).alias("_row_pod"),
+        pl.when(section).then(row.struct.field("ns")).alias("_row_ns"),
+        assigned.struct.field("pod").alias("_as_pod"), assigned.struct.field("ns").alias("_as_ns"),
+        assigned.struct.field("node").alias("_as_node"),
+    ).with_columns(*(pl.when(pl.col(c) != NO_NODE).then(pl.col(c)).alias(c) for c in ("_node", "_row_node", "_as_node")))
+    blocks = (x.filter(pl.col("_pod_blk").is_not_null() & pl.col("_node").is_not_null())
+              .group_by("_pod_blk").agg(pl.col("_node").first().alias("_blk_node"),
+                                        pl.col("line_no").filter(pl.col("_node").is_not_null()).first().alias("_at")))
+    x = x.join(blocks, on="_pod_blk", how="left")
+    named = x.filter(pl.col("_node").is_not_null())["_node"].unique()
+    only = named[0] if named.len() == 1 and x["_pod_blk"].is_null().all() else None
+    pods = pl.concat([
+        x.filter(pl.col("_pod_blk").is_not_null() & (pl.col("line_no") == pl.col("_at")))
+        .select("line_no", pl.col("_pod").alias("pod"), pl.col("_ns").alias("namespace"), pl.col("_node").alias("node")),
+        x.filter(pl.col("_row_node").is_not_null() & pl.col("_row_pod").is_not_null())
+        .select("line_no", pl.col("_row_pod").alias("pod"), pl.col("_row_ns").alias("namespace"),
+                pl.col("_row_node").alias("node")),
+        x.filter(pl.col("_as_node").is_not_null())
+        .select("line_no", pl.col("_as_pod").alias("pod"), pl.col("_as_ns").alias("namespace"),
+                pl.col("_as_node").alias("node")),
+    ]).unique(maintain_order=True).sort("line_no")
+    # an event row's object (`pod/<name>`, kubectl get events) on the node the file shows that pod on
+    on_one = (pods.group_by("pod").agg(pl.col("node").unique()).filter(pl.col("node").list.len() == 1)
+              .select(pl.col("pod").alias("_obj"), pl.col("node").list.first().alias("_obj_node")))
+    x = x.with_columns(b.str.extract(r"(?:^|\s)pods?/([a-z0-9][-a-z0-9.]*)(?:\s|$)", 1).alias("_obj"))
+    x = x.join(on_one, on="_obj", how="left")
+    line_node = x.select("line_no", pl.coalesce(pl.col("_row_node"), pl.col("_blk_node"), pl.col("_obj_node"),
+                                                pl.lit(only, dtype=pl.Utf8)).alias("node"))
+    return table_frame("pod_nodes", pods), line_node
 
 
 SPEC = ParserSpec(
@@ -190,8 +260,9 @@ SPEC = ParserSpec(
     scope="job",
     description="Kubernetes pod termination reasons: kubectl describe / get -o yaml|json / get pods / events",
     formats=("kubectl describe pod", "kubectl get pod -o yaml", "kubectl get pod -o json", "kubectl get pods",
+             "kubectl get pods -o wide",
              "kubectl get events", "kubectl describe tfjob/pytorchjob conditions", "cloud spot/preemption notices"),
     kinds=("k8s_terminated", "k8s_pod_status", "k8s_job_status", "cloud_preemption"),
-    tables=("exits",),
+    tables=("exits", "pod_nodes"),
     trigger=_TRIGGER,
 )

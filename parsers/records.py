@@ -75,6 +75,9 @@ TABLE_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "origin": pl.Utf8,  # elastic | deepspeed | slurm | k8s
         "first_observed": pl.Boolean, "error_file": pl.Utf8, "message": pl.Utf8,
     },
+    "pod_nodes": {  # a Kubernetes pod and the node kubectl shows it on (parsers/k8s.py)
+        "line_no": pl.Int64, "pod": pl.Utf8, "namespace": pl.Utf8, "node": pl.Utf8,
+    },
     "dcgm_samples": {
         "line_no": pl.Int64, "ts": UTC_DT, "host": pl.Utf8, "gpu": pl.Int64, "uuid": pl.Utf8,
         "pci_bus_id": pl.Utf8, "field": pl.Utf8, "value": pl.Float64,

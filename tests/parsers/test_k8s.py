@@ -125,3 +125,66 @@ def test_cloud_interruption_notices_need_no_pod_marker() -> None:
         (3, "cloud_preemption", "gce_preempted", datetime(2024, 5, 1, 10, 0, 3, tzinfo=UTC))]
     assert ex.claimed.to_list() == [1, 2, 3]
     check_contract(ex, 4)
+
+
+def pod_rows(ex: Extraction) -> list[tuple]:
+    return ex.tables["pod_nodes"].rows()
+
+
+def test_describe_of_two_pods_gives_each_pod_its_own_node() -> None:
+    # before: every event of the file took the first `Node:` (worker-0's), inventing worker-1's node
+    ex = run((FIX / "describe_pods_two_nodes.txt").read_text())
+    assert rows(ex) == [(26, "k8s_terminated", "Error", "gke-a3-pool-7f3c")]
+    assert pod_rows(ex) == [(5, "llm-train-worker-0", "default", "gke-a3-pool-91d2"),
+                            (20, "llm-train-worker-1", "default", "gke-a3-pool-7f3c")]
+    assert ex.tables["exits"]["host"].to_list() == ["gke-a3-pool-7f3c"]
+    check_contract(ex, 31)
+
+
+def test_yaml_pod_list_name_before_namespace_and_node_name() -> None:
+    # an ownerReference's `name:` (no `namespace:` after it) starts no pod
+    ex = run((FIX / "pods_list.yaml").read_text())
+    assert pod_rows(ex) == [(21, "llm-train-worker-0-x7k2p", "training", "ip-10-0-12-34.ec2.internal"),
+                            (44, "llm-train-worker-1-b9dqs", "training", "ip-10-0-12-77.ec2.internal")]
+    assert rows(ex) == [(53, "k8s_terminated", "OOMKilled", "ip-10-0-12-77.ec2.internal")]
+
+
+def test_json_pod_name_namespace_node_name() -> None:
+    text = ('{\n    "apiVersion": "v1",\n    "kind": "Pod",\n    "metadata": {\n        "name": "trainer-worker-2",\n'
+            '        "namespace": "ml",\n        "uid": "1c2d"\n    },\n    "spec": {\n        "nodeName": "a100-node-09"\n'
+            '    },\n    "status": {\n        "containerStatuses": [\n            {\n                "state": {\n'
+            '                    "terminated": {\n                        "exitCode": 1,\n'
+            '                        "reason": "Error"\n                    }\n                }\n            }\n'
+            '        ]\n    }\n}\n')
+    ex = run(text)
+    assert pod_rows(ex) == [(10, "trainer-worker-2", "ml", "a100-node-09")]
+    assert rows(ex) == [(18, "k8s_terminated", "Error", "a100-node-09")]
+
+
+def test_get_pods_wide_rows_name_their_node() -> None:
+    # -A adds NAMESPACE; RESTARTS reads `2 (4m ago)`; a Pending pod's `<none>` node is no node
+    ex = run((FIX / "get_pods_wide.txt").read_text())
+    assert pod_rows(ex) == [(2, "llm-train-master-0", "training", "gke-a3-pool-91d2"),
+                            (3, "llm-train-worker-0", "training", "gke-a3-pool-7f3c")]
+    assert rows(ex) == [(3, "k8s_pod_status", "Error", "gke-a3-pool-7f3c")]
+    narrow = run("NAME        READY   STATUS   RESTARTS   AGE   IP         NODE\n"
+                 "trainer-0   0/1     Error    0          5m    10.1.2.3   node-a\n")
+    assert pod_rows(narrow) == [(2, "trainer-0", None, "node-a")]
+    # without -o wide there is no NODE column: the last column is AGE, never read as a node
+    assert pod_rows(run((FIX / "get_pods.txt").read_text())) == []
+
+
+def test_scheduled_event_assigns_a_pod_and_its_event_rows_take_that_node() -> None:
+    ex = run((FIX / "events_scheduled.txt").read_text())
+    assert pod_rows(ex) == [(2, "llm-train-worker-0", "training", "gke-a3-pool-7f3c")]
+    assert rows(ex) == [(4, "k8s_pod_status", "BackOff", "gke-a3-pool-7f3c")]
+
+
+def test_a_file_naming_several_nodes_outside_pod_blocks_keeps_the_paths_host() -> None:
+    # two `Node:` lines whose `Name:` lines the excerpt cut: neither node is the event's
+    text = ("Node:             node-a/10.0.0.1\nContainers:\n  c:\n    State:          Terminated\n"
+            "      Reason:       OOMKilled\n      Exit Code:    137\nNamespace:        x\nNode:             node-b/10.0.0.2\n")
+    assert rows(run(text)) == [(5, "k8s_terminated", "OOMKilled", "hint")]
+    one = "Namespace:        x\nNode:             node-a/10.0.0.1\nContainers:\n  c:\n    State:          Terminated\n" \
+          "      Reason:       OOMKilled\n      Exit Code:    137\n"
+    assert rows(run(one)) == [(6, "k8s_terminated", "OOMKilled", "node-a")]

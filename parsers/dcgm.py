@@ -85,7 +85,8 @@ def canonical_field(name: str) -> str:
 
 
 def _canon_expr(expr: pl.Expr, uniques: list[str]) -> pl.Expr:
-    mapping = {u: canonical_field(u) for u in uniques if u is not None and canonical_field(u) != u}
+    # numeric field ids (a `field_id` column) too, as the block reader names them (`canonical_or_id`)
+    mapping = {u: canonical_or_id(u) for u in uniques if u is not None and canonical_or_id(u) != u}
     return expr.replace(mapping) if mapping else expr
 
 
@@ -258,8 +259,10 @@ def _prometheus(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
 
 def _is_csv_header(line: str) -> bool:
-    cols = [c.strip().strip('"').lower() for c in line.strip().split(",")]
-    return "value" in cols and ("metric" in cols or "__name__" in cols or "field" in cols)
+    """A comma-separated long CSV header: a field column and a value column by any of the names
+    the block reader takes (`_COLS`), so that a file reads the same at any size."""
+    cols = {c.strip().strip('"').lower() for c in line.strip().split(",")}
+    return bool(cols & set(_COLS["value"])) and bool(cols & set(_COLS["field"]))
 
 
 def _csv_header(lines: pl.DataFrame) -> tuple[int, str] | None:
@@ -340,28 +343,28 @@ def _csv_samples(df: pl.DataFrame, data_lines: pl.Series, ctx: ParseContext, spa
                 return pl.col(cols[n.lower()]).str.strip_chars() if spaces else pl.col(cols[n.lower()])
         return pl.lit(None, dtype=pl.Utf8)
 
-    tsraw = col("timestamp", "time", "ts", "datetime")
+    tsraw = col(*_COLS["ts"])  # the block reader's column names for each role (`_COLS`)
 
-    metric = col("metric", "__name__", "field")
+    metric = col(*_COLS["field"])
     uniques = df.select(metric.alias("m"))["m"].unique().to_list()
     # a few stamps and addresses repeat over every GPU and field: parse each distinct value once
     df = _per_value(df, tsraw, lambda r: _csv_ts(r, ctx), "_ts", runs=True)
-    df = _per_value(df, col("pci_bus_id"), normalize_pci, "_pci")
+    df = _per_value(df, col(*_COLS["pci"]), normalize_pci, "_pci")
     return df.with_columns(pl.Series("line_no", data_lines, dtype=pl.Int64)).select(
         "line_no",
         pl.col("_ts").alias("ts"),
         pl.when(pl.col("_ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         tsraw.alias("ts_raw"),
-        pl.coalesce(col("Hostname", "hostname", "host", "instance"), host_hint(ctx)).alias("host"),
-        col("gpu").cast(pl.Int64, strict=False).alias("gpu"),
-        col("UUID", "uuid", "gpu_uuid").alias("uuid"),
+        pl.coalesce(col(*_COLS["host"]), host_hint(ctx)).alias("host"),
+        col(*_COLS["gpu"]).cast(pl.Int64, strict=False).alias("gpu"),
+        col(*_COLS["uuid"]).alias("uuid"),
         pl.col("_pci").alias("pci_bus_id"),
         _canon_expr(metric, uniques).alias("field"),
-        clean_value(col("value"), stripped=True).alias("value"),  # (col strips: see `spaces`)
-        col("err_code").alias("err_code"),
-        col("xid").alias("xid_label"),
-        col("health_error_code").alias("health_code"),
-        col("health_watch").alias("health_watch"),
+        clean_value(col(*_COLS["value"]), stripped=True).alias("value"),  # (col strips: see `spaces`)
+        col(*_COLS["err_code"]).alias("err_code"),
+        col(*_COLS["xid_label"]).alias("xid_label"),
+        col(*_COLS["health_code"]).alias("health_code"),
+        col(*_COLS["health_watch"]).alias("health_watch"),
         *file_keys(ctx),
     )
 

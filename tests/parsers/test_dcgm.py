@@ -495,10 +495,9 @@ def _read_blocks(text: str, cut: int | None, threads: int, monkeypatch: pytest.M
 def _bucketed_line_path(text: str) -> pl.DataFrame:
     """The general path: `parse` of the lines, its samples bucketed by polars' group_by over the
     four columns (mean as sum / count, OR of the bit mask, maximum of the counter) and sorted by
-    them, nulls last. (The line path leaves a numeric field id as it is: named here.)"""
+    them, nulls last. (Both paths name a numeric field id: `canonical_or_id`.)"""
     lines = pl.DataFrame({"line_no": range(1, text.count("\n") + 1), "text": text.split("\n")[:-1]})
     s = dcgm.parse(lines, ParseContext(path="d.csv")).tables["dcgm_samples"]
-    s = s.with_columns(pl.col("field").map_elements(dcgm.canonical_or_id, return_dtype=pl.Utf8))
     f, v = pl.col("field"), pl.col("value")
     keys = ["ts", "host", "gpu", "field"]
     return s.with_columns(pl.col("ts").dt.truncate(f"{dcgm.BUCKET_S}s")).group_by(keys).agg(
@@ -598,3 +597,29 @@ def test_xid_and_health_events_follow_each_series_changes(seed: int) -> None:
     got = ext.events.sort("line_no").select("line_no", "kind", "code", "host", "gpu").rows()
     assert got == sorted(want) and len(want) > 30
     assert {(h, g) for _, _, _, h, g in want} == {("n2", 3), ("n4", 0), ("n1", 7)}
+
+
+@pytest.mark.parametrize(("header", "comment"), [
+    ("timestamp,hostname,gpu,field,value", False),
+    ("time,node,gpu_id,field_id,val", False),          # the block reader's other names for each role
+    ("sample_time,instance,entityId,metric_name,value", True),   # the header after a comment line
+])
+def test_the_line_path_reads_every_long_csv_the_block_reader_does(header: str, comment: bool) -> None:
+    """A small long CSV (read whole or by lines) is read as a large one (the block reader) is: the
+    same column names for each role (`_COLS`), numeric DCGM field ids named (`dcgmi dmon -e 155,150`
+    ids). Before, the line path kept "155" as it was, and a header it did not know (`field_id`,
+    `val`, `node`) after a comment line gave no samples at all."""
+    text = (("# exported by collect.sh\n" if comment else "") + header + "\n2026-11-02T08:00:00Z,node-1,0,155,301.5\n"
+            "2026-11-02T08:00:00Z,node-1,0,150,71\n2026-11-02T08:00:00Z,node-1,0,99999,1\n")
+    rows = text.split("\n")[:-1]
+    lines = pl.DataFrame({"line_no": range(1, len(rows) + 1), "text": rows})
+    s = dcgm.parse(lines, ParseContext(path="d.csv")).tables["dcgm_samples"]
+    assert s.select("host", "gpu", "field", "value").rows() == [
+        ("node-1", 0, "DCGM_FI_DEV_POWER_USAGE", 301.5), ("node-1", 0, "DCGM_FI_DEV_GPU_TEMP", 71.0),
+        ("node-1", 0, "99999", 1.0)]  # an id the field table lacks stays as printed
+    if not comment:  # the same file read by the block reader
+        layout = dcgm.csv_layout(header)
+        assert layout is not None
+        ext, _, _ = dcgm.read_csv_chunks([text.encode()], layout, ParseContext(path="d.csv"))
+        got = ext.tables["dcgm_samples"].sort("field").select("host", "gpu", "field", "value").rows()
+        assert got == sorted(s.select("host", "gpu", "field", "value").rows(), key=lambda r: r[2])

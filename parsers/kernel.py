@@ -98,6 +98,8 @@ for _names in (
     "jan feb mars apr mai juni juli aug sep okt nov des",         # nb, da, sv (`maj`)
     "sty lut mar kwi maj cze lip sie wrz paź lis gru",            # pl
     "янв фев мар апр мая июн июл авг сен окт ноя дек",            # ru
+    "січ лют бер кві тра чер лип сер вер жов лис гру",            # uk
+    "led úno bře dub kvě čvn čvc srp zář říj lis pro",            # cs
 ):
     for _i, _n in enumerate(_names.split()):
         LOCAL_MONTHS.setdefault(_n, ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
@@ -112,10 +114,30 @@ _LOCAL_MON = "|".join(re.escape(n) for n in sorted(
                                                   "Sep", "Oct", "Nov", "Dec")}, key=lambda n: (-len(n), n)))
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|(?i:" + _LOCAL_MON + r"|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\.?)"
 
+# `dmesg -T` in the host's locale: util-linux sys-utils/dmesg.c `record_ctime` prints
+# strftime(_("%a %b %e %H:%M:%S %Y")), a format its translators reorder (po/*.po, util-linux 39465c780):
+# "%a, %e. %b %Y, %H:%M:%S" (de), "%a %e %b %H:%M:%S %Y" (fr es ca hr nl pl ro), "%a %e. %b %Y %H:%M:%S"
+# (cs), "%a %e %b %Y %H.%M.%S" (sv), "%a. %e. %b. %Y. %H:%M:%S" (sr), "%b%e日(%a) %H:%M:%S %Y" (ja),
+# "%b %e일 (%a) %H:%M:%S" (ko: no year), and the English order with the locale's names where the
+# format is untranslated (zh_CN, zh_TW, ru, it, pt_BR, uk, ...). The weekday, when it comes first, is
+# skipped (a French `mar.` is Tuesday, not March); the month is a LOCAL_MONTHS name; the year stands
+# before or after the time, or nowhere (then the reference year). The English form is `ctime` above.
+_LOCAL_CTIME = (
+    r"\[\s*(?P<lct>(?:[^\s\d\]]+\s+)?(?:"
+    # month first (the English order, ja, ko): the year, if any, after the time (Fabric Manager's own
+    # `[Jan 03 2025 10:00:01]`, year before the time, is no dmesg stamp)
+    r"(?P<lmon1>" + _MON + r")\s*(?P<lday1>\d{1,2})[^\]\d]*?(?P<lhms1>\d\d[:.]\d\d[:.]\d\d)"
+    r"(?:[^\]\d]*?(?P<lyear1>\d{4}))?"
+    # day first: the year before or after the time
+    r"|(?P<lday2>\d{1,2})\.?\s+(?P<lmon2>" + _MON + r")[^\]\d]*?(?:(?P<lyear2>\d{4})[^\]\d]*?)?"
+    r"(?P<lhms2>\d\d[:.]\d\d[:.]\d\d)(?:[^\]\d]*?(?P<lyear3>\d{4}))?))"
+    + _DELTA + r"\]")
+
 PREFIX_RE = (
     r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?(?:"
     r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))"
     + _DELTA + r"\]"
+    r"|" + _LOCAL_CTIME +
     r"|\[(?P<hmon>[A-Z][a-z]{2})(?P<hday>\d{1,2}) (?P<hhm>\d\d:\d\d(?::\d\d)?)\]"
     r"|\[\s*\+(?P<rel>\d+\.\d+)\]"
     r"|(?P<delta>\[<\s*-?\d+\.\d+>\])"
@@ -142,7 +164,7 @@ PREFIX_RE = (
 # characters, and the uptime's and caller's after blanks): on a line without it every group is null and
 # the prefix is the blanks (tests/parsers/test_kernel.py checks it on every fixture line)
 PREFIX_START_RE = (r"^(?:[a-z][a-z0-9]{1,8}\s*:|\d|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) "
-                   r"|" + _MON + r"\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC])))")
+                   r"|" + _MON + r"\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC]|[^\x00-\x7f]|[a-z]{2,4}[.,]? )))")
 # a journal's marker lines (kernel lines without a stamp)
 MARKER_RE = r"-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)"
 
@@ -161,7 +183,9 @@ SXID_RE = (
     r"nvidia-nvswitch(?P<sw>\d+): SXid \((?:PCI:)?(?P<pci>[0-9a-fA-F:.]+)\):\s*(?P<sxid>\d+),\s*"
     r"(?P<sev>Non-fatal|Fatal)?"
 )
-PCI_ANY_RE = rf"(?:PCI:)?({_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}(?:\.{_HEX})?)"
+# an address NVRM prints (`0000:3b:00`, `00000000:3B:00.0`, `PCI:0000:3b:00`): a domain of 4+ digits,
+# or a function; never a time of day (`09:14:02` of a stamp the prefix did not take)
+PCI_ANY_RE = rf"(?:PCI:)?({_HEX}{{4,8}}:{_HEX}{{2}}:{_HEX}{{2}}(?:\.{_HEX})?|{_HEX}{{1,3}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX})"
 PCI_FN_RE = rf"({_PCI_FN})"
 
 AER_RECV_RE = r"AER: (?:Multiple )?(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\)|Uncorrected) errors? received"
@@ -343,6 +367,11 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     syslog_raw = pl.concat_str([pl.col("mon"), pl.col("day"), pl.col("hms")], separator=" ")
     ts_exact = pl.coalesce(
         month_day_time(pl.col("cmon"), pl.col("cday"), pl.col("chms"), pl.col("cyear"), tz),  # = ctime(ctime)
+        month_day_time(_english_month(pl.coalesce(pl.col("lmon1"), pl.col("lmon2"))),
+                       pl.coalesce(pl.col("lday1"), pl.col("lday2")),
+                       pl.coalesce(pl.col("lhms1"), pl.col("lhms2")).str.replace_all(".", ":", literal=True),
+                       pl.coalesce(pl.col("lyear1"), pl.col("lyear2"), pl.col("lyear3"),
+                                   pl.lit(None if ctx.ref_year is None else str(ctx.ref_year), dtype=pl.Utf8)), tz),
         iso(pl.col("iso"), tz),
         iso(pl.col("diso"), tz),
         unix_ts.cast(UTC_DT),
@@ -375,15 +404,15 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("up").is_not_null() | pl.col("rel").is_not_null()).then(pl.lit("relative"))
         .otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.when(pl.col("_ts_exact").is_not_null())
-        .then(pl.coalesce(pl.col("ctime"), pl.col("iso"), pl.col("diso"), pl.col("unix"),
+        .then(pl.coalesce(pl.col("ctime"), pl.col("lct"), pl.col("iso"), pl.col("diso"), pl.col("unix"),
                           pl.concat_str([pl.col("full"), pl.col("fzone")], separator=" "), syslog_raw))
         .otherwise(pl.coalesce(
             pl.col("up"), ("+" + pl.col("rel")),
             pl.concat_str([pl.col("hmon") + pl.col("hday"), pl.col("hhm")], separator=" "),
-            pl.col("ctime"), pl.col("iso"), syslog_raw,
+            pl.col("ctime"), pl.col("lct"), pl.col("iso"), syslog_raw,
         )).alias("ts_raw"),
     )
-    stamped = (pl.col("ctime").is_not_null() | pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()
+    stamped = (pl.col("ctime").is_not_null() | pl.col("lct").is_not_null() | pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()
                | pl.col("up").is_not_null() | pl.col("bare").is_not_null() | pl.col("diso").is_not_null()
                | pl.col("delta").is_not_null())
     journal_kernel = pl.col("proc") == "kernel"
@@ -925,7 +954,7 @@ SPEC = ParserSpec(
                 "hung tasks, lockups, filesystem / I/O errors, power key, Fabric Manager journal lines",
     formats=(
         "dmesg (uptime stamps, optional caller id)",
-        "dmesg -T",
+        "dmesg -T (the English and every translated util-linux format, localized names)",
         "dmesg -H / -e",
         "dmesg -d (deltas), --time-format iso, -x (facility:level), -r (raw printk level)",
         "journalctl short / short-iso / short-precise",

@@ -782,3 +782,56 @@ def test_a_line_without_a_prefix_start_has_no_prefix_group() -> None:
     assert g.drop("pre").null_count().row(0) == (bare.len(),) * (g.width - 1)
     assert g["pre"].to_list() == [re.match(r"\s*", t).group(0) for t in bare.to_list()]
     assert {"[E1102 08:03:30.2 ProcessGroupNCCL.cpp:1418] x", "frame #1: c10d::x", "-- Reboot"} <= set(bare.to_list())
+
+
+# `dmesg -T` in the host's locale (util-linux sys-utils/dmesg.c `record_ctime`: strftime of the
+# translated "%a %b %e %H:%M:%S %Y", po/*.po at util-linux 39465c780), each stamp 2023-10-11 09:14:02
+# (the French one a Tuesday, 10 October: its `mar.` is the weekday, not March)
+LOCAL_DMESG_T = {
+    "de": ("Mi, 11. Okt 2023, 09:14:02", 11),                 # "%a, %e. %b %Y, %H:%M:%S"
+    "fr": ("mar. 10 oct. 09:14:02 2023", 10),                 # "%a %e %b %H:%M:%S %Y"
+    "es": ("mié 11 oct 09:14:02 2023", 11),
+    "cs": ("st 11. říj 2023 09:14:02", 11),                   # "%a %e. %b %Y %H:%M:%S"
+    "sv": ("ons 11 okt 2023 09.14.02", 11),                   # "%a %e %b %Y %H.%M.%S"
+    "sr": ("sre. 11. okt. 2023. 09:14:02", 11),               # "%a. %e. %b. %Y. %H:%M:%S"
+    "ja": ("10月11日(水) 09:14:02 2023", 11),                  # "%b%e日(%a) %H:%M:%S %Y"
+    "ko": ("10월 11일 (수) 09:14:02", 11),                     # "%b %e일 (%a) %H:%M:%S": the year from context
+    "zh_CN": ("三 10月 11 09:14:02 2023", 11),                 # untranslated format, the locale's names
+    "ru": ("Ср окт 11 09:14:02 2023", 11),
+    "uk": ("ср жов 11 09:14:02 2023", 11),
+    "it": ("mer ott 11 09:14:02 2023", 11),
+    "de-delta": ("Mi, 11. Okt 2023, 09:14:02 <    0.000123>", 11),   # `dmesg -T -d`
+}
+
+
+@pytest.mark.parametrize("locale", sorted(LOCAL_DMESG_T))
+def test_dmesg_T_in_any_locale_gives_the_stamp_and_keeps_it_out_of_the_message(locale: str) -> None:
+    """Before, the stamp was left in the message: no time, and the `09:14:02` of it read as the GPU's
+    PCI address by the fallen-off-the-bus rule (culprit `0009:14:02`)."""
+    stamp, day = LOCAL_DMESG_T[locale]
+    ex = run(f"[{stamp}] NVRM: Xid (PCI:0000:3b:00): 79, pid=2211, name=python3, GPU has fallen off the bus.\n"
+             f"[{stamp}] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n", ref_year=2023)
+    ev = ex.events.sort("line_no")
+    assert ev["ts"].to_list() == [datetime(2023, 10, day, 9, 14, 2, tzinfo=UTC)] * 2
+    assert ev["pci_bus_id"].to_list() == ["0000:3b:00", "0000:3b:00"]
+    assert ev["ts_raw"][0] == stamp.split(" <")[0]
+
+
+def test_fabric_managers_own_stamp_is_no_localized_dmesg_stamp() -> None:
+    # `[Jan 03 2025 10:00:01]`: month first with the year before the time, which no dmesg -T prints
+    lines = pl.DataFrame({"line_no": [1], "body": ["[Jan 03 2025 10:00:01] [INFO] [tid 2231] Fabric Manager"],
+                          "prefix_host": [None]}, schema_overrides={"prefix_host": pl.Utf8})
+    got = kernel._split_prefix(lines, ParseContext(path="fm.log"), kernel.PREFIX_RE)
+    assert got["lct"].to_list() == [None]
+    assert got["msg"].to_list() == lines["body"].to_list()
+
+
+@pytest.mark.parametrize(("text", "pci"), [
+    ("NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.", "0000:3b:00"),
+    ("NVRM: GPU 00000000:3B:00.0: GPU has fallen off the bus.", "0000:3b:00"),
+    ("NVRM: GPU at PCI:0000:18:00: GPU-5b1e2c8a", "0000:18:00"),
+    ("09:14:02 NVRM: GPU has fallen off the bus.", None),        # a time of day is no address
+])
+def test_a_pci_address_is_never_a_time_of_day(text: str, pci: str | None) -> None:
+    got = pl.select(pl.lit(text).str.extract(kernel.PCI_ANY_RE, 1)).item()
+    assert (None if got is None else pl.select(kernel.normalize_pci(pl.lit(got))).item()) == pci

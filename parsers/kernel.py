@@ -80,7 +80,7 @@ _PCI_FN = rf"{_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}"  # 0000:3b:00.0
 # delta, `-d` appending ` <delta>` inside the brackets, `2025-05-27T04:18:56,089671+00:00` iso: comma
 # before the microseconds), the caller id (`[T1234]`), the message; `-r` (--raw) prints `<N>[uptime] `.
 DMESG_FACILITY = r"[a-z][a-z0-9]{1,8}"
-DMESG_LEVEL = r"emerg|alert|crit|err|warn|notice|info|debug"
+DMESG_LEVEL = r"emerg|alert|crit|err|warning|warn|notice|info|debug"  # (talosctl: `warning`)
 _DELTA = r"(?: <\s*-?\d+\.\d+>)?"
 # journalctl's short output and syslog print the month with strftime's `%b`, in the host's LC_TIME
 # locale: `11月 15 14:15:47 host nv-fabricmanager[4177]:` (zh_CN, ja_JP; NVIDIA/gpu-operator#610),
@@ -134,12 +134,16 @@ _LOCAL_CTIME = (
     + _DELTA + r"\]")
 
 PREFIX_RE = (
-    r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?(?:"
+    r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:\s*(?:" + DMESG_LEVEL + r")\s*: )?(?:"
     r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))"
     + _DELTA + r"\]"
     r"|" + _LOCAL_CTIME +
     r"|\[(?P<hmon>[A-Z][a-z]{2})(?P<hday>\d{1,2}) (?P<hhm>\d\d:\d\d(?::\d\d)?)\]"
     r"|\[\s*\+(?P<rel>\d+\.\d+)\]"
+    # `talosctl dmesg`: `<node>: kern:    info: [2021-11-10T10:09:37.662764956Z]: ` (the node is the
+    # prefix layer's; siderolabs/talos website/content/docs/*/Guides/logging.md); the colon after the
+    # bracket tells it from slurmctld's `[2026-05-01T11:58:20.512] `
+    r"|\[(?P<biso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]:"
     r"|(?P<delta>\[<\s*-?\d+\.\d+>\])"
     r"|(?P<diso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d) "
     # journalctl -o short-unix (`1684567890.123456 host ident[pid]: `) and -o short-full
@@ -184,8 +188,8 @@ SXID_RE = (
     r"(?P<sev>Non-fatal|Fatal)?"
 )
 # an address NVRM prints (`0000:3b:00`, `00000000:3B:00.0`, `PCI:0000:3b:00`): a domain of 4+ digits,
-# or a function; never a time of day (`09:14:02` of a stamp the prefix did not take)
-PCI_ANY_RE = rf"(?:PCI:)?({_HEX}{{4,8}}:{_HEX}{{2}}:{_HEX}{{2}}(?:\.{_HEX})?|{_HEX}{{1,3}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX})"
+# never a time of day (`09:14:02`, `11:20:41.007` of a stamp the prefix did not take)
+PCI_ANY_RE = rf"(?:PCI:)?({_HEX}{{4,8}}:{_HEX}{{2}}:{_HEX}{{2}}(?:\.{_HEX})?)"
 PCI_FN_RE = rf"({_PCI_FN})"
 
 AER_RECV_RE = r"AER: (?:Multiple )?(?P<sev>Corrected|Uncorrected \((?:Non-Fatal|Fatal)\)|Uncorrected) errors? received"
@@ -374,6 +378,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                                    pl.lit(None if ctx.ref_year is None else str(ctx.ref_year), dtype=pl.Utf8)), tz),
         iso(pl.col("iso"), tz),
         iso(pl.col("diso"), tz),
+        iso(pl.col("biso"), tz),
         unix_ts.cast(UTC_DT),
         full_ts,
         month_day_time(_english_month(pl.col("mon")), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
@@ -404,7 +409,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("up").is_not_null() | pl.col("rel").is_not_null()).then(pl.lit("relative"))
         .otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.when(pl.col("_ts_exact").is_not_null())
-        .then(pl.coalesce(pl.col("ctime"), pl.col("lct"), pl.col("iso"), pl.col("diso"), pl.col("unix"),
+        .then(pl.coalesce(pl.col("ctime"), pl.col("lct"), pl.col("iso"), pl.col("diso"), pl.col("biso"), pl.col("unix"),
                           pl.concat_str([pl.col("full"), pl.col("fzone")], separator=" "), syslog_raw))
         .otherwise(pl.coalesce(
             pl.col("up"), ("+" + pl.col("rel")),
@@ -412,7 +417,8 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
             pl.col("ctime"), pl.col("lct"), pl.col("iso"), syslog_raw,
         )).alias("ts_raw"),
     )
-    stamped = (pl.col("ctime").is_not_null() | pl.col("lct").is_not_null() | pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()
+    stamped = (pl.col("ctime").is_not_null() | pl.col("lct").is_not_null() | pl.col("biso").is_not_null()
+               | pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()
                | pl.col("up").is_not_null() | pl.col("bare").is_not_null() | pl.col("diso").is_not_null()
                | pl.col("delta").is_not_null())
     journal_kernel = pl.col("proc") == "kernel"
@@ -593,8 +599,9 @@ def sniff(head: str) -> float:
     if not lines:
         return 0.0
     stamp = re.compile(
-        r"^\s*(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?"
-        r"(?:(?:<\d{1,3}>)?\[\s*\d+\.\d+(?: <\s*-?\d+\.\d+>)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}"
+        r"^\s*(?:" + DMESG_FACILITY + r"\s*:\s*(?:" + DMESG_LEVEL + r")\s*: )?"
+        r"(?:" + _LOCAL_CTIME + r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^\]\s]*\]: "
+        r"|(?:<\d{1,3}>)?\[\s*\d+\.\d+(?: <\s*-?\d+\.\d+>)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}"
         r"(?: <\s*-?\d+\.\d+>)?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d |\[<\s*-?\d+\.\d+>\]"
         r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
         r'|\{.*"_TRANSPORT"\s*:\s*"kernel")')

@@ -831,7 +831,25 @@ def test_fabric_managers_own_stamp_is_no_localized_dmesg_stamp() -> None:
     ("NVRM: GPU 00000000:3B:00.0: GPU has fallen off the bus.", "0000:3b:00"),
     ("NVRM: GPU at PCI:0000:18:00: GPU-5b1e2c8a", "0000:18:00"),
     ("09:14:02 NVRM: GPU has fallen off the bus.", None),        # a time of day is no address
+    ("2024-03-02T11:20:41.007820012Z NVRM: GPU has fallen off the bus.", None),   # nor one with a fraction
 ])
 def test_a_pci_address_is_never_a_time_of_day(text: str, pci: str | None) -> None:
     got = pl.select(pl.lit(text).str.extract(kernel.PCI_ANY_RE, 1)).item()
     assert (None if got is None else pl.select(kernel.normalize_pci(pl.lit(got))).item()) == pci
+
+
+def test_talosctl_dmesg_lines() -> None:
+    """`talosctl -n <node> dmesg`: `<node>: kern:    info: [<RFC 3339 nano>]: message` (siderolabs/talos
+    website/content/docs/v0.14/Guides/logging.md); the node is the prefix layer's. Before, the level's
+    padding kept the whole prefix in the message and the stamp's `11:20:41.007` was read as a PCI address."""
+    text = ("172.20.0.5: kern:    info: [2024-03-02T11:04:12.491238012Z]: NVRM: loading NVIDIA UNIX Open Kernel Module "
+            "for x86_64  550.54.14\n"
+            "172.20.0.5: kern: warning: [2024-03-02T11:20:41.007716012Z]: NVRM: Xid (PCI:0000:01:00): 79, "
+            "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+            "172.20.0.5: kern:     err: [2024-03-02T11:20:41.007820012Z]: NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.\n")
+    ev = run(text).events.sort("line_no")
+    got = [(r["line_no"], r["kind"], r["host"], r["pci_bus_id"], r["ts"]) for r in ev.iter_rows(named=True)
+           if r["kind"] in ("xid", "gpu_fell_off_bus")]
+    assert got == [(2, "xid", "172.20.0.5", "0000:01:00", datetime(2024, 3, 2, 11, 20, 41, 7716, tzinfo=UTC)),
+                   (3, "gpu_fell_off_bus", "172.20.0.5", "0000:01:00", datetime(2024, 3, 2, 11, 20, 41, 7820, tzinfo=UTC))]
+    assert kernel.sniff("kern:    info: [2024-03-02T11:04:12.491238012Z]: usb 1-1: new device\n") > 0.5

@@ -27,7 +27,13 @@ from forensics.outputs import write_outputs
 from forensics.report import build_report
 from forensics.restatements import demote_restatements
 from forensics.signatures import load_catalog, match
-from forensics.stragglers import dcgm_stragglers, pcie_stragglers, slow_episodes, spike_pattern
+from forensics.stragglers import (
+    dcgm_stragglers,
+    pcie_stragglers,
+    reported_stragglers,
+    slow_episodes,
+    spike_pattern,
+)
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from forensics.timeline import assign_attempts, derive_times, rank_map
 from parsers import source_names
@@ -399,6 +405,9 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     saves += [(t, t) for t in ck.filter((pl.col("event") == "save_start") & pl.col("ts").is_not_null())["ts"].to_list()]
     episodes, stragglers, slow_inters, slow_ids = _slowdowns(steps, tables.get("dcgm_samples"), rmap,
                                                              [(a or b, b) for a, b in saves])
+    seen_st = {(x.host, x.rank) for x in stragglers}
+    paths = dict(zip(files["file_id"].to_list(), files["path"].to_list(), strict=True))
+    stragglers += [x for x in reported_stragglers(events, paths) if (x.host, x.rank) not in seen_st]
     inters.extend(slow_inters)
     inters.sort(key=lambda x: (x.time is None, x.time or datetime.max.replace(tzinfo=UTC), x.id))
     by_attempt = {x.attempt: x for x in inters if x.kind != "slowdown"}

@@ -9,6 +9,7 @@ event reason bits, temperature, power and PCIe replay counter.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -214,3 +215,30 @@ def pcie_stragglers(samples: pl.DataFrame | pl.LazyFrame | None, episodes: list[
                                      "pcie_degraded", f"PCIe replay counter grew by {r['grew']:.0f} during the slow "
                                      f"episode while its peers stayed flat")
     return list(out.values())
+
+
+# NVRx straggler detection's warning names every flagged rank and its node (parsers/nvrx.py
+# `straggler_flagged`; ptl_resiliency/straggler_det_callback.py, docs/nvrx.md)
+REPORTED_ID = r"StragglerId\(rank=(\d+), node='([^']*)'\)"
+
+
+def reported_stragglers(events: pl.DataFrame, paths: dict[int, str]) -> list[Straggler]:
+    """The stragglers a job's own detector flagged: one per (host, rank) of every `straggler_flagged`
+    line, from its first to its last flagging, citing the first line. The warning prints no score and
+    no slowdown, so `slowdown` and `gpu` are null (a rank is not a GPU index)."""
+    if events.is_empty() or "kind" not in events.columns:
+        return []
+    flagged = events.filter(pl.col("kind") == "straggler_flagged").sort("ts", "file_id", "line_no", nulls_last=True)
+    found: dict[tuple, Straggler] = {}
+    for r in flagged.iter_rows(named=True):
+        which = "relative" if r["code"] == "relative" else "individual"
+        for rank, node in re.findall(REPORTED_ID, r["message"] or ""):
+            key = (node or None, int(rank))
+            if key in found:
+                s = found[key]
+                s.end = r["ts"] or s.end
+                continue
+            found[key] = Straggler(node or None, int(rank), None, None, r["ts"], r["ts"], None, "reported",
+                                   f"NVRx straggler detection flagged it ({which} GPU performance below the "
+                                   f"threshold): {paths.get(r['file_id'], '?')}:{r['line_no']}")
+    return list(found.values())

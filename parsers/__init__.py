@@ -57,6 +57,7 @@ PARSER_MODULES = (
     "ipmi",
     "sagemaker",
     "nccl_tests",
+    "nvrx",
 )
 
 

@@ -49,6 +49,7 @@ ANCHORS = (
     r"|\*\*\* |PC: @|Check failed|Bus error|Aborted|Floating point exception|Illegal instruction|Interrupt"
     r"|socket|TCPStore|Rendezvous|rendezvous|store|segmentation fault|floating-point"
     r"|\(\): |double free|corrupted |Signal: |Signal code: |Failing at address: "
+    r"|is deprecated; use |environment variable is thus deprecated"
 )
 
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
@@ -225,6 +226,18 @@ COMPANION = (
     r"|process group has NOT been destroyed before (?:it is being destructed|we destruct ProcessGroupNCCL)"
     r"|destroy_process_group\(\) was not called before program exit"
     r"|using GPU \d+ to perform barrier as devices used by this process are currently unknown"
+    # c10d's renamed environment variables, read at start-up: `TORCH_WARN("Environment variable " + env[i]
+    # + " is deprecated; use " + env[0] + " instead")` in getCvarString / getCvarInt / getCvarBool
+    # (torch/csrc/distributed/c10d/Utils.hpp, 2.2+: NCCL_ASYNC_ERROR_HANDLING, NCCL_BLOCKING_WAIT,
+    # NCCL_DESYNC_DEBUG, ENABLE_NCCL_HEALTH_CHECK ... -> TORCH_*), and ProcessGroupNCCL.cpp's
+    # `TORCH_NCCL_AVOID_RECORD_STREAMS is the default now, this environment variable is thus deprecated.`
+    r"|Environment variable \S+ is deprecated; use \S+ instead"
+    r"|\S+ is the default now, this environment variable is thus deprecated"
+    # c10d's own info/debug logging: C10D_INFO / C10D_DEBUG / C10D_TRACE (torch/csrc/distributed/c10d/
+    # logging.h) are glog INFO lines, tagged `[c10d]`, `[c10d - debug]` or `[c10d - trace]` in 2.x
+    # (TCPStore / libuv backend start, socket connect attempts, store waits). An `I` line is progress,
+    # never a fault; the `W`/`E` lines of the same files stay store_error events (STORE_BY_TEXT)
+    r"|^\[I(?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? (?:\d+ )?| )[^\s\]]+:\d+\] \[c10d(?: - (?:debug|trace))?\] "
 )
 TERMINATE_TYPE = r"terminate called after throwing an instance of '([^']+)'"
 WATCHDOG_RESTATED = TIMEOUT_MAIN + "|" + HEARTBEAT + r"|watchdog thread terminated with exception"

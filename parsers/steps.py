@@ -411,6 +411,13 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
             "mxnet", step=inum(g("n")), epoch=inum(g("ep")), throughput=fnum(g("sps")),
             loss=field(rf"\b(?:loss|cross-entropy|ce|nll-loss|perplexity)=({NUM})"))),
         (r"^Epoch\[\d+\] (?:Train-|Validation-|Time cost=|Resetting Data Iterator)", CLAIM),
+        # --- the PyTorch examples' loop (pytorch/examples mnist/main.py, copied by Horovod's and
+        # Kubeflow's MNIST examples and countless scripts): `'Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss:
+        # {:.6f}'.format(epoch, batch_idx * len(data), len(dataset), ...)`, Kubeflow's `\tloss={:.4f}`;
+        # extra fields may follow. The counter is the sample offset in the epoch, as printed (it restarts
+        # each epoch, as MXNet's batch does): `step` that offset, `epoch` the printed epoch
+        (rf"^Train Epoch: (?P<ep>\d+) \[(?P<n>\d+)/(?P<tot>\d+) \(\d+%\)\]\s*(?:Loss: |loss=)(?P<loss>{NUM})",
+         steprow("generic", step=inum(g("n")), epoch=inum(g("ep")), loss=fnum(g("loss")))),
         # --- Keras: `Epoch 3/50`, then the epoch's progress line (batch n of tot)
         (r"^Epoch (?P<ep>\d+)/(?P<tot>\d+)\s*$", {"aux": pl.lit("kepoch"), "code": g("ep"),
                                                  "total_steps": inum(g("tot"))}),
@@ -504,6 +511,7 @@ def sniff(head: str) -> float:
         r"Epoch\[\d+\] Batch \[\d+\]\s+Speed:", r"\bnum_updates[= ]\d+", r"DLL \d{4}-\S+ \S+ - \(\d+, \d+",
         r"(?:^|\s)\d+/\d+ (?:\[[=>.]*\] )?- .*(?:- loss: |\d+m?s/step)", r"Train (?:loss|iter)\s+\d+ .*Grad Norm",
         r"\bloss = \S+, step = \d+", r"\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*\bloss=",
+        r"Train Epoch: \d+ \[\d+/\d+ \(\d+%\)\]\s*(?:Loss: |loss=)",
     )
     weak = (
         r"saving checkpoint at iteration", r"successfully saved checkpoint", r"Saving model checkpoint",

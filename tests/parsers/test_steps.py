@@ -764,3 +764,15 @@ def test_literal_regex_is_contains_any() -> None:
         assert texts.str.contains(literal_regex(lits)).to_list() == texts.str.contains_any(lits).to_list()
     with pytest.raises(ValueError):
         literal_regex([])
+
+
+def test_pytorch_examples_train_epoch_lines() -> None:
+    # pytorch/examples mnist/main.py: `'Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'`; the counter is
+    # the sample offset in the epoch (restarts each epoch), kept as printed with the epoch beside it
+    x = parse("Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.300039\nTrain Epoch: 1 [640/60000 (1%)]\tLoss: 2.213470\n"
+              "Train Epoch: 2 [0/60000 (0%)]\tloss=0.3021\n")
+    s = rows(x, "train_steps")
+    assert [(r["step"], r["epoch"], r["loss"], r["framework"]) for r in s] == [
+        (0, 1, 2.300039, "generic"), (640, 1, 2.21347, "generic"), (0, 2, 0.3021, "generic")]
+    assert all(r["total_steps"] is None for r in s)  # 60000 is the dataset size, not a step count
+    assert parse("Test set: Average loss: 0.0330, Accuracy: 9894/10000 (99%)\n").events.height == 0

@@ -330,6 +330,11 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             summary = f"Collective desync: {desync[0]}"
             lone = desync[1]
             conf = 0.7
+        elif not hang_signals.is_empty() and (prep := _preprocessing_wait(ae, prec)) is not None:
+            category = prec.preproc_category
+            summary = (f"Collective timed out before training started while one rank was still preparing data "
+                       f"({prep['path']}:{prep['line_no']}): the other ranks waited past the timeout for it")
+            conf = 0.6
         elif not hang_signals.is_empty():
             category = "comm_hang_unknown"
             summary = "Communication hang: collectives timed out and no root event was found"
@@ -413,6 +418,19 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         method=method, summary=summary + ("" if not notes else " (" + "; ".join(notes) + ")"),
         missing_evidence=missing, evidence=evidence_rows, code=root_code,
     )
+
+
+def _preprocessing_wait(ae: pl.DataFrame, prec: Precedence) -> dict | None:
+    """precedence.toml [preprocessing_wait]: the attempt never logged a training step and shows one
+    rank's data preparation still running; the last such line (the phase the others waited on)."""
+    if not prec.preproc_kinds or ae.is_empty() or ae.filter(pl.col("kind") == "step").height:
+        return None
+    prep = ae.filter(pl.col("kind").is_in(list(prec.preproc_kinds)))
+    if prec.preproc_codes:
+        prep = prep.filter(pl.col("code").is_in(list(prec.preproc_codes)))
+    if prep.is_empty():
+        return None
+    return prep.sort("line_no").row(-1, named=True)
 
 
 def _app_fault_repeats(root: dict, ae: pl.DataFrame, aj: pl.DataFrame, prec: Precedence) -> int:

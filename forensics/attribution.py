@@ -309,6 +309,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     root, notes = _pick_root(roots, _exit_times(ae), a, prec, node_only)
     graph_decided = False
     hang_signals = cascades.filter(pl.col("signature").is_in(list(prec.hang_signals)))
+    teardown_only = False
     if root is None and cascades.is_empty():
         if ae.is_empty():
             return None
@@ -345,6 +346,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             summary = (f"Only teardown was seen ({first['summary']}, {first['path']}:{first['line_no']}): "
                        "the cause of the failure is not in the logs read")
             conf = 0.3
+            teardown_only = True
         else:
             first = cascades.filter(~pl.col("signature").is_in(list(prec.teardown))).sort(
                 "ts", "event_id", nulls_last=True).row(0, named=True)
@@ -399,7 +401,11 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         conf = min(0.95, 0.55 + 0.08 * int(root["weight"]))
         if root["ts_quality"] != "exact":
             conf -= 0.1
-    category, conf, method = arbitrate(category, conf, classify_incident(aj, ae, a))
+    # Teardown alone is a finding of the rules, not their silence: the cause is in no log read (a sibling
+    # process, the scheduler, an operator). The incident classifier, which reads the same teardown lines,
+    # has no more to go on and does not name a cause for it (b6app primerl1360: a launcher's SIGTERM after
+    # another component crashed read as user_cancelled).
+    category, conf, method = arbitrate(category, conf, None if teardown_only else classify_incident(aj, ae, a))
     cat = info(category)
     kind = cat.default_kind
     if category in prec.may_hang and not hang_signals.is_empty() and not _process_failed(ae, aj):

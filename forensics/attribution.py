@@ -309,6 +309,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     root, notes = _pick_root(roots, _exit_times(ae), a, prec, node_only)
     graph_decided = False
     hang_signals = cascades.filter(pl.col("signature").is_in(list(prec.hang_signals)))
+    teardown_only = False
     if root is None and cascades.is_empty():
         if ae.is_empty():
             return None
@@ -330,6 +331,11 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             summary = f"Collective desync: {desync[0]}"
             lone = desync[1]
             conf = 0.7
+        elif not hang_signals.is_empty() and (prep := _preprocessing_wait(ae, prec)) is not None:
+            category = prec.preproc_category
+            summary = (f"Collective timed out before training started while one rank was still preparing data "
+                       f"({prep['path']}:{prep['line_no']}): the other ranks waited past the timeout for it")
+            conf = 0.6
         elif not hang_signals.is_empty():
             category = "comm_hang_unknown"
             summary = "Communication hang: collectives timed out and no root event was found"
@@ -340,6 +346,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             summary = (f"Only teardown was seen ({first['summary']}, {first['path']}:{first['line_no']}): "
                        "the cause of the failure is not in the logs read")
             conf = 0.3
+            teardown_only = True
         else:
             first = cascades.filter(~pl.col("signature").is_in(list(prec.teardown))).sort(
                 "ts", "event_id", nulls_last=True).row(0, named=True)
@@ -394,7 +401,11 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         conf = min(0.95, 0.55 + 0.08 * int(root["weight"]))
         if root["ts_quality"] != "exact":
             conf -= 0.1
-    category, conf, method = arbitrate(category, conf, classify_incident(aj, ae, a))
+    # Teardown alone is a finding of the rules, not their silence: the cause is in no log read (a sibling
+    # process, the scheduler, an operator). The incident classifier, which reads the same teardown lines,
+    # has no more to go on and does not name a cause for it (b6app primerl1360: a launcher's SIGTERM after
+    # another component crashed read as user_cancelled).
+    category, conf, method = arbitrate(category, conf, None if teardown_only else classify_incident(aj, ae, a))
     cat = info(category)
     kind = cat.default_kind
     if category in prec.may_hang and not hang_signals.is_empty() and not _process_failed(ae, aj):
@@ -413,6 +424,19 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         method=method, summary=summary + ("" if not notes else " (" + "; ".join(notes) + ")"),
         missing_evidence=missing, evidence=evidence_rows, code=root_code,
     )
+
+
+def _preprocessing_wait(ae: pl.DataFrame, prec: Precedence) -> dict | None:
+    """precedence.toml [preprocessing_wait]: the attempt never logged a training step and shows one
+    rank's data preparation still running; the last such line (the phase the others waited on)."""
+    if not prec.preproc_kinds or ae.is_empty() or ae.filter(pl.col("kind") == "step").height:
+        return None
+    prep = ae.filter(pl.col("kind").is_in(list(prec.preproc_kinds)))
+    if prec.preproc_codes:
+        prep = prep.filter(pl.col("code").is_in(list(prec.preproc_codes)))
+    if prep.is_empty():
+        return None
+    return prep.sort("line_no").row(-1, named=True)
 
 
 def _app_fault_repeats(root: dict, ae: pl.DataFrame, aj: pl.DataFrame, prec: Precedence) -> int:

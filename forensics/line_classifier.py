@@ -186,7 +186,14 @@ def classify_lines(events: pl.DataFrame, hits: pl.DataFrame, model: Model | None
         return pl.DataFrame(schema=HIT_SCHEMA)
     claimed = hits["event_id"].unique().implode() if not hits.is_empty() else pl.lit([], dtype=pl.List(pl.Int64))
     cand = events.filter(pl.col("kind").is_in(list(KINDS)) & (pl.col("severity") != "warning").fill_null(True)
-                         & ~pl.col("event_id").is_in(claimed)).select("event_id", "message")
+                         & ~pl.col("event_id").is_in(claimed))
+    if not hits.is_empty() and {"file_id", "line_no"} <= set(events.columns):
+        # a line a signature already read as a root or a cascade through another of its events (the
+        # exception event beside a store_error or watchdog event of the same line) is no unknown line
+        judged = hits.filter(pl.col("role").is_in(["root", "cascade"])).select("event_id").join(
+            events.select("event_id", "file_id", "line_no"), on="event_id").select("file_id", "line_no").unique()
+        cand = cand.join(judged, on=["file_id", "line_no"], how="anti")
+    cand = cand.select("event_id", "message")
     if cand.is_empty():
         return pl.DataFrame(schema=HIT_SCHEMA)
     texts = [normalise_line(m or "") for m in cand["message"].to_list()]

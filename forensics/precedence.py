@@ -84,6 +84,10 @@ class Precedence:
     many_peers: int = 3
     many_reporters: int = 2
     needs_spare_node: tuple[str, ...] = ()
+    # [preprocessing_wait]: context event kinds/codes that turn a rootless pre-training hang into `category`
+    preproc_kinds: tuple[str, ...] = ()
+    preproc_codes: tuple[str, ...] = ()
+    preproc_category: str = "collective_desync"
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
@@ -151,6 +155,8 @@ def parse_precedence(doc: dict) -> Precedence:
     _check_categories("app_fault_repeats", _t(app.get("category", "gpu_other_hardware")), errors)
     spare = _t(doc.get("restart", {}).get("needs_spare_node"))
     _check_categories("restart.needs_spare_node", spare, errors)
+    pre = doc.get("preprocessing_wait", {})
+    _check_categories("preprocessing_wait", _t(pre.get("category", "collective_desync")), errors)
     if errors:
         raise PrecedenceError("precedence.toml invalid:\n" + "\n".join(f"  - {e}" for e in errors))
     return Precedence(
@@ -164,6 +170,8 @@ def parse_precedence(doc: dict) -> Precedence:
         many_peers=int(doc.get("culprit_graph", {}).get("many_peers", 3)),
         many_reporters=int(doc.get("culprit_graph", {}).get("many_reporters", 2)),
         needs_spare_node=spare,
+        preproc_kinds=_t(pre.get("context_kinds")), preproc_codes=_t(pre.get("context_codes")),
+        preproc_category=str(pre.get("category", "collective_desync")),
     )
 
 

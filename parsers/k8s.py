@@ -51,12 +51,14 @@ POD_REASONS = ["Evicted", "Preempting", "Preempted", "NodeShutdown", "Terminated
 DISRUPTION = ["PreemptionByScheduler", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC",
               "TerminationByKubelet"]
 WAITING = ["CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError"]
-SEVERITY = {"MemoryPressure": "error", "DiskPressure": "error", "OOMKilled": "error", "Error": "error", "Completed": "info", "Evicted": "error",
+SEVERITY = {"MemoryPressure": "error", "DiskPressure": "error", "EphemeralStorageLimit": "error", "OOMKilled": "error", "Error": "error", "Completed": "info", "Evicted": "error",
             "CrashLoopBackOff": "error", "ContainerCannotRun": "error", "StartError": "error"}
 
 JOB_REASON_RE = r"^(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)?Job(?:Failed|Restarting|Succeeded)$"
 MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Namespace:\s+\S|^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\b|' \
           r'^LAST SEEN\s+TYPE\s+REASON\b|The node was low on resource: |The node had condition: \[|' \
+          r'exceeded its local ephemeral storage limit|ephemeral local storage usage exceeds the total limit|' \
+          r'Usage of EmptyDir volume .* exceeds the limit|' \
           r'^[ \t]*"?[Rr]eason"?:[ \t]*"?(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)Job(?:Failed|Restarting)\b'
 # kubelet's eviction manager (pkg/kubelet/eviction/helpers.go): the evicted pod's message names the
 # starved resource (`The node was low on resource: %v. ` with memory, ephemeral-storage, pids or
@@ -67,6 +69,15 @@ MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Names
 EVICT_RESOURCE_RE = r"The node was low on resource: \[?([A-Za-z-]+)"
 EVICT_CONDITION_RE = r"The node had condition: \[(MemoryPressure|DiskPressure)\]"
 EVICT_PRESSURE = {"memory": "MemoryPressure", "ephemeral-storage": "DiskPressure", "inodes": "DiskPressure"}
+# The eviction manager's local-storage limit checks (pkg/kubelet/eviction/eviction_manager.go
+# localStorageEviction: containerEphemeralStorageMessageFmt "Container %s exceeded its local ephemeral
+# storage limit %q. ", podEphemeralStorageMessageFmt "Pod ephemeral local storage usage exceeds the total
+# limit of containers %s. ", emptyDirMessageFmt "Usage of EmptyDir volume %q exceeds the limit %q. "): the
+# pod's own writes (container layer, logs, emptyDir) went past its ephemeral-storage limit, whatever the
+# node had free. Marker by themselves (an Events row quoted without its header); code
+# `EphemeralStorageLimit`, not DiskPressure: the node is fine, the pod's output is too big for its limit.
+EVICT_LIMIT_RE = (r"exceeded its local ephemeral storage limit|ephemeral local storage usage exceeds the total limit"
+                  r"|Usage of EmptyDir volume .* exceeds the limit")
 CLOUD = (
     (r"EC2 Spot Instance Interruption Warning|Spot ITN received|spot/instance-action|Spot Instance interruption notice",
      "aws_spot"),
@@ -163,7 +174,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     table_row = b.str.extract(r"^(?:\S+\s+)?\S+\s+\d+/\d+\s+(\w+)\s+\d+", 1)
     pressure = pl.coalesce(
         b.str.extract(EVICT_RESOURCE_RE, 1).replace_strict(EVICT_PRESSURE, default=None, return_dtype=pl.Utf8),
-        b.str.extract(EVICT_CONDITION_RE, 1))
+        b.str.extract(EVICT_CONDITION_RE, 1),
+        pl.when(b.str.contains(EVICT_LIMIT_RE)).then(pl.lit("EphemeralStorageLimit")))
     other = df.with_columns(
         pl.when(pressure.is_not_null()).then(pressure)
         .when(pod_reason | job_reason).then(val)

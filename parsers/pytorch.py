@@ -13,7 +13,9 @@ of a traceback, of one whose head was cut, or a lone exception line), checkpoint
 type: an I/O-class exception whose traceback passes through a checkpoint-saving frame), segfault (code =
 the signal: SIGSEGV | SIGBUS | SIGFPE | SIGILL | SIGABRT, or `check_failed` for a glog CHECK), nan,
 store_error (c10d TCPStore / socket / rendezvous; code = EADDRINUSE | listen_failed | timeout |
-connect_failed | peer_closed | refused_retry).
+connect_failed | peer_closed | refused_retry | uniqueid_timeout: a rank waited past the timeout for rank 0
+to publish the ncclUniqueId), data_preprocess (context: single-rank data preparation seen in the log,
+code = running | done: Hugging Face datasets map/filter progress bars, the faiss k-means banner).
 Table: collective_timeouts (one row per timeout line and per status line).
 Claimed without an event: companion lines (`Some NCCL operations have failed...`, `To avoid data
 inconsistency...`, dump/FlightRecorder lines, `terminate called...`, `what():` and `Exception raised
@@ -50,6 +52,7 @@ ANCHORS = (
     r"|socket|TCPStore|Rendezvous|rendezvous|store|segmentation fault|floating-point"
     r"|\(\): |double free|corrupted |Signal: |Signal code: |Failing at address: "
     r"|is deprecated; use |environment variable is thus deprecated"
+    r"|examples/s|ba/s|exampl|^Clustering \d+ points in "
 )
 
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
@@ -178,12 +181,21 @@ OOM_COMPANION = (r"^BufferAssignment (?:OOM Debugging|stats:)|^\s+(?:[\w-]+ )*(?
 # c10d TCPStore / socket / torchelastic rendezvous (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp,
 # torch/distributed/elastic/rendezvous): code = what failed
 STORE_BY_TEXT = [
+    # ProcessGroupNCCL::broadcastUniqueNCCLID (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp): a non-zero
+    # rank's store->get of the ncclUniqueId rank 0 publishes; `retreiving` up to PyTorch 2.0, `retrieving`
+    # after; e.what() is the store's own timeout (TCPStore `Socket Timeout`, `wait timeout after Nms, keys:`,
+    # FileStore/older `Timeout waiting for key`). Rank 0 never published it: rank 0 is busy elsewhere (still
+    # preparing data before its first collective) or crashed ("This may indicate a possible application crash
+    # on rank 0 or a network set up issue", the suffix PyTorch >= 2.1 adds). Not a rendezvous failure: the
+    # store answered. A reset / broken pipe there stays peer_closed (the store's server went away).
+    (r"setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from \[0\].*got error: "
+     r"(?:Socket Timeout|wait timeout after|Timeout waiting for key|[Tt]imed out)", "uniqueid_timeout"),
     (r"Address already in use|EADDRINUSE|errno: 98\b", "EADDRINUSE"),
     (r"server socket has failed to listen on any local network address|server could not be initialized on any address",
      "listen_failed"),
     (r"client socket has timed out after|RendezvousTimeoutError|Timed out after \d+ seconds waiting for clients"
      r"|rendezvous .*timed out|Socket Timeout|connect\(\) timed out\. Original timeout was"
-     r"|wait timeout after \d+ ?ms", "timeout"),
+     r"|wait timeout after \d+ ?ms|Timeout waiting for key", "timeout"),
     (r"RendezvousConnectionError|client socket has failed to connect to any network address"
      r"|network addresses of \(.*\) cannot be retrieved", "connect_failed"),
     (r"Connection reset by peer|recvBytes failed|failed to recv, got 0 bytes|Broken pipe|RendezvousClosedError",
@@ -195,10 +207,23 @@ STORE = (
     r"|server socket has failed|client socket has (?:timed out|failed)"
     # PyTorch <= 1.12 tcputil::connect (torch/csrc/distributed/c10d/Utils.hpp): a bare RuntimeError
     r"|connect\(\) timed out\. Original timeout was"
+    r"|NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from \[0\] via c10d key-value store"
 )
 # Python exception line with no traceback around it (an excerpt, or a logger printing str(e)):
 # a dotted name ending in Error/Exception/Interrupt, a colon, then the message
 LONE_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)(?: \(see above for traceback\))?:(?:\s|$)"
+# Single-rank data preparation (context for a collective that timed out before training started,
+# forensics/signatures/precedence.toml [preprocessing_wait]). Hugging Face datasets' map/filter bars
+# (datasets/arrow_dataset.py Dataset.map / Dataset.filter: hf_tqdm(unit=" examples", desc=desc or "Map" /
+# "Filter"); datasets < 2.x counted batches, unit " ba") whatever desc the caller gives: transformers'
+# examples/run_clm.py "Running tokenizer on dataset" and "Grouping texts in chunks of N", LLaMA-Factory
+# "Running tokenizer on dataset (num_proc=16)", axolotl "Tokenizing Prompts (num_proc=64)". A bar a
+# terminal cut mid-unit (`122.64 exampl`) still counts. faiss' k-means banner (faiss/Clustering.cpp
+# Clustering::train_encoded, verbose: "Clustering %zd points in %zdD to %zd clusters, redo %d times, %d
+# iterations"). code: done for a bar at 100 % (n == total), else running.
+PREPROC_BAR = (r"(?:^|\]:?)\s*[^\[\]|]{2,100}?:\s+(\d{1,3})%\|[^|]*\|\s*(\d+)/(\d+)\s*\[[\d:?]+<[^\]]*?"
+               r"(?:\bexamples?/s|\bexampl|\bba/s)")
+PREPROC_BANNER = r"^Clustering \d+ points in \d+D to \d+ clusters, redo \d+ times, \d+ iterations"
 # a traceback through a checkpoint write (torch.save, DCP, safetensors, framework save helpers): an I/O-class
 # exception there is a storage failure, not a bug in the training code
 CKPT_FRAME = (
@@ -477,6 +502,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     add(cand.filter(m.str.contains(SEGFAULT)), "segfault", "critical", sig_code.fill_null("SIGSEGV"))
     add(cand.filter(m.str.contains(NAN)).with_columns(
         m.str.extract(SELF_DEVICE, 1).cast(pl.Int64, strict=False).alias("gpu")), "nan", "warning", pl.lit("nan"))
+    bar = cand.filter(m.str.contains(PREPROC_BAR) | m.str.contains(PREPROC_BANNER))
+    add(bar, "data_preprocess", "info",
+        pl.when(m.str.contains(PREPROC_BAR) & (m.str.extract(PREPROC_BAR, 2) == m.str.extract(PREPROC_BAR, 3)))
+        .then(pl.lit("done")).otherwise(pl.lit("running")))
     store_code = pl.lit(None, dtype=pl.Utf8)
     for pattern, name in reversed(STORE_BY_TEXT):
         store_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(store_code)
@@ -534,7 +563,7 @@ SPEC = ParserSpec(
                 "Python tracebacks and exception lines; OOM (PyTorch, JAX/XLA, TensorFlow), NaN, native crashes",
     formats=("pytorch_log", "python_traceback"),
     kinds=("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error", "ecc_error",
-           "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error"),
+           "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error", "data_preprocess"),
     tables=("collective_timeouts",),
     batch=True,
     trigger=ANCHORS,  # `parse` returns nothing when no line matches it

@@ -568,6 +568,20 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
     named: dict[int, list[tuple[str, int]]] = {}
     for r in owners.group_by("hint_file", "parser").len().iter_rows(named=True):
         named.setdefault(r["hint_file"], []).append((r["parser"], r["len"]))
+    # a file none of whose lines a parser claimed is the log of the parser that set its lines aside as
+    # its own format's chatter (a healthy dmesg of driver banners), as in ingest.parse_one
+    seen = claimed
+    ig_parts = []
+    for name, ext in exts:
+        c = ext.ignored.cast(pl.Int64).unique()
+        new = c.filter(~c.is_in(seen.implode()))
+        ig_parts.append(pl.DataFrame({"line_no": new, "parser": pl.Series([name] * new.len(), dtype=pl.Utf8)}))
+        seen = pl.concat([seen, new])
+    set_aside: dict[int, list[tuple[str, int]]] = {}
+    if ig_parts:
+        ig_owners = pl.concat(ig_parts).join(real.select("line_no", "hint_file"), on="line_no", how="inner")
+        for r in ig_owners.group_by("hint_file", "parser").len().iter_rows(named=True):
+            set_aside.setdefault(r["hint_file"], []).append((r["parser"], r["len"]))
     errs = real.filter(~pl.col("_parsed") & ~pl.col("_ignored")).filter(t.str.contains(ERRORISH)).select(
         "hint_file", pl.col("_local").alias("line_no"), "text")
     err_by = errs.partition_by("hint_file", as_dict=True) if not errs.is_empty() else {}
@@ -593,6 +607,8 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
         if e is not None:
             keep_errors(res, e.select("line_no", "text"))
         ranked = sorted(((p, c) for p, c in named.get(f, []) if c > 0), key=lambda kv: (-kv[1], kv[0]))
+        if not ranked:
+            ranked = sorted(((p, c) for p, c in set_aside.get(f, []) if c > 0), key=lambda kv: (-kv[1], kv[0]))
         if ranked:
             res.parser = ranked[0][0]
             res.parsers = ",".join(p for p, _ in ranked)

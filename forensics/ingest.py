@@ -264,6 +264,9 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     chosen = [] if error_json else _choose(head_text, parsers, may)
     hasher = new_hasher() if sf.compression is None else None
     events, tables, claimed_counts = [], {}, Counter()
+    # lines a parser set aside as its own format's chatter (a healthy dmesg of driver banners): the file
+    # is that parser's log even when none of them is an event
+    ignored_counts: Counter = Counter()
     wrapped_hosts: list[pl.DataFrame] = []  # line_no -> the host a line's wrapper names (pdsh, Ray, kubectl)
     invalid_utf8 = False
     nul = 0
@@ -330,6 +333,12 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
                 if tname in TABLE_SCHEMAS and not tdf.is_empty():
                     tables.setdefault(tname, []).append(conform(tdf, TABLE_SCHEMAS[tname]))
             res.warnings.extend(ext.warnings)
+        seen = claimed
+        for name, ext in exts:  # a line set aside by several parsers counts for the first (registry order)
+            ig = ext.ignored.cast(pl.Int64).unique()
+            ig = ig.filter(ig.is_in(lines["line_no"].implode()) & ~ig.is_in(seen.implode()))
+            ignored_counts[name] += ig.len()
+            seen = pl.concat([seen, ig])
         # blank: nothing but white space once the wrappers are peeled (`[1,2]<stdout>:` alone)
         blank = lines.filter(pl.col("body" if "body" in lines.columns else "text").str.strip_chars() == "")["line_no"]
         ignored = pl.concat([ignored.cast(pl.Int64), blank, chat_nos]).unique()
@@ -351,6 +360,11 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
     if claimed_counts:
         ranked = sorted(claimed_counts.items(), key=lambda kv: (-kv[1], kv[0]))
         ranked = [kv for kv in ranked if kv[1] > 0]
+        if ranked:
+            res.parser = ranked[0][0]
+            res.parsers = ",".join(k for k, _ in ranked)
+    if res.parser is None and ignored_counts:
+        ranked = [kv for kv in sorted(ignored_counts.items(), key=lambda kv: (-kv[1], kv[0])) if kv[1] > 0]
         if ranked:
             res.parser = ranked[0][0]
             res.parsers = ",".join(k for k, _ in ranked)

@@ -1,6 +1,6 @@
 """Kernel logs: dmesg (uptime, -T, -H/-e, -d, --time-format iso, -x, -r), journalctl (short,
 short-iso, short-precise, short-monotonic, short-unix, short-full, json), syslog / kern.log (with
-or without an uptime stamp), rsyslog RFC3339, bare `kernel:` pastes and prefix-less NVRM lines.
+or without an uptime stamp), rsyslog RFC3339, talosctl dmesg, bare `kernel:` pastes and prefix-less NVRM lines.
 
 Events: `xid`, `gpu_identity`, `gpu_fell_off_bus`, `gsp_error`, `nvrm_error`, `pcie_aer`,
 `nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `hung_task`, `kernel_lockup` (soft/hard lockup,
@@ -80,7 +80,9 @@ _PCI_FN = rf"{_HEX}{{1,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}"  # 0000:3b:00.0
 # delta, `-d` appending ` <delta>` inside the brackets, `2025-05-27T04:18:56,089671+00:00` iso: comma
 # before the microseconds), the caller id (`[T1234]`), the message; `-r` (--raw) prints `<N>[uptime] `.
 DMESG_FACILITY = r"[a-z][a-z0-9]{1,8}"
-DMESG_LEVEL = r"emerg|alert|crit|err|warning|warn|notice|info|debug"  # (talosctl: `warning`)
+DMESG_LEVEL = r"emerg|alert|crit|err|warn|notice|info|debug"
+TALOS_LEVEL = r"emerg|alert|crit|err|warning|notice|info|debug"  # siderolabs/go-kmsg Priority.String()
+_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
 _DELTA = r"(?: <\s*-?\d+\.\d+>)?"
 # journalctl's short output and syslog print the month with strftime's `%b`, in the host's LC_TIME
 # locale: `11月 15 14:15:47 host nv-fabricmanager[4177]:` (zh_CN, ja_JP; NVIDIA/gpu-operator#610),
@@ -134,16 +136,12 @@ _LOCAL_CTIME = (
     + _DELTA + r"\]")
 
 PREFIX_RE = (
-    r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:\s*(?:" + DMESG_LEVEL + r")\s*: )?(?:"
+    r"^(?P<pre>(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?(?:"
     r"\[(?P<ctime>[A-Z][a-z]{2} (?P<cmon>[A-Z][a-z]{2})\s+(?P<cday>\d{1,2}) (?P<chms>\d\d:\d\d:\d\d) (?P<cyear>\d{4}))"
     + _DELTA + r"\]"
     r"|" + _LOCAL_CTIME +
     r"|\[(?P<hmon>[A-Z][a-z]{2})(?P<hday>\d{1,2}) (?P<hhm>\d\d:\d\d(?::\d\d)?)\]"
     r"|\[\s*\+(?P<rel>\d+\.\d+)\]"
-    # `talosctl dmesg`: `<node>: kern:    info: [2021-11-10T10:09:37.662764956Z]: ` (the node is the
-    # prefix layer's; siderolabs/talos website/content/docs/*/Guides/logging.md); the colon after the
-    # bracket tells it from slurmctld's `[2026-05-01T11:58:20.512] `
-    r"|\[(?P<biso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\]:"
     r"|(?P<delta>\[<\s*-?\d+\.\d+>\])"
     r"|(?P<diso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d) "
     # journalctl -o short-unix (`1684567890.123456 host ident[pid]: `) and -o short-full
@@ -157,6 +155,11 @@ PREFIX_RE = (
     r"(?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)\s+"
     r"(?:(?P<shost>[^\s\[:]+)\s+)?(?P<sproc>[^\s:\[]+)(?:\[\d+\])?:"
     r"|(?P<bare>kernel):"
+    # talosctl dmesg (Talos machined's Dmesg service, internal/app/machined/internal/server/v1alpha1/
+    # v1alpha1_server.go: `"%s: %7s: [%s]: %s"` of the kmsg facility, the priority right-aligned to 7,
+    # the time in Go's RFC3339Nano (trailing zeros of the fraction dropped), the message); talosctl puts
+    # `<node>: ` before it, which the prefix layer peels as a host
+    r"|" + DMESG_FACILITY + r": {1,7}(?:" + TALOS_LEVEL + r"): \[(?P<tiso>" + _RFC3339 + r")\]:"
     r")?"
     # `dmesg -r` (`--raw`) and raw kmsg dumps put the printk level (facility*8+level) before the stamp
     r"\s*(?:(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)" + _DELTA + r"\])?"
@@ -378,7 +381,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                                    pl.lit(None if ctx.ref_year is None else str(ctx.ref_year), dtype=pl.Utf8)), tz),
         iso(pl.col("iso"), tz),
         iso(pl.col("diso"), tz),
-        iso(pl.col("biso"), tz),
+        iso(pl.col("tiso"), tz),
         unix_ts.cast(UTC_DT),
         full_ts,
         month_day_time(_english_month(pl.col("mon")), pl.col("day"), pl.col("hms"), ctx.ref_year, tz),
@@ -409,7 +412,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("up").is_not_null() | pl.col("rel").is_not_null()).then(pl.lit("relative"))
         .otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.when(pl.col("_ts_exact").is_not_null())
-        .then(pl.coalesce(pl.col("ctime"), pl.col("lct"), pl.col("iso"), pl.col("diso"), pl.col("biso"), pl.col("unix"),
+        .then(pl.coalesce(pl.col("ctime"), pl.col("lct"), pl.col("iso"), pl.col("diso"), pl.col("tiso"), pl.col("unix"),
                           pl.concat_str([pl.col("full"), pl.col("fzone")], separator=" "), syslog_raw))
         .otherwise(pl.coalesce(
             pl.col("up"), ("+" + pl.col("rel")),
@@ -417,10 +420,10 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
             pl.col("ctime"), pl.col("lct"), pl.col("iso"), syslog_raw,
         )).alias("ts_raw"),
     )
-    stamped = (pl.col("ctime").is_not_null() | pl.col("lct").is_not_null() | pl.col("biso").is_not_null()
+    stamped = (pl.col("ctime").is_not_null() | pl.col("lct").is_not_null()
                | pl.col("hmon").is_not_null() | pl.col("rel").is_not_null()
                | pl.col("up").is_not_null() | pl.col("bare").is_not_null() | pl.col("diso").is_not_null()
-               | pl.col("delta").is_not_null())
+               | pl.col("delta").is_not_null() | pl.col("tiso").is_not_null())
     journal_kernel = pl.col("proc") == "kernel"
     marker = pl.col("msg").str.contains("^" + MARKER_RE)
     df = df.with_columns(
@@ -599,11 +602,12 @@ def sniff(head: str) -> float:
     if not lines:
         return 0.0
     stamp = re.compile(
-        r"^\s*(?:" + DMESG_FACILITY + r"\s*:\s*(?:" + DMESG_LEVEL + r")\s*: )?"
-        r"(?:" + _LOCAL_CTIME + r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[^\]\s]*\]: "
+        r"^\s*(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?"
+        r"(?:" + _LOCAL_CTIME +
         r"|(?:<\d{1,3}>)?\[\s*\d+\.\d+(?: <\s*-?\d+\.\d+>)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}"
         r"(?: <\s*-?\d+\.\d+>)?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d |\[<\s*-?\d+\.\d+>\]"
         r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
+        r"|" + DMESG_FACILITY + r": {1,7}(?:" + TALOS_LEVEL + r"): \[\d{4}-\d\d-\d\dT"
         r'|\{.*"_TRANSPORT"\s*:\s*"kernel")')
     k = sum(1 for ln in lines if stamp.match(ln) or re.search(r" (?:nv-fabricmanager|nvidia-fabricmanager\S*)\[\d+\]: |"
                                                            r"nvidia-fabricmanager\.service: ", ln))
@@ -968,6 +972,7 @@ SPEC = ParserSpec(
         "journalctl short-monotonic / short-unix / short-full",
         "syslog kern.log (wall clock + uptime)",
         "rsyslog RFC3339",
+        "talosctl dmesg",
         "journalctl -o json",
         "bare kernel: / prefix-less NVRM lines",
     ),

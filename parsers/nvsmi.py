@@ -29,6 +29,16 @@ same way: the per-GPU line and the link rows are the format.
 `nvidia-smi -q -x` XML (whole, or a fragment without its root) is read by `parsers.nvsmi_xml` into
 the same samples and events as the text report.
 
+`nvidia-smi --query-gpu=<properties> --format=csv[,nounits]` (the GPU monitor people leave running
+in a job script: `-l 5 > gpu.csv`) is read under its header: each known reading becomes a sample under
+its classic DCGM field (`QCSV_FIELDS`), the others `nvsmi:query/<property>`; `index`, `pci.bus_id`,
+`uuid` and `timestamp` say which GPU and when. A state that lasts is one event where it starts for
+that GPU: every cell an NVML device error (`[GPU is lost]`, `[GPU requires reset]`, or all
+`[Unknown Error]`) or `reset_status.reset_required` Yes is `gpu_lost`; an active clock event reason
+(by name or by the bits of `.active`) `gpu_clock_event`; more uncorrectable volatile ECC errors than
+the row before `gpu_ecc`; `retired_pages.pending` Yes `gpu_retired_pages`. One property's
+`[Unknown Error]` is only a missing value. Rows of `noheader` output name no property: not read.
+
 A line parser (the error lines show up in job stdout), but the block formats are read only inside
 their own region: after an `NVSMI LOG` banner, inside a table that holds an `NVIDIA-SMI` header,
 after a `# gpu` dmon header. Lines of those regions that carry no value are `ignored`.
@@ -49,6 +59,8 @@ from parsers.records import (
     empty_events,
     empty_table,
     events_frame,
+    host_hint,
+    line_host,
     normalize_pci,
     table_frame,
 )
@@ -91,6 +103,48 @@ SMI_NVL_LINK_RE = r"^\s+Link (?P<link>\d+): (?P<val><inactive>|[\d.]+ GB/s)\s*$"
 DCGMI_NVL_GPU_RE = r"^\s*gpuId (?P<gpu>\d+):\s*$"
 DCGMI_NVL_LINKS_RE = r"^\s*(?P<links>[UDX_](?: [UDX_])+)\s*$"
 
+# `nvidia-smi --query-gpu=<properties> --format=csv[,noheader][,nounits]` (`nvidia-smi --help-query-gpu`):
+# a header of property names (`timestamp, index, temperature.gpu, power.draw [W]`, units in brackets
+# unless `nounits`), then one row per GPU and sample (`-l N` repeats them), cells separated by ", ".
+# A property NVML could not read prints as its NVML error string in brackets: `[N/A]`, `[Not
+# Supported]`, `[Unknown Error]` (one property), `[GPU is lost]` / `[GPU requires reset]` (the device;
+# nvmlErrorString of NVML_ERROR_GPU_IS_LOST / NVML_ERROR_RESET_REQUIRED).
+QCSV_NAME = r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*"
+QCSV_HDR_RE = rf"^\s*{QCSV_NAME}(?: \[[^\]]*\])?(?:,\s*{QCSV_NAME}(?: \[[^\]]*\])?)+\s*$"
+# properties -> the classic DCGM field of the same reading (aliases as --help-query-gpu lists them)
+QCSV_FIELDS = {
+    "temperature.gpu": "DCGM_FI_DEV_GPU_TEMP", "temperature.memory": "DCGM_FI_DEV_MEMORY_TEMP",
+    "power.draw": "DCGM_FI_DEV_POWER_USAGE", "power.draw.average": "DCGM_FI_DEV_POWER_USAGE",
+    "power.draw.instant": "DCGM_FI_DEV_POWER_USAGE_INSTANT",
+    "clocks.sm": "DCGM_FI_DEV_SM_CLOCK", "clocks.current.sm": "DCGM_FI_DEV_SM_CLOCK",
+    "clocks.mem": "DCGM_FI_DEV_MEM_CLOCK", "clocks.current.memory": "DCGM_FI_DEV_MEM_CLOCK",
+    "utilization.gpu": "DCGM_FI_DEV_GPU_UTIL", "utilization.memory": "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "memory.used": "DCGM_FI_DEV_FB_USED", "memory.free": "DCGM_FI_DEV_FB_FREE", "memory.total": "DCGM_FI_DEV_FB_TOTAL",
+    "ecc.errors.uncorrected.volatile.total": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+    "ecc.errors.corrected.volatile.total": "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "ecc.errors.uncorrected.aggregate.total": "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",
+    "ecc.errors.corrected.aggregate.total": "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+    "retired_pages.dbe": "DCGM_FI_DEV_RETIRED_DBE", "retired_pages.double_bit.count": "DCGM_FI_DEV_RETIRED_DBE",
+    "retired_pages.sbe": "DCGM_FI_DEV_RETIRED_SBE", "retired_pages.single_bit_ecc.count": "DCGM_FI_DEV_RETIRED_SBE",
+    "retired_pages.pending": "DCGM_FI_DEV_RETIRED_PENDING",
+    "clocks_event_reasons.active": "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    "clocks_throttle_reasons.active": "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    "pcie.link.gen.current": "DCGM_FI_DEV_PCIE_LINK_GEN", "pcie.link.gen.gpucurrent": "DCGM_FI_DEV_PCIE_LINK_GEN",
+    "pcie.link.width.current": "DCGM_FI_DEV_PCIE_LINK_WIDTH",
+}
+# the columns that say which GPU a row is, and when
+QCSV_IDS = {"index": "gpu", "pci.bus_id": "pci", "gpu_bus_id": "pci", "uuid": "uuid", "gpu_uuid": "uuid",
+            "timestamp": "ts"}
+# the clock event reasons the -q report's CLOCK_EVENTS name, as properties (both spellings) and as the
+# bits of `.active` (nvml.h nvmlClocksEventReasons: HwSlowdown 0x8, SwThermalSlowdown 0x20,
+# HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80)
+QCSV_CLOCK_REASONS = {"hw_slowdown": ("hw_slowdown", 0x8), "hw_thermal_slowdown": ("hw_thermal", 0x40),
+                      "hw_power_brake_slowdown": ("hw_power_brake", 0x80), "sw_thermal_slowdown": ("sw_thermal", 0x20)}
+QCSV_DEVICE_ERRORS = ("GPU is lost", "GPU requires reset")  # a cell holding one: the device, not one property
+QCSV_TRIGGER = (r"(?:temperature\.gpu|power\.draw|utilization\.gpu|clocks\.(?:current\.)?sm|memory\.used"
+                r"|ecc\.errors\.|retired_pages\.|clocks_(?:event|throttle)_reasons\.|reset_status\.|pcie\.link\."
+                r"|\[GPU (?:is lost|requires reset)\])")
+
 
 def _unnamed(rx: str) -> str:
     """`rx` with its named groups made plain, so that several patterns can be joined into one."""
@@ -101,7 +155,7 @@ NVL_ANY_RE = _unnamed(rf"{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}")
 # Parsed file by file (query blocks, tables), only in files with a line matching _TRIGGER.
 _TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
                    rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}"
-                   rf"|{nvsmi_xml.MARKER_RE}")
+                   rf"|{nvsmi_xml.MARKER_RE}|{QCSV_TRIGGER}")
 DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
 DMON_ROW_RE = r"^\s*(?:\d{8}\s+\d\d:\d\d:\d\d\s+)?\d+(?:\s+(?:-|[\d.]+))+\s*$"
 
@@ -452,6 +506,118 @@ def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Seri
 
 
 # --------------------------------------------------------------------------------------------
+# nvidia-smi --query-gpu=... --format=csv
+
+
+def _qcsv_names(header: str) -> list[str] | None:
+    """The property names of a query CSV header (units dropped), or None when the line is not one:
+    at least two cells, each a property name, one of them a reading this parser knows."""
+    names = [re.sub(r"\s*\[[^\]]*\]$", "", c.strip()) for c in header.split(",")]
+    known = [n for n in names if n in QCSV_FIELDS or n.split(".", 1)[-1] in QCSV_CLOCK_REASONS
+             or n.startswith(("reset_status.", "clocks_event_reasons.", "clocks_throttle_reasons."))]
+    return names if len(names) >= 2 and known else None
+
+
+def _run_starts(df: pl.DataFrame, on: pl.Expr, key: str) -> pl.DataFrame:
+    """The rows where `on` holds and did not on the previous row of the same `key` (a state that
+    lasts many samples is one event, at its first row)."""
+    return df.with_columns(on.fill_null(False).alias("_on")).with_columns(
+        pl.col("_on").shift(1).over(key).fill_null(False).alias("_was")).filter(pl.col("_on") & ~pl.col("_was"))
+
+
+def _qcsv(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
+    """Samples and events of query CSV rows: each row under the nearest header above it with as many
+    cells (a row of another width is no row of it). Events start where a state starts for a GPU:
+    a device error cell (gpu_lost), `reset_status.reset_required` Yes (gpu_lost), an active clock
+    event reason (gpu_clock_event), uncorrectable volatile ECC above the last count (gpu_ecc), pages
+    pending retirement (gpu_retired_pages)."""
+    b = pl.col("body")
+    host = line_host(ctx) if "prefix_host" in lines.columns else host_hint(ctx)
+    cand = lines.select("line_no", "body", host.alias("_host")).with_columns(
+        b.str.contains(QCSV_HDR_RE).alias("_hdr_like"), (b.str.count_matches(",") + 1).alias("_cells"))
+    hdr_texts = cand.filter(pl.col("_hdr_like"))["body"].unique(maintain_order=True).to_list()
+    headers = {h: n for h in hdr_texts if (n := _qcsv_names(h)) is not None}
+    empty = (pl.DataFrame(), pl.DataFrame(), pl.Series("line_no", [], dtype=pl.Int64))
+    if not headers:
+        return empty
+    is_hdr = b.is_in(list(headers))
+    df = cand.with_columns(pl.when(is_hdr).then(b).forward_fill().alias("_h"),
+                           pl.when(is_hdr).then(pl.col("_cells")).forward_fill().alias("_w"), is_hdr.alias("_is_hdr"))
+    rows = df.filter(~pl.col("_is_hdr") & pl.col("_h").is_not_null() & (pl.col("_cells") == pl.col("_w")))
+    sample_parts, event_parts = [], []
+    for hdr, names in headers.items():
+        sub = rows.filter(pl.col("_h") == hdr)
+        if sub.is_empty():
+            continue
+        cells = b.str.split(",")
+        cols = {f"c{i}": cells.list.get(i, null_on_oob=True).str.strip_chars() for i in range(len(names))}
+        w = sub.with_columns(**cols)
+        role = {QCSV_IDS[n]: f"c{i}" for i, n in reversed(list(enumerate(names))) if n in QCSV_IDS}
+        ids = {r: pl.col(role[r]) if r in role else pl.lit(None, dtype=pl.Utf8) for r in ("ts", "gpu", "pci", "uuid")}
+        ts = iso(ids["ts"].str.replace_all("/", "-"), ctx.tz)
+        w = w.with_columns(ts.alias("ts"), ids["ts"].alias("ts_raw"), ids["gpu"].cast(pl.Int64, strict=False).alias("gpu"),
+                           normalize_pci(ids["pci"]).alias("pci_bus_id"), ids["uuid"].alias("uuid"))
+        w = w.with_columns(pl.coalesce(pl.col("gpu").cast(pl.Utf8), pl.col("pci_bus_id"), pl.col("uuid"), pl.lit(""))
+                           .alias("_gkey"))
+        w = w.with_columns(pl.concat_str([pl.col("_host").fill_null(""), pl.col("_gkey")], separator="|").alias("_key"))
+        base = ["line_no", "ts", "ts_raw", pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact"))
+                .otherwise(pl.lit("missing")).alias("ts_quality"), pl.col("_host").alias("host"), "gpu", "uuid",
+                "pci_bus_id", pl.col("body").alias("message")]
+        vals = [(i, n) for i, n in enumerate(names) if n not in QCSV_IDS]
+        for i, n in vals:
+            c = pl.col(f"c{i}")
+            hexv = c.str.strip_prefix("0x").str.to_integer(base=16, strict=False).cast(pl.Float64)
+            value = pl.when(c.str.starts_with("0x")).then(hexv).otherwise(_value(c))
+            sample_parts.append(w.select(*base, pl.lit(QCSV_FIELDS.get(n, f"nvsmi:query/{n}")).alias("field"),
+                                         value.alias("value")).filter(pl.col("value").is_not_null()))
+        dev_cells = [pl.col(f"c{i}") for i, _ in vals]
+        if dev_cells:
+            err = pl.coalesce([pl.when(c.str.strip_chars("[]").is_in(list(QCSV_DEVICE_ERRORS)))
+                               .then(c.str.strip_chars("[]")) for c in dev_cells])
+            all_unknown = pl.all_horizontal([c == "[Unknown Error]" for c in dev_cells])
+            reset = pl.lit(None, dtype=pl.Utf8)
+            for i, n in vals:
+                if n == "reset_status.reset_required":
+                    reset = pl.when(pl.col(f"c{i}") == "Yes").then(pl.lit("GPU requires reset"))
+            lost = w.with_columns(pl.coalesce(err, pl.when(all_unknown).then(pl.lit("Unknown Error")), reset)
+                                  .alias("code"))
+            lost = _run_starts(lost, pl.col("code").is_not_null(), "_key")
+            event_parts.append(lost.select(*base, "code", pl.lit("gpu_lost").alias("kind"),
+                                           pl.lit("critical").alias("severity")))
+        for i, n in vals:
+            c, prop = pl.col(f"c{i}"), n.split(".", 1)
+            if prop[0] in ("clocks_event_reasons", "clocks_throttle_reasons") and len(prop) == 2:
+                if prop[1] in QCSV_CLOCK_REASONS:
+                    slugs = [(QCSV_CLOCK_REASONS[prop[1]][0], c == "Active")]
+                elif prop[1] == "active":
+                    bits = c.str.strip_prefix("0x").str.to_integer(base=16, strict=False)
+                    slugs = [(slug, (bits & bit) != 0) for slug, bit in QCSV_CLOCK_REASONS.values()]
+                else:
+                    continue
+                for slug, on in slugs:
+                    ev = _run_starts(w, on, "_key")
+                    event_parts.append(ev.select(*base, pl.lit(slug).alias("code"), pl.lit("gpu_clock_event").alias("kind"),
+                                                 pl.lit("warning").alias("severity")))
+            elif QCSV_FIELDS.get(n) == "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL":
+                v = _value(c)
+                ev = w.with_columns(v.alias("_v")).with_columns(
+                    pl.col("_v").forward_fill().shift(1).over("_key").fill_null(0).alias("_prev")).filter(
+                    pl.col("_v") > pl.col("_prev"))
+                event_parts.append(ev.select(*base, pl.col("_v").cast(pl.Int64).cast(pl.Utf8).alias("code"),
+                                             pl.lit("gpu_ecc").alias("kind"), pl.lit("error").alias("severity")))
+            elif n == "retired_pages.pending":
+                ev = _run_starts(w, c == "Yes", "_key")
+                event_parts.append(ev.select(*base, pl.lit("pending").alias("code"),
+                                             pl.lit("gpu_retired_pages").alias("kind"), pl.lit("warning").alias("severity")))
+    samples = pl.concat(sample_parts, how="diagonal_relaxed") if sample_parts else pl.DataFrame()
+    events = pl.concat([e for e in event_parts if not e.is_empty()], how="diagonal_relaxed") \
+        if any(not e.is_empty() for e in event_parts) else pl.DataFrame()
+    # the headers, and rows without a reading (all N/A) are understood too
+    ignored = pl.concat([df.filter(pl.col("_is_hdr"))["line_no"], rows["line_no"]])
+    return samples, events, ignored
+
+
+# --------------------------------------------------------------------------------------------
 
 
 def sniff(head: str) -> float:
@@ -465,6 +631,9 @@ def sniff(head: str) -> float:
         return 0.9
     if re.search(r"Unable to determine the device handle for|Failed to initialize NVML|" + re.escape(NO_DRIVER), head):
         return 0.8
+    first = next((ln for ln in head.splitlines() if ln.strip()), "")
+    if re.match(QCSV_HDR_RE, first) and _qcsv_names(first) is not None:
+        return 0.85  # a query CSV starts with its header (noheader output carries no names: not sniffed)
     return 0.0
 
 
@@ -501,6 +670,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     event_parts.append(x.events)
     ignored_parts.append(x.ignored)
     warnings.extend(x.warnings)
+    if lines.select(b.str.contains(QCSV_HDR_RE).any()).item():
+        s, e, ig = _qcsv(lines, ctx)
+        sample_parts.append(s)
+        event_parts.append(e)
+        ignored_parts.append(ig)
     if flags["d"]:
         s, ig, w = _dmon(lines, ctx)
         sample_parts.append(s)
@@ -539,6 +713,7 @@ SPEC = ParserSpec(
         "NVML agent Xid lines (k8s device plugin, gpud)",
         "nvidia-smi nvlink -s, dcgmi nvlink -s",
         "nvidia-smi -q -x XML (whole or a fragment)",
+        "nvidia-smi --query-gpu=... --format=csv (with or without units, with its header)",
     ),
     kinds=("gpu_lost", "nvml_error", "gpu_ecc", "gpu_row_remap", "gpu_retired_pages", "gpu_clock_event", "xid",
            "gpu_unhealthy", "nvlink_status"),

@@ -186,3 +186,18 @@ def test_culprit_graph_names_the_host_its_peers_report(tmp_path: Path) -> None:
     assert x["culprit"]["host"] == want == "node-002", x["summary"]
     assert f"culprit {want}: 2 hosts report it (node-001, node-003)" in x["summary"]
     assert rep["verdict"]["kind"] == "completed"
+
+
+def test_nvidia_smi_query_csv_monitor_names_the_lost_gpu(tmp_path: Path) -> None:
+    # a GPU monitor left running in the job (`nvidia-smi --query-gpu=... --format=csv -l 1`) beside a
+    # healthy one: the lost GPU's first `[GPU is lost]` row is the evidence, with its node and index
+    job = tmp_path / "job"
+    (job / "node-003").mkdir(parents=True)
+    (job / "node-003" / "gpu-monitor.csv").write_bytes((ROOT / "fixtures" / "nvsmi" / "query_csv_units.csv").read_bytes())
+    (job / "node-004").mkdir()
+    (job / "node-004" / "gpu-monitor.csv").write_bytes(
+        (ROOT / "fixtures" / "nvsmi" / "query_csv_mindminer627_unknown_error_one_field.csv").read_bytes())
+    rep = analyze(job, tmp_path / "out", html=False).report
+    v = rep["verdict"]
+    assert (v["category"], v["culprit"]["host"], v["culprit"]["gpu"]) == ("gpu_lost", "node-003", 1)
+    assert v["evidence"][0]["path"] == "node-003/gpu-monitor.csv" and v["evidence"][0]["line"] == 9

@@ -226,3 +226,71 @@ def test_dcgmi_nvlink_link_status_down_links() -> None:
         (6, "nvlink_status", 0, "6")]
     assert {5, 7, 8} <= set(ex.ignored.to_list())
     check_contract(ex, 12)
+
+
+# --------------------------------------------------------------------------------------------
+# nvidia-smi --query-gpu=... --format=csv (property names and NVML error cells: `nvidia-smi --help-query-gpu`)
+
+
+def test_query_csv_with_units_samples_and_state_starts() -> None:
+    ex = fixture("query_csv_units.csv")
+    check_contract(ex, 11)
+    # one event where each state starts for GPU 1 (index column), not one per sample
+    assert rows(ex) == [
+        (5, "gpu_clock_event", 1, "0000:2a:00", "hw_slowdown", "warning"),
+        (5, "gpu_clock_event", 1, "0000:2a:00", "hw_thermal", "warning"),
+        (7, "gpu_ecc", 1, "0000:2a:00", "2", "error"),
+        (7, "gpu_retired_pages", 1, "0000:2a:00", "pending", "warning"),
+        (9, "gpu_lost", 1, None, "GPU is lost", "critical"),
+    ]
+    assert sample(ex, "DCGM_FI_DEV_GPU_TEMP", 1) == [43.0, 88.0, 89.0]
+    assert sample(ex, "DCGM_FI_DEV_POWER_USAGE", 0) == [402.11, 401.02, 401.02, 401.02, 401.02]
+    assert sample(ex, "DCGM_FI_DEV_FB_USED", 0)[0] == 61234.0
+    t = ex.tables["dcgm_samples"]
+    first = t.filter((pl.col("gpu") == 0) & (pl.col("field") == "DCGM_FI_DEV_SM_CLOCK")).row(0, named=True)
+    assert first["ts"] == datetime(2024, 5, 14, 10, 21, 3, 412000, tzinfo=UTC)
+    assert first["host"] == "node-17" and first["pci_bus_id"] == "0000:18:00"
+    # the header and the repeated lost row (no reading, the state already started) are understood
+    assert ex.ignored.to_list() == [1, 11]
+
+
+def test_query_csv_nounits_inside_a_job_log_bitmask_and_reset_required() -> None:
+    ex = fixture("query_csv_nounits_in_job_log.log")
+    check_contract(ex, 9)
+    # `.active` 0x68 = HwThermalSlowdown 0x40 | SwThermalSlowdown 0x20 | HwSlowdown 0x8 (nvml.h); 0x4
+    # (SW power cap) and 0x1 (idle) are no slowdown events
+    assert rows(ex) == [
+        (7, "gpu_clock_event", 1, None, "hw_slowdown", "warning"),
+        (7, "gpu_clock_event", 1, None, "hw_thermal", "warning"),
+        (7, "gpu_clock_event", 1, None, "sw_thermal", "warning"),
+        (9, "gpu_lost", 1, None, "GPU requires reset", "critical"),
+    ]
+    assert sample(ex, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", 1) == [1.0, 104.0]
+    assert sample(ex, "DCGM_FI_DEV_SM_CLOCK", 1) == [1410.0, 1005.0]
+    t = ex.tables["dcgm_samples"]
+    assert t.filter(pl.col("gpu") == 0)["uuid"].unique().to_list() == ["GPU-4f1c2a3b-1111-2222-3333-444455556666"]
+    # the command line and the training line are no rows of the table
+    assert {1, 5} & (set(ex.claimed.to_list()) | set(ex.ignored.to_list())) == set()
+
+
+def test_query_csv_real_unknown_error_in_one_property_is_no_lost_gpu() -> None:
+    # https://github.com/Quake4/MindMiner/issues/627: `--format=csv,nounits`, the header with its units,
+    # a blank line, and `[Unknown Error]` for power.default_limit only; the GPU itself answers
+    ex = fixture("query_csv_mindminer627_unknown_error_one_field.csv")
+    check_contract(ex, 3)
+    assert ex.events.is_empty()
+    t = ex.tables["dcgm_samples"]
+    assert dict(zip(t["field"], t["value"], strict=True)) == {
+        "DCGM_FI_DEV_GPU_UTIL": 100.0, "DCGM_FI_DEV_MEM_COPY_UTIL": 37.0, "DCGM_FI_DEV_GPU_TEMP": 56.0,
+        "DCGM_FI_DEV_POWER_USAGE": 228.82, "nvsmi:query/power.limit": 210.0, "nvsmi:query/fan.speed": 56.0,
+        "nvsmi:query/clocks.current.graphics": 1560.0, "DCGM_FI_DEV_MEM_CLOCK": 6800.0}
+    assert t["gpu"].null_count() == t.height  # no index column: the GPU is unknown, never guessed
+
+
+def test_query_csv_header_needs_known_properties() -> None:
+    # comma-separated names that are no nvidia-smi readings, and a row under a header of another width
+    ex = run("epoch, step, loss\n1, 200, 2.5\n"
+             "timestamp, index, temperature.gpu\n2024/05/14 10:00:00.000, 0, 40, 7\n")
+    assert ex.events.is_empty() and ex.tables["dcgm_samples"].is_empty()
+    assert nvsmi.sniff("timestamp, index, temperature.gpu, power.draw [W]\n2024/05/14 10:00:00.000, 0, 40, 70 W\n") > 0.5
+    assert nvsmi.sniff("epoch, step, loss\n1, 200, 2.5\n") == 0.0

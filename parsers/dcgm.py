@@ -794,7 +794,10 @@ def csv_layout(header_line: str) -> CsvLayout | None:
     delim = max((",", ";", "\t", "|"), key=line.count)
     if line.count(delim) < 1:
         return None
-    names = tuple(c.strip() for c in next(csv.reader([line], delimiter=delim)))
+    try:
+        names = tuple(c.strip() for c in next(csv.reader([line], delimiter=delim)))
+    except csv.Error:  # a line the csv module refuses (a lone CR inside it): no header of a table
+        return None
     low = {n.lower(): n for n in names}
     roles = {r: next(low[c] for c in cands if c in low) for r, cands in _COLS.items() if any(c in low for c in cands)}
     if "field" in roles and "value" in roles:

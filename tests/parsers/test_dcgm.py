@@ -623,3 +623,12 @@ def test_the_line_path_reads_every_long_csv_the_block_reader_does(header: str, c
         ext, _, _ = dcgm.read_csv_chunks([text.encode()], layout, ParseContext(path="d.csv"))
         got = ext.tables["dcgm_samples"].sort("field").select("host", "gpu", "field", "value").rows()
         assert got == sorted(s.select("host", "gpu", "field", "value").rows(), key=lambda r: r[2])
+
+
+def test_csv_layout_of_a_line_the_csv_module_refuses_is_none() -> None:
+    # a "header" holding a lone CR (a CR-separated file read as one line; found by the ingest fuzzer):
+    # no table layout, and no exception out of the sniff
+    line = 'timestamp,gpu\r"error_category" : 1,\r2025/02/03 08:00:00.102, 1, 36'
+    assert dcgm.csv_layout(line) is None
+    assert dcgm.table_layout(line + "\n", 10 << 30, 1 << 20) is None
+    assert dcgm.csv_layout("timestamp,Hostname,gpu,metric,value") is not None

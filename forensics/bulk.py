@@ -330,6 +330,45 @@ def _clean_kind(data: bytes, m: triage.Matcher | None) -> tuple[str | None, dict
     return "utf-8", ends
 
 
+class ChunkScreen:
+    """The chatter screen of `screen` for the chunks of one large file (`ingest.parse_one`): one
+    hyperscan pass a chunk tells whether its bytes are plain (`plain_kind`: no NUL, CR, ESC, \\x1e,
+    \\x1f; ASCII or UTF-8) and where INFO_INTERESTING matches, so that `chatter` is `chatter_mask`
+    with that mask. Without hyperscan: no pass, `chatter_mask` finds the mask itself. The same lines
+    are chatter either way (tests/test_bulk.py)."""
+
+    def __init__(self) -> None:
+        self.m = triage.matcher(_NO_LITERALS, (INFO_INTERESTING,), once=_UNCLEAN_BYTES) \
+            if triage.engine_name() == "hyperscan" else None
+        self.kind: str | None = None  # of the last chunk scanned: "ascii", "utf-8", None (not plain / unknown)
+        self._ends: list[int] = []
+        self._data = b""
+
+    def scan(self, data: bytes) -> bool | None:
+        """Look at the next chunk's bytes: whether they are plain text (None: not known)."""
+        self._data, self._ends, self.kind = data, [], None
+        if self.m is None or not data:
+            return None
+        kind, ends = _clean_kind(data, self.m)
+        self.kind = kind
+        if kind is not None and ends:
+            self._ends = ends.get(self.m.literals.size, [])
+        return kind is not None
+
+    def chatter(self, text: pl.Series) -> np.ndarray:
+        """The chatter mask of the lines of the chunk last scanned (`text`: its lines, one row each)."""
+        interesting = None
+        if self.kind == "ascii":  # its rows are its newline-separated pieces: the offsets give the rows
+            starts = None
+            if len(self._ends) > 4096:  # (many matches: each line's offset once, not a count per match)
+                nl = np.flatnonzero(np.frombuffer(self._data, dtype=np.uint8) == 10)
+                starts = np.concatenate([[0], nl + 1]).astype(np.int64)
+            interesting = np.zeros(text.len(), dtype=bool)
+            rows = self.m.rows_of(self._data, self._ends, starts) if self._ends else np.array([], dtype=np.int64)
+            interesting[rows[rows < text.len()]] = True
+        return chatter_mask(text, interesting)
+
+
 def _hyperscan_rows(m: triage.Matcher, ok: list[Item], ends: list[dict[int, list[int]]], n: np.ndarray,
                     first: np.ndarray, cum: np.ndarray) -> list[np.ndarray]:
     """Each regex's rows of the batch frame from the end offsets of its matches in each file

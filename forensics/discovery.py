@@ -412,9 +412,19 @@ def _close(stream: BinaryIO) -> None:
             raw.close()
 
 
+def _may_hold_long_line(piece: bytes, max_line: int) -> bool:
+    """False when no line of `piece` is longer than max_line bytes, True when one may be: a line
+    that long holds a whole aligned window of (max_line + 1) // 2 bytes without a newline, so a
+    newline found in every window rules it out (a `find` per window, each stopping at the first
+    newline: a few per chunk instead of a pass over every byte)."""
+    d = max(1, (max_line + 1) // 2)
+    find = piece.find
+    return any(find(b"\n", pos, pos + d) < 0 for pos in range(0, len(piece) - d + 1, d))
+
+
 def _cut_long_lines(piece: bytes, max_line: int) -> tuple[bytes, int]:
     """Cut the '\n'-terminated lines of `piece` longer than max_line bytes; return the count cut."""
-    if len(piece) <= max_line + 1:
+    if len(piece) <= max_line + 1 or not _may_hold_long_line(piece, max_line):
         return piece, 0
     nl = np.flatnonzero(np.frombuffer(piece, dtype=np.uint8) == 10)
     starts = np.concatenate(([0], nl[:-1] + 1))
@@ -472,12 +482,17 @@ def iter_chunks(sf: SourceFile, limits: Limits | None = None, chunk_bytes: int |
                 got += len(piece)
             if not any(pieces):
                 continue
-            data = b"".join([rest, *pieces])  # one copy (the unfinished line and the new bytes)
-            end = data.rfind(b"\n")
-            if end < 0:
-                complete, rest = b"", data
+            # the complete lines in one copy: the unfinished line, the pieces up to the one holding
+            # the last newline and that piece's head (the tail after it waits for the next chunk)
+            k = len(pieces) - 1
+            while k >= 0 and (end := pieces[k].rfind(b"\n")) < 0:
+                k -= 1
+            if k < 0:
+                complete, rest = b"", b"".join([rest, *pieces])
             else:
-                complete, rest = data[: end + 1], data[end + 1:]
+                last = pieces[k]
+                complete = b"".join([rest, *pieces[:k], last[: end + 1] if end + 1 < len(last) else last])
+                rest = b"".join([last[end + 1:], *pieces[k + 1:]])
             if len(rest) > max_line:
                 rest = rest[:max_line]
                 skipping = True

@@ -50,7 +50,6 @@ from forensics.report import MAX_UNPARSED_LISTED
 from parsers import ParserInfo, registry, source_with
 from parsers.elastic import ERROR_JSON_NEEDS, parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
-from parsers.nccl import chatter
 from parsers.prefixes import peel
 from parsers.records import (
     EVENT_SCHEMA,
@@ -283,40 +282,36 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             got = {}
         if 0 in got:
             return got[0]  # type: ignore[return-value]
-    for chunk, first in iter_chunks(sf, limits, hasher=hasher):
-        dec = decode_lines(chunk, first)
-        invalid_utf8 |= dec.invalid_utf8
-        nul += dec.nul_bytes
-        raw = dec.lines
-        chat_nos = pl.Series("line_no", [], dtype=pl.Int64)
-        if chosen and all(p.exclusive for p in chosen):
-            lines = raw  # structured formats read `text` only: no launcher-prefix pass over CSV rows
-        elif chosen:
-            # NCCL chatter is counted as ignored and never reaches a parser (as in forensics/bulk.py)
-            # on the text alone: its pieces (one per reader thread) keep the regexes on every core
-            is_chat = pl.DataFrame({"text": raw["text"]}).select(chatter(pl.col("text")).alias("c"))["c"]
-            chat_nos = raw.filter(is_chat)["line_no"]
-            lines = with_body(raw.filter(~is_chat) if chat_nos.len() else raw)
-        else:
-            lines = with_body(raw)
-        if "prefix_host" in lines.columns:
-            wrapped_hosts.append(wrapper_hosts(lines))
-        n = raw.height
-        lo, hi = line_span(raw, ctx)
-        if lo is not None:
-            res.first_ts = lo if res.first_ts is None else min(res.first_ts, lo)
-            res.last_ts = hi if res.last_ts is None else max(res.last_ts, hi)
-        res.lines += n
+    screen_chat = bool(chosen) and not all(p.exclusive for p in chosen)
+    chunk_screen = bulk.ChunkScreen() if screen_chat else None
+    # the lines the chatter screen keeps wait for the parsers until PARSE_ROWS of them (or the end):
+    # a log that is mostly NCCL chatter is parsed a few times, not once per chunk (each parser call
+    # costs tens of milliseconds whatever its lines); memory stays bounded by PARSE_ROWS lines
+    pending: list[tuple[pl.DataFrame, int, int]] = []  # (kept lines, first and last line number of their chunks)
+
+    def parse_pending() -> None:
+        nonlocal pending
+        if not pending:
+            return
+        lines = pending[0][0] if len(pending) == 1 else pl.concat([p[0] for p in pending], how="diagonal_relaxed")
+        lo, hi = pending[0][1], pending[-1][2]
+        pending = []
+        _parse_lines(lines, lo, hi, None)
+
+    def _parse_lines(lines: pl.DataFrame, lo: int, hi: int, chunk: bytes | None) -> None:
+        """Run the chosen parsers over `lines` (the lines of file lines lo..hi that are not chatter:
+        those are counted as ignored as they are read) and count each line once: claimed, ignored or
+        unparsed."""
         claimed = pl.Series("line_no", [], dtype=pl.Int64)
         ignored = pl.Series("line_no", [], dtype=pl.Int64)
         exts: list[tuple[str, Extraction]] = []
-        if error_json:
+        if error_json and chunk is not None:
             text = chunk.decode("utf-8", errors="replace")
             ext = _run_parser(None, lambda t=text: parse_error_json(t, ctx), res.warnings)
             if ext is not None:
                 exts.append((source_with("launcher"), ext))
         for p in chosen:
-            if not bulk.triggered(p, lines):  # no line of this chunk holds its trigger: it gives nothing
+            if not bulk.triggered(p, lines):  # no line of these holds its trigger: it gives nothing
                 continue
             ext = _run_parser(p, lambda p=p, lines=lines: p.module.parse(lines, ctx), res.warnings)
             if ext is not None:
@@ -341,13 +336,51 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             seen = pl.concat([seen, ig])
         # blank: nothing but white space once the wrappers are peeled (`[1,2]<stdout>:` alone)
         blank = lines.filter(pl.col("body" if "body" in lines.columns else "text").str.strip_chars() == "")["line_no"]
-        ignored = pl.concat([ignored.cast(pl.Int64), blank, chat_nos]).unique()
-        ignored = ignored.filter(~ignored.is_in(claimed.implode()) & ignored.is_in(raw["line_no"].implode()))
+        ignored = pl.concat([ignored.cast(pl.Int64), blank]).unique()
+        ignored = ignored.filter(~ignored.is_in(claimed.implode()) & ignored.is_between(lo, hi))
         res.parsed += claimed.len()
         res.ignored += ignored.len()
         rest = lines.filter(~pl.col("line_no").is_in(claimed.implode()) & ~pl.col("line_no").is_in(ignored.implode()))
         res.unparsed += rest.height
         keep_errors(res, rest)
+
+    for chunk, first in iter_chunks(sf, limits, hasher=hasher):
+        plain = chunk_screen.scan(chunk) if chunk_screen is not None else None
+        dec = decode_lines(chunk, first, plain)
+        invalid_utf8 |= dec.invalid_utf8
+        nul += dec.nul_bytes
+        raw = dec.lines
+        n_chat = 0
+        if chosen and all(p.exclusive for p in chosen):
+            lines = raw  # structured formats read `text` only: no launcher-prefix pass over CSV rows
+        elif chunk_screen is not None:
+            # NCCL chatter is counted as ignored and never reaches a parser (as in forensics/bulk.py)
+            is_chat = chunk_screen.chatter(raw["text"])
+            n_chat = int(is_chat.sum())
+            lines = with_body(raw.filter(pl.Series(~is_chat)) if n_chat else raw)
+        else:
+            lines = with_body(raw)
+        if "prefix_host" in lines.columns:
+            wrapped_hosts.append(wrapper_hosts(lines))
+        n = raw.height
+        lo, hi = line_span(raw, ctx)
+        if lo is not None:
+            res.first_ts = lo if res.first_ts is None else min(res.first_ts, lo)
+            res.last_ts = hi if res.last_ts is None else max(res.last_ts, hi)
+        res.lines += n
+        res.ignored += n_chat  # (a chatter line reaches no parser: nothing else can count it)
+        if n == 0:
+            continue
+        if chunk_screen is None or error_json:  # each chunk parsed as it comes
+            _parse_lines(lines, first, first + n - 1, chunk)
+            continue
+        # (the kept lines copied out: a filtered text column shares the chunk's buffers, which would
+        # keep every pending chunk in memory)
+        own = [pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c, t in lines.schema.items() if t == pl.Utf8]
+        pending.append((lines.with_columns(own) if own else lines, first, first + n - 1))
+        if sum(p[0].height for p in pending) >= PARSE_ROWS:
+            parse_pending()
+    parse_pending()
     res.digest = hasher.hexdigest() if hasher is not None else _file_digest(sf)
     check_unchanged(sf, res)
     if res.unparsed_error_lines > res.unparsed_errors.height:
@@ -390,6 +423,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
 
 
 TABLE_BLOCK_BYTES = 16 * 1024 * 1024  # bytes per block of a CSV table read by its parser (`read_csv_chunks`)
+PARSE_ROWS = 500_000  # kept (not chatter) lines of a large file's chunks parsed together (`parse_one`)
 
 
 def _table_layout(sf: SourceFile, chosen: list[ParserInfo], head_text: str, limits: Limits) -> Any:

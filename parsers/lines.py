@@ -71,9 +71,11 @@ def plain_lines(data: bytes) -> pl.Series | None:
     return s if s.len() == n else None
 
 
-def decode_lines(data: bytes, first_line_no: int = 1) -> DecodedText:
-    """Split `data` into numbered lines. A final line without '\n' still counts."""
-    fast = plain_lines(data) if len(data) >= FAST_SPLIT_BYTES and is_plain(data) else None
+def decode_lines(data: bytes, first_line_no: int = 1, plain: bool | None = None) -> DecodedText:
+    """Split `data` into numbered lines. A final line without '\n' still counts. `plain`: whether
+    `is_plain(data)`, when the caller knows (None: looked at here)."""
+    fast = plain_lines(data) if len(data) >= FAST_SPLIT_BYTES and (is_plain(data) if plain is None else plain) \
+        else None
     if fast is not None:
         longest = int(fast.str.len_chars().max() or 0)
         s = fast.str.slice(0, MAX_LINE_CHARS) if longest > MAX_LINE_CHARS else fast

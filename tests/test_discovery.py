@@ -161,3 +161,21 @@ def test_archive_detection_agrees_with_tarfile(tmp_path: Path, fmt: int, mode: s
     for p in (bundle, log):
         assert is_archive(p) == tarfile.is_tarfile(str(p))
     assert is_archive(bundle) and not is_archive(log)
+
+
+@pytest.mark.parametrize("max_line", [1, 2, 7, 8, 1000])
+def test_iter_chunks_cuts_every_overlong_line_wherever_it_starts(tmp_path: Path, max_line: int) -> None:
+    # the chunk is checked window by window for lines over the cap: a line just over it (or twice it)
+    # starting at any offset is still found and cut, one just under it is kept whole
+    for length in sorted({max(0, max_line - 1), max_line, max_line + 1, 2 * max_line - 1, 2 * max_line,
+                          2 * max_line + 1}):
+        for offset in range(0, max_line + 2):
+            data = b"a" * offset + b"\n" + b"x" * length + b"\n" + b"b\n" * 3
+            f = tmp_path / "a.log"
+            f.write_bytes(data)
+            (sf,) = discover(tmp_path).files
+            got = b"".join(c for c, _ in iter_chunks(sf, Limits(chunk_bytes=1 << 20, max_line_bytes=max_line)))
+            want = b"".join(ln[:max_line] + b"\n" for ln in data.split(b"\n")[:-1])
+            assert got == want, (length, offset)
+            cut = sum(len(ln) > max_line for ln in data.split(b"\n"))
+            assert any(f"{cut} line(s) longer than" in w for w in sf.warnings) == (cut > 0), (length, offset)

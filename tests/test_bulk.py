@@ -400,3 +400,31 @@ def test_file_digests_come_from_the_read_pass_and_name_their_algorithm(
         assert (f.digest, f.digest_algo) == (want((job / path).read_bytes()), algo), path
     assert any("read by polars' CSV reader in blocks" in w for w in got["dcgm-big.csv"].warnings)
     assert got["node-1/rank-0.log"].ignored == 50 and got["dcgm-big.csv"].parsed == 400
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "polars"])
+def test_chunk_screen_is_chatter_on_every_fixture_chunk(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bulk.ChunkScreen (the chatter screen of a large file's chunks in `parse_one`) gives
+    parsers.nccl.chatter line for line, with hyperscan's pass over the bytes and without it, on every
+    plain fixture file as a chunk, on the hand-made chatter lines, and on a chunk holding many
+    interesting lines (the offsets turned into rows through each line's start)."""
+    from forensics import bulk, triage
+    from parsers.nccl import chatter
+
+    if engine == "hyperscan" and not triage.hyperscan_available():
+        pytest.skip("hyperscan is not installed")
+    monkeypatch.setenv(triage.ENGINE_ENV, engine)
+    chunks = [("\n".join(CHATTER_LINES * 50) + "\n").encode(),
+              ("\n".join(["node-1:42:43 [0] NCCL INFO Using network IB"] * 5000 + CHATTER_LINES) + "\n").encode()]
+    for p in sorted(FIXTURES.rglob("*")):
+        if p.is_file() and p.suffix not in (".gz", ".zst", ".tar"):
+            chunks.append(p.read_bytes())
+    checked = 0
+    for data in chunks:
+        cs = bulk.ChunkScreen()
+        plain = cs.scan(data)
+        dec = decode_lines(data, 1, plain)
+        want = dec.lines.select(chatter(pl.col("text")).fill_null(False))[:, 0].to_numpy()
+        assert cs.chatter(dec.lines["text"]).tolist() == want.tolist()
+        checked += int(want.sum())
+    assert checked > 200  # chatter lines were there to find

@@ -303,13 +303,23 @@ def _values_of(k: pl.Series, fn: Callable[[pl.Expr], pl.Expr], runs: bool) -> pl
     return out
 
 
-def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int) -> Extraction:
-    body = lines.filter((pl.col("line_no") >= header_line) & (pl.col("text").str.strip_chars() != ""))
-    data_lines = body["line_no"][1:]
+def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int | None,
+         names: tuple[str, ...] | None = None) -> Extraction:
+    """The long CSV whose header is line `header_line`, or (header_line None) rows without a header
+    whose columns are `names` (`headerless_layout`)."""
+    body = lines.filter((pl.col("line_no") >= (header_line or 0)) & (pl.col("text").str.strip_chars() != ""))
+    if header_line is None:
+        body = body.filter(~pl.col("text").str.strip_chars_start().str.starts_with("#"))
+    data_lines = body["line_no"][1:] if header_line is not None else body["line_no"]
     raw = "\n".join(body["text"].to_list()).encode()
-    warnings: list[str] = []
+    warnings: list[str] = [] if names is None else [
+        "CSV without its header: columns told by their cells (" + ", ".join(n for n in names if not n.startswith("column_"))
+        + ")"]
+    if header_line is None:
+        header_line = 0
     try:
-        df = pl.read_csv(io.BytesIO(raw), infer_schema=False, truncate_ragged_lines=True)
+        df = pl.read_csv(io.BytesIO(raw), infer_schema=False, truncate_ragged_lines=True,
+                         **({"has_header": False, "new_columns": list(names)} if names is not None else {}))
     except Exception as e:  # malformed CSV: report, parse nothing
         return Extraction(events=empty_events(),
                           tables={"dcgm_samples": empty_table("dcgm_samples")},
@@ -711,6 +721,8 @@ def sniff(head: str) -> float:
     layout = csv_layout(first)
     if layout is not None and (layout.wide or re.search(r"DCGM_|dcgm_", head)):
         return 0.95  # a header of any column order, quoting or delimiter (wide: DCGM field columns)
+    if "DCGM_FI_" in head and headerless_layout(s.split("\n")[:HEADERLESS_ROWS]) is not None:
+        return 0.9  # long-CSV rows without their header
     n = len(re.findall(r"(?m)^\s*(?:DCGM_[A-Z0-9_]+|dcgm_[a-z0-9_]+)(?:\{[^\n]*\})?(?:[ \t]+\S+){0,2}[ \t]*$", head))
     if n >= 2 or "# TYPE DCGM_" in head or "# HELP DCGM_" in head:
         return 0.95
@@ -739,6 +751,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     hdr = _csv_header(lines)
     if hdr is not None:
         return _csv(lines, ctx, hdr[0])
+    if first.len() and "DCGM_FI_" in first[0]:
+        lay = headerless_layout(lines.head(4 * HEADERLESS_ROWS)["text"].to_list())
+        if lay is not None and lay.delimiter == ",":
+            return _csv(lines, ctx, None, lay.names)
     return _prometheus(lines, ctx)
 
 
@@ -783,6 +799,7 @@ class CsvLayout:
     names: tuple[str, ...]  # the header's cells, unquoted
     roles: dict[str, str]  # role -> column name
     wide: dict[str, str]  # wide only: column name -> canonical DCGM field
+    header_lines: int = 1  # 0: no header, the first line is data (`headerless_layout`)
 
 
 def csv_layout(header_line: str) -> CsvLayout | None:
@@ -808,6 +825,58 @@ def csv_layout(header_line: str) -> CsvLayout | None:
     if wide and ("ts" in roles or "gpu" in roles):
         return CsvLayout(delim, names, {r: c for r, c in roles.items() if r not in ("field", "value")}, wide)
     return None
+
+
+# A long CSV without its header (a `tail`, a `split` piece, an export written with `--no-header`): the
+# columns are told by their cells, on up to HEADERLESS_ROWS rows: the one whose every cell is a DCGM
+# field name is the field, the last column the value (every exporter and `dcgmi dmon -c` writer puts
+# it last; it must be numeric or empty), then the stamp (ISO 8601 or epoch s/ms), the UUID, the PCI
+# address, the one column of small integers (the GPU) and the one of host-like names, each only when
+# exactly one column fits. Others stay unnamed and unread; an ambiguous file is not read as a table.
+HEADERLESS_ROWS = 20
+_HL_FIELD = re.compile(r"DCGM_FI_[A-Z0-9_]+")
+_HL_TS = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?|\d{10}(?:\.\d+)?|\d{13}")
+_HL_UUID = re.compile(r"(?:GPU|MIG)-[0-9a-fA-F-]{8,}")
+_HL_PCI = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?")
+_HL_NUM = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|")
+_HL_GPU = re.compile(r"\d{1,3}")
+_HL_HOST = re.compile(r"[A-Za-z][\w.-]*")
+
+
+def headerless_layout(rows: list[str]) -> CsvLayout | None:
+    """The layout of DCGM long-CSV data rows that came without their header (see HEADERLESS_ROWS), or
+    None. The layout's names are the ones `_csv_samples` reads (`_SAMPLE_NAMES`); header_lines 0."""
+    rows = [r.strip() for r in rows if r.strip() and not r.lstrip().startswith("#")][:HEADERLESS_ROWS]
+    if not rows or not _HL_FIELD.search(rows[0]):
+        return None
+    delim = max((",", ";", "\t"), key=rows[0].count)
+    try:
+        cells = [[c.strip() for c in next(csv.reader([r], delimiter=delim))] for r in rows]
+    except (csv.Error, StopIteration):
+        return None
+    width = len(cells[0])
+    if width < 3 or any(len(c) != width for c in cells):
+        return None
+    cols = list(zip(*cells, strict=True))
+
+    def every(rx: re.Pattern[str], i: int) -> bool:
+        return all(rx.fullmatch(v) for v in cols[i])
+
+    field = [i for i in range(width) if every(_HL_FIELD, i)]
+    value = width - 1
+    if len(field) != 1 or field[0] == value or not every(_HL_NUM, value):
+        return None
+    names = [""] * width
+    names[field[0]], names[value] = _SAMPLE_NAMES["field"], _SAMPLE_NAMES["value"]
+    for role, rx in (("ts", _HL_TS), ("uuid", _HL_UUID), ("pci", _HL_PCI), ("gpu", _HL_GPU), ("host", _HL_HOST)):
+        fits = [i for i in range(width) if not names[i] and every(rx, i)]
+        if role == "host":  # names, not numbers (a column of digits is no host)
+            fits = [i for i in fits if not every(_HL_NUM, i)]
+        if len(fits) == 1 or (role == "ts" and fits):  # (the first stamp column: a row's time)
+            names[fits[0]] = _SAMPLE_NAMES[role]
+    names = [n or f"column_{i + 1}" for i, n in enumerate(names)]
+    roles = {r: _SAMPLE_NAMES[r] for r in _SAMPLE_NAMES if _SAMPLE_NAMES[r] in names}
+    return CsvLayout(delim, tuple(names), roles, {}, header_lines=0)
 
 
 # the names `_csv_samples` reads each role under (its column lookup is by these names)
@@ -947,7 +1016,8 @@ class _ChunkReader:
             df = pl.DataFrame({n: pl.Series([], dtype=pl.Utf8) for n in self.names})
         df.columns = self.names
         rows = df.height
-        nos = pl.int_range(first + 2, first + 2 + df.height, dtype=pl.Int64, eager=True).alias("line_no")
+        top = first + 1 + lay.header_lines  # the line of data row `first`
+        nos = pl.int_range(top, top + df.height, dtype=pl.Int64, eager=True).alias("line_no")
         if lay.wide:  # one sample per row and field, in the order of the header's fields
             wide = list(lay.wide)
             df = df.with_columns(nos).unpivot(index=[c for c in df.columns if c not in lay.wide] + ["line_no"],
@@ -983,7 +1053,7 @@ class _ChunkReader:
             value = events.select(clean_value(col("value"), stripped=True))[:, 0]
             maybe = events["line_no"].filter(value.is_null() | (value != 0))  # 0: never an event
             if maybe.len():
-                texts = _line_texts(data, maybe.to_numpy() - (first + 2), first + 2)
+                texts = _line_texts(data, maybe.to_numpy() - top, top)
         samples = df.height
         # the samples, only what the buckets need, by the same rules as `_csv_samples`
         us = BUCKET_S * 1_000_000
@@ -1101,12 +1171,16 @@ class _ChunkReader:
             events = events.drop("message").join(texts, on="line_no", how="left").select(events.columns)
         warnings = [f"{self.samples:,} DCGM samples read by polars' CSV reader in blocks and aggregated to "
                     f"{samples.height:,} rows ({BUCKET_S} s per GPU and field; line numbers only on events)"]
-        if self.mismatch or self.rows != total - 1:
-            warnings.append(f"CSV rows ({self.rows}) do not match data lines ({total - 1}); line numbers approximate")
+        hl = self.layout.header_lines
+        if self.mismatch or self.rows != total - hl:
+            warnings.append(f"CSV rows ({self.rows}) do not match data lines ({total - hl}); line numbers approximate")
+        if not hl:
+            warnings.append("CSV without its header: columns told by their cells ("
+                            + ", ".join(n for n in self.layout.names if not n.startswith("column_")) + ")")
         ext = Extraction(events=events, tables={"dcgm_samples": table_frame("dcgm_samples", samples)},
-                         claimed=events["line_no"], ignored=pl.Series("line_no", [1], dtype=pl.Int64),
+                         claimed=events["line_no"], ignored=pl.Series("line_no", [1] * hl, dtype=pl.Int64),
                          warnings=warnings)
-        return ext, total, min(self.rows, max(0, total - 1))
+        return ext, total, min(self.rows, max(0, total - hl))
 
 
 def _count_newlines(data: bytes) -> int:
@@ -1213,7 +1287,7 @@ def read_csv_chunks(blocks: Iterable[bytes], layout: CsvLayout, ctx: ParseContex
             fut, d = pending.popleft()
             rd.add(fut.result(), d)
 
-    carry, header, total = b"", True, 0
+    carry, header, total = b"", layout.header_lines > 0, 0
     try:
         for b in blocks:
             if not b:
@@ -1253,8 +1327,8 @@ def table_layout(head: str, size: int, chunk_bytes: int) -> CsvLayout | None:
     other delimiters). None: the line path reads it (or it is no CSV)."""
     first = head.split("\n", 1)[0].rstrip("\r")
     layout = csv_layout(first)
-    if layout is None:
-        return None
+    if layout is None:  # data rows without their header: only this reader reads them
+        return headerless_layout(head.split("\n")[:HEADERLESS_ROWS])
     small_ok = _is_csv_header(first) and layout.delimiter == "," and not layout.wide
     return layout if size > chunk_bytes or not small_ok else None
 

@@ -632,3 +632,49 @@ def test_csv_layout_of_a_line_the_csv_module_refuses_is_none() -> None:
     assert dcgm.csv_layout(line) is None
     assert dcgm.table_layout(line + "\n", 10 << 30, 1 << 20) is None
     assert dcgm.csv_layout("timestamp,Hostname,gpu,metric,value") is not None
+
+
+HEADERLESS = (
+    "2026-11-02T08:02:16Z,DCGM_FI_DEV_SM_CLOCK,7,GPU-767b2f2a-68eb-e5b4-124c-ef20e95ddc29,00000000:DB:00.0,node-000,1980\n"
+    "2026-11-02T08:02:16Z,DCGM_FI_DEV_XID_ERRORS,7,GPU-767b2f2a-68eb-e5b4-124c-ef20e95ddc29,00000000:DB:00.0,node-000,0\n"
+    "2026-11-02T08:02:17Z,DCGM_FI_DEV_SM_CLOCK,7,GPU-767b2f2a-68eb-e5b4-124c-ef20e95ddc29,00000000:DB:00.0,node-000,1975\n"
+    "2026-11-02T08:02:17Z,DCGM_FI_DEV_XID_ERRORS,7,GPU-767b2f2a-68eb-e5b4-124c-ef20e95ddc29,00000000:DB:00.0,node-000,79\n"
+    "2026-11-02T08:02:18Z,DCGM_FI_DEV_XID_ERRORS,0,GPU-086087eb-4dc0-ca7e-55a2-e548ec0755bf,00000000:18:00.0,node-000,0\n"
+)
+
+
+def test_headerless_long_csv_columns_told_by_their_cells() -> None:
+    # rows cut from the middle of an export (`tail`): no header line; the columns are told by content
+    lay = dcgm.headerless_layout(HEADERLESS.splitlines())
+    assert lay is not None and lay.header_lines == 0
+    assert lay.names == ("timestamp", "metric", "gpu", "uuid", "pci_bus_id", "hostname", "value")
+    assert dcgm.sniff(HEADERLESS) >= 0.9
+    # any order, epoch stamps, no uuid/pci; a column of digits is no host
+    assert dcgm.headerless_layout(["1730534536.0,node-3,2,DCGM_FI_DEV_GPU_TEMP,71",
+                                   "1730534537.0,node-3,2,DCGM_FI_DEV_GPU_TEMP,72"]).names == (
+        "timestamp", "hostname", "gpu", "metric", "value")
+    # two columns of small integers: which is the GPU is not known (null, never guessed)
+    assert dcgm.headerless_layout(["2026-11-02T08:00:00Z,3,DCGM_FI_DEV_GPU_TEMP,1,71"]).names == (
+        "timestamp", "column_2", "metric", "column_4", "value")
+    # not a table: a log line that names a field, a value that is no number, rows of other widths
+    assert dcgm.headerless_layout(["2026-11-02 08:00:00 DCGM_FI_DEV_XID_ERRORS is 79"]) is None
+    assert dcgm.headerless_layout(["2026-11-02T08:00:00Z,DCGM_FI_DEV_GPU_TEMP,0,hot"]) is None
+    assert dcgm.headerless_layout(["a,DCGM_FI_DEV_GPU_TEMP,1", "a,DCGM_FI_DEV_GPU_TEMP,1,2"]) is None
+
+
+@pytest.mark.parametrize("reader", ["lines", "blocks"])
+def test_headerless_long_csv_read_by_both_readers(reader: str) -> None:
+    ctx = ParseContext(path="dcgm.csv", host_hint="node-000")
+    if reader == "lines":
+        rows = HEADERLESS.split("\n")[:-1]
+        ext = dcgm.parse(pl.DataFrame({"line_no": range(1, len(rows) + 1), "text": rows}), ctx)
+        assert ext.tables["dcgm_samples"].height == 5
+    else:
+        lay = dcgm.table_layout(HEADERLESS, 100, 1 << 20)  # (any size: the line path has no header to read by)
+        assert lay is not None and lay.header_lines == 0
+        ext, total, read = dcgm.read_csv_chunks([HEADERLESS.encode()], lay, ctx)
+        assert (total, read) == (5, 5) and ext.ignored.len() == 0
+    ev = ext.events
+    assert ev.select("line_no", "kind", "code", "gpu", "host").rows() == [(4, "dcgm_xid", "79", 7, "node-000")]
+    assert ev["pci_bus_id"].to_list() == ["0000:db:00"]
+    assert any("without its header" in w for w in ext.warnings)

@@ -45,6 +45,7 @@ class Limits:
     max_depth: int = 64  # directory levels walked below the job dir
     max_line_bytes: int = MAX_LINE_CHARS  # longer lines are cut (and counted) while streaming
     chunk_bytes: int = CHUNK_BYTES  # bytes per piece handed to the parsers (memory per file)
+    parse_rows: int = 500_000  # a large file's kept (not chatter) lines parsed together (`ingest.parse_one`)
 
 
 @dataclass

@@ -284,10 +284,14 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             return got[0]  # type: ignore[return-value]
     screen_chat = bool(chosen) and not all(p.exclusive for p in chosen)
     chunk_screen = bulk.ChunkScreen() if screen_chat else None
-    # the lines the chatter screen keeps wait for the parsers until PARSE_ROWS of them (or the end):
+    # the lines the chatter screen keeps wait for the parsers until limits.parse_rows of them (or the end):
     # a log that is mostly NCCL chatter is parsed a few times, not once per chunk (each parser call
-    # costs tens of milliseconds whatever its lines); memory stays bounded by PARSE_ROWS lines
+    # costs tens of milliseconds whatever its lines); memory stays bounded by that many lines
     pending: list[tuple[pl.DataFrame, int, int]] = []  # (kept lines, first and last line number of their chunks)
+    # the last header line a chosen parser declares (`ParserSpec.header`, a CSV header): handed to it
+    # again with every later chunk (read, never counted twice)
+    header_res = [p.spec.header for p in chosen if p.spec.header]
+    carried: pl.DataFrame | None = None
 
     def parse_pending() -> None:
         nonlocal pending
@@ -302,6 +306,12 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         """Run the chosen parsers over `lines` (the lines of file lines lo..hi that are not chatter:
         those are counted as ignored as they are read) and count each line once: claimed, ignored or
         unparsed."""
+        nonlocal carried
+        plines = lines if carried is None else pl.concat([carried, lines], how="diagonal_relaxed")
+        if header_res and "body" in lines.columns:
+            heads = lines.filter(pl.any_horizontal([pl.col("body").str.contains(rx) for rx in header_res]))
+            if heads.height:
+                carried = heads.tail(1)
         claimed = pl.Series("line_no", [], dtype=pl.Int64)
         ignored = pl.Series("line_no", [], dtype=pl.Int64)
         exts: list[tuple[str, Extraction]] = []
@@ -311,9 +321,9 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             if ext is not None:
                 exts.append((source_with("launcher"), ext))
         for p in chosen:
-            if not bulk.triggered(p, lines):  # no line of these holds its trigger: it gives nothing
+            if not bulk.triggered(p, plines):  # no line of these holds its trigger: it gives nothing
                 continue
-            ext = _run_parser(p, lambda p=p, lines=lines: p.module.parse(lines, ctx), res.warnings)
+            ext = _run_parser(p, lambda p=p, lines=plines: p.module.parse(lines, ctx), res.warnings)
             if ext is not None:
                 exts.append((p.name, ext))
         for name, ext in exts:
@@ -322,8 +332,8 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             claimed_counts[name] += new.len()
             claimed = pl.concat([claimed, new])
             ignored = pl.concat([ignored, ext.ignored])
-            if not ext.events.is_empty():
-                events.append(conform(ext.events, EVENT_SCHEMA))
+            if not ext.events.is_empty():  # (a carried header line is this batch's context, not its line)
+                events.append(conform(ext.events.filter(pl.col("line_no").is_between(lo, hi)), EVENT_SCHEMA))
             for tname, tdf in ext.tables.items():
                 if tname in TABLE_SCHEMAS and not tdf.is_empty():
                     tables.setdefault(tname, []).append(conform(tdf, TABLE_SCHEMAS[tname]))
@@ -378,7 +388,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         # keep every pending chunk in memory)
         own = [pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c, t in lines.schema.items() if t == pl.Utf8]
         pending.append((lines.with_columns(own) if own else lines, first, first + n - 1))
-        if sum(p[0].height for p in pending) >= PARSE_ROWS:
+        if sum(p[0].height for p in pending) >= limits.parse_rows:
             parse_pending()
     parse_pending()
     res.digest = hasher.hexdigest() if hasher is not None else _file_digest(sf)
@@ -423,7 +433,6 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
 
 
 TABLE_BLOCK_BYTES = 16 * 1024 * 1024  # bytes per block of a CSV table read by its parser (`read_csv_chunks`)
-PARSE_ROWS = 500_000  # kept (not chatter) lines of a large file's chunks parsed together (`parse_one`)
 
 
 def _table_layout(sf: SourceFile, chosen: list[ParserInfo], head_text: str, limits: Limits) -> Any:

@@ -719,4 +719,5 @@ SPEC = ParserSpec(
            "gpu_unhealthy", "nvlink_status"),
     tables=("dcgm_samples",),
     trigger=_TRIGGER,
+    header=QCSV_HDR_RE,
 )

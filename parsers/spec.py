@@ -59,6 +59,9 @@ class ParserSpec:
     reads_bytes: bool = False
     roles: tuple[str, ...] = ()
     evidence: str | None = None
+    # a line (regex on its body) that the lines after it need to be read, a CSV header: a large file
+    # read in chunks hands the last one seen to the parser again with each later chunk
+    header: str | None = None
 
     @property
     def extracts(self) -> tuple[str, ...]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import polars as pl
+
 from forensics.ingest import _YEAR_RE, YEAR_HEAD_BYTES, _YearCount
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -50,3 +52,31 @@ def test_pack_cuts_runs_at_the_limit() -> None:
     sizes = {1: 4, 2: 4, 3: 3, 4: 10, 5: 1}
     assert _pack([1, 2, 3, 4, 5], sizes.__getitem__, 8) == [[1, 2], [3], [4], [5]]
     assert _pack([], sizes.__getitem__, 8) == []
+
+
+def test_query_csv_larger_than_a_chunk_keeps_its_header_for_every_chunk(tmp_path: Path) -> None:
+    """An `nvidia-smi --query-gpu ... --format=csv -l 1` monitor too large for one read chunk: its
+    header (`ParserSpec.header`) is handed to the parser again with each later chunk, so the rows of
+    every chunk are read and the lost GPU near the end is found, at its own line, counted once."""
+    from forensics.config import load_job_config
+    from forensics.discovery import Limits, discover
+    from forensics.ingest import ingest
+
+    header = "timestamp, index, pci.bus_id, temperature.gpu, power.draw [W], clocks.sm [MHz]\n"
+    rows = [f"2024/05/14 10:{m // 60:02d}:{m % 60:02d}.{g:03d}, {g}, 00000000:{0x18 + g:02X}:00.0, {40 + g}, "
+            f"{400 - g}.5 W, 1980 MHz\n" for m in range(600) for g in range(2)]
+    rows[-1] = "2024/05/14 10:09:59.001, 1, [GPU is lost], [GPU is lost], [GPU is lost], [GPU is lost]\n"
+    job = tmp_path / "job"
+    (job / "node-3").mkdir(parents=True)
+    (job / "node-3" / "gpu.csv").write_text(header + "".join(rows))
+    limits = Limits(chunk_bytes=8192, parse_rows=100)  # (ten chunks, each parsed on its own)
+    disc = discover(job, limits)
+    try:
+        ing = ingest(disc, load_job_config(job), limits)
+    finally:
+        disc.close()
+    (f,) = ing.files
+    assert (f.lines, f.parsed, f.ignored, f.unparsed) == (1 + len(rows), len(rows), 1, 0)
+    assert f.events.select("line_no", "kind", "code", "gpu").rows() == [(len(rows) + 1, "gpu_lost", "GPU is lost", 1)]
+    temps = f.tables["dcgm_samples"].filter(pl.col("field") == "DCGM_FI_DEV_GPU_TEMP")
+    assert temps.height == len(rows) - 1 and temps["line_no"].n_unique() == temps.height

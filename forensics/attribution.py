@@ -14,6 +14,7 @@ log when it dies. Signals that only show teardown name no category.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -26,6 +27,7 @@ from forensics.precedence import Precedence, apply_outranks, apply_phase, load_p
 from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from parsers import evidence_wanted, source_names, source_with
+from parsers.kernel import NETFS_SERVER_RE
 
 # the sources attribution reads for a role of their own (parsers.spec.ROLES), by role, never by name
 COLLECTIVES = source_with("collectives")  # network errors that name peers
@@ -374,6 +376,13 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         host, rank, gpu, pci = _fill_culprit(root, rmap, set(ae["host"].drop_nulls().to_list()))
         summary = root["summary"]
         root_code = root["code"]
+        server = _netfs_server(root, ip_host)
+        if server is not None:
+            # A network filesystem client reports its server silent (parsers/kernel.py NETFS_SERVER_RE):
+            # the reporter is a victim, the host at fault is the server it names.
+            if host is not None and host != server:
+                notes.append(f"reported by the client {host}, which is not the culprit")
+            host, rank, gpu, pci = server, None, None, None
         if category == "network_fabric":
             g = _graph_culprit(aj, ip_host, rmap, prec)
             if g is not None and g.host is not None:
@@ -437,6 +446,20 @@ def _preprocessing_wait(ae: pl.DataFrame, prec: Precedence) -> dict | None:
     if prep.is_empty():
         return None
     return prep.sort("line_no").row(-1, named=True)
+
+
+def _netfs_server(root: dict, ip_host: dict[str, str]) -> str | None:
+    """The server a network-filesystem client line names as not answering (the Linux RPC client's
+    `<prog>: server <name> not responding`, the Solaris/BSD `NFS server <name> not responding`, a
+    Lustre import's `Connection to <target> (at <addr>@<net>) was lost`), as a job host where an
+    address of one is known, else as printed; None for any other root."""
+    if root.get("kind") != "fs_error" or root.get("code") not in ("NFS_NOT_RESPONDING", "LUSTRE_LOST"):
+        return None
+    m = re.search(NETFS_SERVER_RE, root.get("message") or "")
+    if m is None:
+        return None
+    name = (m.group(1) or m.group(2)).rstrip(",")
+    return ip_host.get(name, name)
 
 
 def _app_fault_repeats(root: dict, ae: pl.DataFrame, aj: pl.DataFrame, prec: Precedence) -> int:

@@ -233,16 +233,30 @@ USER_FAULT_RE = (r"^(?:traps: )?(?P<comm>[^\[\s][^\[]*?)\[(?P<pid>\d+)\]:? "
                  r"(?P<what>segfault at |trap |general protection fault |unhandled )")
 LOCKUP_RE = (r"BUG: soft lockup - CPU#\d+ stuck for|Watchdog detected hard LOCKUP on cpu"
              r"|detected (?:expedited )?stalls on CPUs/tasks|self-detected stall on CPU")
-# filesystems and block devices: fs/ext4/super.c, fs/xfs/xfs_fsops.c + xfs_message.c, fs/nfs/client
-# (`nfs: server %s not responding`), Lustre's CERROR (`LustreError: `), block/blk-core.c
+# filesystems and block devices: fs/ext4/super.c, fs/xfs/xfs_fsops.c + xfs_message.c, Lustre's CERROR
+# (`LustreError: `), block/blk-core.c. A network filesystem's server going silent is printed by the RPC
+# client, not by the filesystem: Linux net/sunrpc/clnt.c rpc_check_timeout() prints
+# `"%s: server %s not responding, %s"` with the RPC program's name (`nfs`, `lockd` for NLM locks, `nfsacl`,
+# `rpcbind`/`portmap`, `mount`, `status` for NSM) and `still trying` (hard mount) or `timed out` (soft),
+# and call_decode() `"%s: server %s OK"` when it answers again; the Solaris/illumos and BSD-derived NFS
+# clients (nfs_subr.c rfscall(), `cmn_err(CE_WARN, "NFS server %s not responding, %s", ...)` with
+# `still trying` / `giving up`, and `NFS server %s ok`) print the same fact as `NFS server ...`.
+NETFS_PROGS = r"(?:nfs|nfs4|lockd|nfsacl|nfs_acl|rpcbind|portmap|mount|status)"
+NETFS_DOWN_RE = rf"(?:^|[\s:\]]){NETFS_PROGS}: server \S+ not responding|\bNFS server \S+ not responding"
+NETFS_OK_RE = rf"(?:^|[\s:\]]){NETFS_PROGS}: server \S+ OK\b|\bNFS server \S+ ok\b"
+# The server such a client line names (group 1: the RPC client's server name; group 2: a Lustre
+# import's NID address, `Connection to <target> (at <addr>@<net>) was lost`): the host at fault
+# is the silent server, not the client that reports it (forensics/attribution.py).
+NETFS_SERVER_RE = (rf"(?:{NETFS_PROGS}: |NFS )server (\S+) not responding"
+                   r"|Connection to \S+ \(at ([^)@\s]+)(?:@[^)\s]+)?\) was lost")
 FS_CODES = (
     (r"EXT[234]-fs error", "EXT4_ERROR"),
     (r"Remounting filesystem read-only|remounted read-only|[Ff]ilesystem read-only", "READ_ONLY"),
     (r"Aborting journal on device|Detected aborted journal", "JOURNAL_ABORT"),
     (r"XFS \(\S+\):.*(?:[Cc]orruption|xfs_do_force_shutdown|[Ff]ilesystem has been shut down|"
      r"[Ss]hutting down filesystem|I/O error)", "XFS_ERROR"),
-    (r"nfs: server \S+ not responding", "NFS_NOT_RESPONDING"),
-    (r"nfs: server \S+ OK", "NFS_OK"),
+    (NETFS_DOWN_RE, "NFS_NOT_RESPONDING"),
+    (NETFS_OK_RE, "NFS_OK"),
     (r"LustreError: ", "LUSTRE_ERROR"),
     (r"Lustre: .*(?:Connection to \S+ .*was lost|evicted)", "LUSTRE_LOST"),
     (r"(?:^|: )(?:I/O|critical (?:medium|target|nexus|space allocation|protection)) error, dev \S+, sector"
@@ -266,7 +280,9 @@ KEYWORDS = [
     "carrier", "Hardware Error", "EDAC", "Machine check", "Machine Check", "Out of memory",
     "out of memory", "oom", "Kernel panic", "Oops", "BUG: unable", "general protection",
     "Linux version", "-- Boot", "-- Reboot", "Killed process", "fallen off the bus", "Timeout",
-    "blocked for more than", "lockup", "LOCKUP", "stall", "-fs ", "XFS", "nfs: server", "Lustre",
+    "blocked for more than", "lockup", "LOCKUP", "stall", "-fs ", "XFS", "nfs: server", "nfs4: server", "lockd: server", "nfsacl: server",
+    "nfs_acl: server", "rpcbind: server", "portmap: server", "mount: server", "status: server", "NFS server",
+    "Lustre",
     "read-only", "journal", "I/O error", "nvme", "Power key", "button/power", "Heartbeat", "Cable",
     "hung_task_timeout_secs", "segfault at ", "trap ", "unhandled ",
 ]
@@ -292,7 +308,9 @@ RULE_LITERALS = [
     "stalls on CPU", "stall on CPU", "Kernel panic - not syncing", "Oops:", "BUG: unable to handle",
     "general protection fault", " blocked for more than ", "Linux version ", "-- Boot ", "-- Reboot --",
     "-fs error", "read-only", "Aborting journal on device", "Detected aborted journal", "orruption",
-    "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ",
+    "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ", "nfs4: server ",
+    "lockd: server ", "nfsacl: server ", "nfs_acl: server ", "rpcbind: server ", "portmap: server ", "mount: server ",
+    "status: server ", "NFS server ",
     " not responding", "LustreError: ", "Connection to ", "evicted", "I/O error", " error, dev ", " timeout", ": controller is down",
     " kgspHealthCheck", "RPC event history", "RPC history", "GSP RPC buffer contains",
     "segfault at ", "trap ", "general protection fault ", "unhandled ", "NV_WARN_", "NV_ERR_", "fabricmanager",

@@ -362,7 +362,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     )
     ib_code = pl.coalesce(
         pl.col("status").cast(pl.Utf8),
-        m.str.extract(r"async (?:fatal )?event ?: ?(.+?)\s*(?:\(\d+\))?$", 1),
+        # `async fatal event on QP (%p)[ qpn=.. rq_psn=..]: %s`, `... on CQ (%p) handle=.. cqe=..: %s`, `... on SRQ,
+        # unused for now (%p): %s` (src/transport/net_ib/common.cc:126-150 at NCCL master): the event string
+        m.str.extract(r"async (?:fatal )?event(?: on (?:QP|CQ|SRQ)\b[^:]*)? ?: ?(.+?)\s*(?:\(\d+\))?$", 1),
         m.str.extract(r"Call to (ibv_\w+)", 1),
     )
     cuda_code = pl.coalesce(

@@ -38,7 +38,8 @@ def test_the_rules_name_only_signatures_the_catalog_has() -> None:
     prec = load_precedence()
     ids = {s.id for s in load_catalog().signatures}
     assert prec.signature_ids() and prec.signature_ids() <= ids, sorted(prec.signature_ids() - ids)
-    assert {r.name for r in prec.outranks} == {"hardware-over-application-xid", "uncorrectable-over-contained"}
+    assert {r.name for r in prec.outranks} == {"hardware-over-application-xid", "uncorrectable-over-contained",
+                                               "fabric-manager-cause-over-cuda-not-ready"}
 
 
 def test_a_broken_precedence_file_is_refused_with_every_problem() -> None:
@@ -197,3 +198,41 @@ def test_culprit_graph_on_nccl_lines(job_of: Callable[[dict[str, str]], Path], t
     assert v["category"] == "network_fabric" and v["culprit"]["host"] == "node-a", v["summary"]
     rule = "it reports failures with 3 distinct peers" if a_reports else "2 hosts report it (node-b, node-c)"
     assert f"culprit node-a: {rule}" in v["summary"]
+
+
+def test_fabric_manager_version_mismatch_outranks_the_cuda_802_it_causes(tmp_path: Path) -> None:
+    """precedence.toml fabric-manager-cause-over-cuda-not-ready: the node's journal says why Fabric
+    Manager is not up (its package and the driver differ); the job's 802, in another file and without a
+    host, is its consequence (b7sys dstack2348, with the journal line the excerpt cut)."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "journal.log").write_text(
+        "Feb 24 09:28:28 ip-172-31-92-157 nv-fabricmanager[1507]: fabric manager NVIDIA GPU driver interface "
+        "version 535.183.01 don't match with driver version 535.216.01. Please update with matching NVIDIA driver "
+        "package.\n")
+    (job / "task.log").write_text(
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+        "NumCudaDevices() that might have already set an error? Error 802: system not yet initialized\n")
+    v = verdict(job, tmp_path)
+    assert (v["category"], v["evidence"][0]["signature"], v["culprit"]["host"]) == (
+        "gpu_driver_firmware", "fabric-manager-driver-mismatch", "ip-172-31-92-157"), v["summary"]
+    assert "cuda-system-not-ready" in {e["signature"] for e in v["evidence"]}
+    # without Fabric Manager's own line the 802 stays what the catalog reads it as
+    (job / "journal.log").unlink()
+    assert verdict(job, tmp_path / "b")["evidence"][0]["signature"] == "cuda-system-not-ready"
+
+
+@pytest.mark.parametrize(("line", "server"), [
+    ("May  3 09:30:47 backup kernel: [74505.779405] nfs: server rprshnas01.camh.ca not responding, still trying",
+     "rprshnas01.camh.ca"),
+    ("May  3 09:31:02 backup kernel: [74520.100000] lockd: server 10.20.0.5 not responding, timed out", "10.20.0.5"),
+])
+def test_a_network_filesystem_client_is_not_blamed_for_its_silent_server(tmp_path: Path, line: str,
+                                                                         server: str) -> None:
+    """The client that logs `<prog>: server X not responding` is a victim: the culprit is X."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "syslog").write_text(line + "\n")
+    v = verdict(job, tmp_path)
+    assert (v["category"], v["culprit"]["host"]) == ("storage", server), v["summary"]
+    assert "reported by the client backup" in v["summary"]

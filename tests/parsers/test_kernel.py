@@ -234,6 +234,27 @@ def test_journal_fabric_manager_lines() -> None:
     assert kernel.sniff("11月 15 14:15:47 leon-NF5468M6 nv-fabricmanager[4177]: x\n") > 0
 
 
+
+# Fabric Manager's package/driver version check, both wordings (FM 450-550 `don't match with driver
+# version`, later `doesn't match ... with the matching`; NVIDIA/gpu-operator#544, siderolabs/pkgs#720),
+# read as the host's fabric_manager event and by fabric-manager-driver-mismatch (gpu_driver_firmware).
+def test_journal_fabric_manager_driver_version_mismatch() -> None:
+    from forensics.signatures import load_catalog
+
+    ex = run(
+        "Feb 24 09:28:18 ip-172-31-92-157 systemd[1]: Starting NVIDIA fabric manager service...\n"
+        "Feb 24 09:28:28 ip-172-31-92-157 nv-fabricmanager[1507]: fabric manager NVIDIA GPU driver interface "
+        "version 535.183.01 don't match with driver version 535.216.01. Please update with matching NVIDIA driver "
+        "package.\n"
+        "Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version "
+        "550.127.05 doesn't match with driver version 550.120. Please update with the matching NVIDIA driver "
+        "package.\n", ref_year=2025)
+    fm = ev(ex, "fabric_manager")
+    assert [(x["line_no"], x["host"], x["severity"]) for x in fm] == [
+        (1, "ip-172-31-92-157", "info"), (2, "ip-172-31-92-157", "error"), (3, "node1", "error")]
+    sig = next(s for s in load_catalog().signatures if s.id == "fabric-manager-driver-mismatch")
+    assert [sig.matches_text(x["message"]) for x in fm] == [False, True, True]
+
 def test_journal_short_without_year_keeps_raw() -> None:
     ex = fixture("journal_short.log")
     (x,) = ev(ex, "xid")
@@ -529,6 +550,42 @@ def test_filesystem_and_block_errors() -> None:
         (8, "IO_ERROR", "error"), (9, "IO_ERROR", "error"), (10, "NVME_TIMEOUT", "error")]
     check_contract(ex, 10)
 
+
+
+def test_network_filesystem_rpc_client_family() -> None:
+    """The RPC client's `<prog>: server <name> not responding, still trying|timed out` / `... OK`
+    (Linux net/sunrpc/clnt.c, any RPC program: nfs, lockd, rpcbind, ...) and the Solaris/BSD
+    `NFS server <name> not responding` / `ok`, under syslog and dmesg headers (b7sys tigrlab525)."""
+    text = (
+        "May  3 09:30:47 backup kernel: [74505.779405] nfs: server rprshnas01.camh.ca not responding, still trying\n"
+        "May  3 09:31:02 backup kernel: [74520.100000] lockd: server 10.20.0.5 not responding, still trying\n"
+        "May  3 09:31:10 backup kernel: [74528.000000] nfs: server nas2 not responding, timed out\n"
+        "May  3 09:32:00 backup kernel: [74578.000000] rpcbind: server nas2 not responding, timed out\n"
+        "May  3 09:40:11 backup kernel: [75009.000000] nfs: server rprshnas01.camh.ca OK\n"
+        "May  3 09:40:12 backup kernel: [75010.000000] lockd: server 10.20.0.5 OK\n"
+        "May  3 09:41:00 backup kernel: NFS server fs02 not responding, still trying\n"
+        "May  3 09:42:00 backup kernel: NFS server fs02 ok\n"
+        "May  3 09:43:00 backup kernel: [75200.000000] nfsd: last server has exited, flushing export cache\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["code"]) for e in ev(ex, "fs_error")] == [
+        (1, "NFS_NOT_RESPONDING"), (2, "NFS_NOT_RESPONDING"), (3, "NFS_NOT_RESPONDING"), (4, "NFS_NOT_RESPONDING"),
+        (5, "NFS_OK"), (6, "NFS_OK"), (7, "NFS_NOT_RESPONDING"), (8, "NFS_OK")]
+    check_contract(ex, 9)
+
+
+@pytest.mark.parametrize(("line", "server"), [
+    ("nfs: server rprshnas01.camh.ca not responding, still trying", "rprshnas01.camh.ca"),
+    ("lockd: server 10.20.0.5 not responding, timed out", "10.20.0.5"),
+    ("NFS server fs02 not responding, still trying", "fs02"),
+    ("Lustre: lustre-OST0001-osc-ffff8803: Connection to lustre-OST0001 (at 10.0.0.5@o2ib) was lost; in progress "
+     "operations using this service will wait for recovery to complete", "10.0.0.5"),
+])
+def test_netfs_server_named_by_the_client(line: str, server: str) -> None:
+    import re
+
+    m = re.search(kernel.NETFS_SERVER_RE, line)
+    assert m is not None and (m.group(1) or m.group(2)) == server
 
 def test_power_key_from_logind_in_a_journal_dump() -> None:
     text = (

@@ -96,6 +96,37 @@ def test_ib_async_events_and_modify_qp():
     assert ex.tables["nccl_errors"]["hca"].to_list()[:2] == ["mlx5_2", "mlx5_2"]
 
 
+
+# The per-object fatal async events (NCCL master src/transport/net_ib/common.cc:126-150): on QP (2.19-2.2x:
+# pointer only; master: qpn/handle/cq/state/psn fields), on CQ, on SRQ, and the device-level event (121-124),
+# under a collector's and the app's timestamps (b7sys nccl1905). The event string is the code; the QP ones
+# are read by nccl-ib-async-qp-fatal, the device one by nccl-ib-async-fatal.
+def test_ib_async_fatal_event_family():
+    from forensics.signatures import load_catalog
+
+    lines = [
+        "2025-11-09 15:39:31.043 +08:00 [2025-11-09 07:39:30] h100-28:238:1219 [0] transport/net_ib.cc:180 NCCL WARN "
+        "NET/IB : mlx5_ib0:1 async fatal event on QP (0x7f69f01519a8): local access violation work queue error",
+        "node-0:139577:139678 [0] transport/net_ib.cc:154 NCCL WARN NET/IB : mlx5_1:1 async fatal event on QP "
+        "(0x7309dc3bb338): invalid request local work queue error",
+        "gpu7:2211:2290 [3] transport/net_ib/common.cc:140 NCCL WARN NET/IB : mlx5_3:1 async fatal event on QP "
+        "(0x5581e0) qpn=4711 handle=3 send_cq=1 recv_cq=1 state=6 sq_psn=12 rq_psn=9: local work queue catastrophic error",
+        "gpu7:2211:2290 [3] transport/net_ib/common.cc:127 NCCL WARN NET/IB : mlx5_3:1 async fatal event on CQ "
+        "(0x7f00aa10) handle=2 cqe=4096: CQ error",
+        "gpu7:2211:2290 [3] transport/net_ib/common.cc:123 NCCL WARN NET/IB : mlx5_3:1 async fatal event: local "
+        "catastrophic error",
+    ]
+    ex = run("\n".join(lines) + "\n")
+    e = ev(ex, "nccl_ib_error")
+    assert e["line_no"].to_list() == [1, 2, 3, 4, 5]
+    assert e["code"].to_list() == ["local access violation work queue error", "invalid request local work queue error",
+                                   "local work queue catastrophic error", "CQ error", "local catastrophic error"]
+    assert e["host"].to_list()[:2] == ["h100-28", "node-0"]
+    cat = {s.id: s for s in load_catalog().signatures}
+    qp, dev = cat["nccl-ib-async-qp-fatal"], cat["nccl-ib-async-fatal"]
+    got = [(qp.matches_text(m), dev.matches_text(m)) for m in e["message"].to_list()]
+    assert got == [(True, False)] * 4 + [(False, True)]
+
 def test_ofi_undeliverable():
     row = fixture("ofi_undeliverable.log").tables["nccl_errors"].row(0, named=True)
     assert (row["kind"], row["status"], row["vendor_err"]) == ("nccl_ib_error", 113, 2)

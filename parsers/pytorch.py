@@ -70,6 +70,8 @@ DESYNC = (
     r"Timeout at collective: |lagging/dead/mismatched ranks|joined but didn't finish collective"
     r"|finished collective #\d+, but didn't join|Snapshot of ranks' latest states|#\d+ (?:started|finished) ranks:"
     r"|^\s*(?:- )?\[[\d, .]+\] (?:started|finished) \w+|are the lagging ranks|Failed to retrieve TORCH_NCCL_DESYNC_DEBUG"
+    # the report's head: ProcessGroupNCCL logs `Rank N` and the report's own lines follow (2.x)
+    r"|ProcessGroupNCCL\.cpp:\d+\] Rank \d+\s*$"
 )
 # The desync report's verdict lines (torch/csrc/distributed/c10d/TraceUtils.h, retrieveDesyncReport:
 # analyzeLaggingRanks / analyzeMissingRanks, PyTorch 1.11 - 2.x): ranks that entered the oldest pending

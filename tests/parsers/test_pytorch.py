@@ -502,3 +502,4 @@ def test_desync_report_families() -> None:
              "             [0, 1] finished collective #9, but didn't join collective #10 (count from 1)\n")
     assert ev(ex, "watchdog_status").select("line_no", "code").rows() == [
         (4, "lagging:5,6"), (5, "not_joined:7"), (6, "not_joined:3"), (7, "not_joined:0,1")]
+    assert ex.claimed.to_list() == list(range(1, 8))  # the `...cpp:1937] Rank 0` head too

@@ -151,6 +151,28 @@ def _desync(timeouts: pl.DataFrame | None) -> tuple[str, int | None] | None:
     return desc, lone
 
 
+def _desync_report(ae: pl.DataFrame) -> tuple[str, list[int], dict] | None:
+    """What ProcessGroupNCCL's desync report (TORCH_NCCL_DESYNC_DEBUG; TraceUtils.h retrieveDesyncReport)
+    says of the oldest pending collective, as read by the pytorch parser: `not_joined` (ranks that
+    never entered it: a collective desync, taxonomy.csv "one rank never entered the collective") or
+    `lagging` (ranks that entered it and never left: stuck inside it, a plain hang), the ranks it names,
+    and the first event saying so. A report naming ranks that never joined outranks one naming ranks
+    stuck inside (both can be printed for the same collective: the stuck ones wait on the absent ones)."""
+    if ae.is_empty() or "code" not in ae.columns:
+        return None
+    rep = ae.filter((pl.col("kind") == "watchdog_status") & pl.col("code").is_not_null()
+                    & pl.col("code").str.contains(r"^(?:not_joined|lagging):[\d,]+$"))
+    if rep.is_empty():
+        return None
+    for what in ("not_joined", "lagging"):
+        r = rep.filter(pl.col("code").str.starts_with(what + ":")).sort("ts", "event_id", nulls_last=True)
+        if not r.is_empty():
+            row = r.row(0, named=True)
+            ranks = sorted({int(x) for c in r["code"].to_list() for x in c.split(":", 1)[1].split(",") if x})
+            return what, ranks, row
+    return None
+
+
 def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, rmap: pl.DataFrame,
               tables: dict[str, pl.DataFrame], completed_attempts: set[int]) -> list[Interruption]:
     """One interruption per attempt that ended for a reason other than completion."""
@@ -327,11 +349,26 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         root_code = None
     elif root is None:
         desync = _desync(tmo)
+        report = _desync_report(ae)
         lone = None
+        why_lone = ""
+        if report is not None and len(report[1]) == 1:
+            lone = report[1][0]
+            why_lone = (f"the desync report ({report[2]['path']}:{report[2]['line_no']}) names rank {lone} as "
+                        + ("never joining the collective the others wait in" if report[0] == "not_joined"
+                           else "stuck inside the collective the others finished"))
         if desync:
             category = "collective_desync"
             summary = f"Collective desync: {desync[0]}"
-            lone = desync[1]
+            lone = desync[1] if desync[1] is not None else lone
+            conf = 0.7
+        elif report is not None and report[0] == "not_joined":
+            category = "collective_desync"
+            names = ", ".join(str(r) for r in report[1])
+            summary = (f"Collective desync: rank{'s' if len(report[1]) > 1 else ''} {names} never joined the "
+                       f"collective the other ranks timed out in (desync report, {report[2]['path']}:"
+                       f"{report[2]['line_no']})")
+            why_lone = ""  # the summary already says it
             conf = 0.7
         elif not hang_signals.is_empty() and (prep := _preprocessing_wait(ae, prec)) is not None:
             category = prec.preproc_category
@@ -340,7 +377,10 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             conf = 0.6
         elif not hang_signals.is_empty():
             category = "comm_hang_unknown"
-            summary = "Communication hang: collectives timed out and no root event was found"
+            summary = ("Communication hang: collectives timed out and no root event was found"
+                       if not hang_signals["signature"].str.starts_with("pyspy-").all() else
+                       "Communication hang: a stack dump shows the process waiting in a collective or on the GPU, "
+                       "and no root event was found")
             conf = 0.6
         elif cascades.filter(~pl.col("signature").is_in(list(prec.teardown))).is_empty():
             first = cascades.sort("ts", "event_id", nulls_last=True).row(0, named=True)
@@ -355,12 +395,13 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             category = first["category"]
             summary = f"Only symptoms found: {first['summary']}"
             conf = 0.35
-        lag, why = (lone, "") if lone is not None else _lagging_rank(ae, tmo, rmap)
+        lag, why = (lone, why_lone) if lone is not None else _lagging_rank(ae, tmo, rmap)
         host = gpu = pci = None
         rank = lag
         if lag is not None:
             host, rank, gpu, pci = _fill_culprit({"rank": lag}, rmap, set(ae["host"].drop_nulls().to_list()))
-            summary += f"; {why}"
+            if why:
+                summary += f"; {why}"
         g = _graph_culprit(aj, ip_host, rmap, prec) if category != "collective_desync" else None
         if g is not None and g.host is not None:
             if g.host != host:  # what the peers report outranks a lagging rank elsewhere
@@ -404,9 +445,14 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
                         "rather than the code")
         if category == "comm_hang_unknown":
             desync = _desync(tmo)
+            report = _desync_report(ae)
             if desync:
                 category = "collective_desync"
                 summary = f"Collective desync: {desync[0]}"
+            elif report is not None and report[0] == "not_joined":
+                category = "collective_desync"
+                summary = (f"Collective desync: rank(s) {', '.join(str(r) for r in report[1])} never joined the "
+                           f"collective (desync report, {report[2]['path']}:{report[2]['line_no']})")
         conf = min(0.95, 0.55 + 0.08 * int(root["weight"]))
         if root["ts_quality"] != "exact":
             conf -= 0.1

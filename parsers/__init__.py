@@ -58,6 +58,7 @@ PARSER_MODULES = (
     "sagemaker",
     "nccl_tests",
     "nvrx",
+    "pyspy",
 )
 
 

@@ -142,11 +142,88 @@ def _ras_block(bodies: list[str], start: int) -> int:
     return n
 
 
+# A communicator's operation-count mismatch in a RAS report (src/ras/client_support.cc, the MISMATCH
+# block: `#G-C (hash) MISMATCH`, `Communicator ranks have different <Func> operation counts` (2.26+;
+# `collective operation counts` before), its groups most frequent first: `N ranks have launched up to
+# operation K` / `N ranks have not launched any operations`, and an outlier group's members
+# `Rank R -- GPU g managed by process P on node H` or, alone, `Rank R has launched up to operation K --
+# GPU g managed by process P on node H` / `Rank R has not launched any operations -- ...` /
+# `... -- [process information not found]`). NCCL's RAS guide (docs/userguide/source/troubleshooting/
+# ras.rst): one such snapshot "should not be a cause for concern, as long as the counts increase across
+# repeated queries"; "if the output does not change across subsequent RAS queries, it may indicate that
+# the communicator is stuck". So a later report of the same file that repeats a communicator's mismatch
+# with the same counts is an event of its own, code STUCK, naming the lagging group's rank when that
+# group is one listed rank (the ranks a report lists may as well be ahead of the others: nccl#1911).
+RAS_COMM_RE = re.compile(r"^#\d+-\d+ \(([0-9a-fA-F]+)\) \S*MISMATCH")
+RAS_OPS_RE = re.compile(r"^\s+Communicator ranks have different (\w+) operation counts")
+RAS_GROUP_RE = re.compile(r"^\s+(\d+) ranks have (?:launched up to operation (\d+)|not launched any operations)")
+RAS_MEMBER_RE = re.compile(
+    r"^\s+Rank (\d+)(?: has (?:launched up to operation (\d+)|not launched any operations))? -- "
+    r"(?:GPU (\d+)\S* managed by process \d+ on node (\S+)|\[process information not found\])")
+
+
+def _ras_stuck(blocks: list[tuple[int, str, str, list[dict]]], seen: dict) -> list[dict]:
+    """STUCK events for the operation-count mismatches a report repeats unchanged (see RAS_COMM_RE)."""
+    out = []
+    for ln, comm, func, groups in blocks:
+        if len(groups) < 2:
+            continue
+        key = (comm, func, tuple(sorted((g["value"], g["count"]) for g in groups)))
+        if key in seen:
+            low = min(groups, key=lambda g: g["value"])
+            one = low["members"][0] if low["count"] == 1 and len(low["members"]) == 1 else {}
+            out.append({"line_no": ln, "severity": "error", "code": "STUCK",
+                        "message": f"#{comm} {func} operation counts unchanged since line {seen[key]}: "
+                                   + ", ".join(f"{g['count']} rank(s) at {g['value']}" for g in groups),
+                        "ras_rank": one.get("rank"), "ras_gpu": one.get("gpu"), "ras_host": one.get("host")})
+        else:
+            seen[key] = ln
+    return out
+
+
+def _ras_ops_blocks(nos: list[int], bodies: list[str]) -> list[tuple[int, str, str, list[dict]]]:
+    """The operation-count mismatches of one report: (line of the `#G-C` head, comm hash, function,
+    groups [{value, count, members}])."""
+    blocks: list[tuple[int, str, str, list[dict]]] = []
+    comm, head = None, 0
+    func: str | None = None
+    groups: list[dict] = []
+
+    def close() -> None:
+        if comm is not None and func is not None and groups:
+            blocks.append((head, comm, func, list(groups)))
+
+    for ln, b in zip(nos, bodies, strict=True):
+        m = RAS_COMM_RE.match(b)
+        if m or not b.startswith((" ", "\t")):
+            close()
+            comm, head, func, groups = (m.group(1), ln, None, []) if m else (None, 0, None, [])
+            continue
+        if comm is None:
+            continue
+        if (o := RAS_OPS_RE.match(b)):
+            close()
+            func, groups = o.group(1), []
+        elif func is None:
+            continue
+        elif (g := RAS_GROUP_RE.match(b)):
+            groups.append({"value": int(g.group(2) or 0), "count": int(g.group(1)), "members": []})
+        elif (r := RAS_MEMBER_RE.match(b)):
+            member = {"rank": int(r.group(1)), "gpu": int(r.group(3)) if r.group(3) else None, "host": r.group(4)}
+            if "has " in b:  # a group of one: its value is on the member line
+                groups.append({"value": int(r.group(2) or 0), "count": 1, "members": [member]})
+            elif groups:
+                groups[-1]["members"].append(member)
+    close()
+    return blocks
+
+
 def _parse_ras(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
                ) -> tuple[list[dict], list[int]]:
     """Parse ncclras reports starting at the anchor line numbers (small Python loop)."""
     events: list[dict] = []
     claimed: list[int] = []
+    seen_ops: dict = {}
     row_re = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([A-Z]+)\s+([A-Z,]+)\s*$")
     head_re = re.compile(r"^([A-Z][A-Z_,]*)\s*$")
     done_until = 0
@@ -188,6 +265,7 @@ def _parse_ras(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
             ln = first_row or a
             events.append({"line_no": ln, "severity": "info", "code": "OK",
                            "message": bodies[nos.index(ln)]})
+        events.extend(_ras_stuck(_ras_ops_blocks(nos[:n], bodies[:n]), seen_ops))
     return events, claimed
 
 
@@ -268,9 +346,17 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         if ras_events:
             ras_df = pl.DataFrame(ras_events, schema={
                 "line_no": pl.Int64, "severity": pl.Utf8, "code": pl.Utf8, "message": pl.Utf8,
+                "ras_rank": pl.Int64, "ras_gpu": pl.Int64, "ras_host": pl.Utf8,
             }).with_columns(pl.lit("nccl_ras").alias("kind")).join(
-                lines.select("line_no", "body", "prefix_rank", "prefix_ts"), on="line_no", how="left"
-            ).with_columns(pl.lit(None, dtype=pl.Utf8).alias("nts"))
+                lines.select("line_no", pl.col("body").alias("_body"), "prefix_rank", "prefix_ts"), on="line_no",
+                how="left",
+            ).with_columns(
+                pl.lit(None, dtype=pl.Utf8).alias("nts"),
+                # a STUCK event's message is its summary; the others quote their line
+                pl.when(pl.col("code") == "STUCK").then(pl.col("message")).otherwise(pl.col("_body")).alias("body"),
+                pl.coalesce("ras_rank", "prefix_rank").alias("prefix_rank"),
+                pl.col("ras_gpu").alias("gpu"), pl.col("ras_host").alias("host"),
+            ).drop("ras_rank", "ras_gpu", "ras_host", "_body")
             ev_parts.append(_ts(ras_df, ctx))
         claimed_parts.append(pl.Series("line_no", ras_claimed, dtype=pl.Int64))
     work = work.filter(pl.col("_cls") != "ras")

@@ -5,7 +5,7 @@ Reference: `../shared/reference/pytorch_dist.md` §1-4. Reads the watchdog timeo
 the watchdog status lines, heartbeat monitor, desync report, NCCL errors surfacing in PyTorch, CUDA
 errors, OOM, segfaults, NaN and Python tracebacks (grouped per rank when ranks interleave).
 
-Events: watchdog_timeout, watchdog_status (code = work seq, `victim`, `dump`, or `lagging:<ranks>`
+Events: watchdog_timeout, watchdog_status (code = work seq, `victim`, `dump`, or `lagging:<ranks>` / `not_joined:<ranks>`
 for desync reports), heartbeat_timeout, dist_error (code = ncclResult name), cuda_error, ecc_error,
 oom (code = `gpu` | `host` | `shm` | `retry`: which memory ran out, or an allocator's non-fatal notice;
 device OOM of PyTorch, JAX/XLA and TensorFlow alike), exception (code = exception type: the final line
@@ -70,9 +70,17 @@ DESYNC = (
     r"Timeout at collective: |lagging/dead/mismatched ranks|joined but didn't finish collective"
     r"|finished collective #\d+, but didn't join|Snapshot of ranks' latest states|#\d+ (?:started|finished) ranks:"
     r"|^\s*(?:- )?\[[\d, .]+\] (?:started|finished) \w+|are the lagging ranks|Failed to retrieve TORCH_NCCL_DESYNC_DEBUG"
+    # the report's head: ProcessGroupNCCL logs `Rank N` and the report's own lines follow (2.x)
+    r"|ProcessGroupNCCL\.cpp:\d+\] Rank \d+\s*$"
 )
-LAGGING = (r"\[([\d, .]+)\] joined but didn't finish|\[([\d, .]+)\] finished collective #\d+, but didn't join"
-           r"|ranks \[([\d, .]+)\] are the lagging")
+# The desync report's verdict lines (torch/csrc/distributed/c10d/TraceUtils.h, retrieveDesyncReport:
+# analyzeLaggingRanks / analyzeMissingRanks, PyTorch 1.11 - 2.x): ranks that entered the oldest pending
+# collective and never left it (`[R] joined but didn't finish collective #N`: stuck inside it, code
+# `lagging:R`), and ranks that never entered it (`[R] finished collective #N, but didn't join collective
+# #N+1`, `ranks [R] are the lagging ranks that caused this timeout. They never joined any collectives`:
+# code `not_joined:R`).
+LAGGING = r"\[([\d, .]+)\] joined but didn't finish"
+NOT_JOINED = r"\[([\d, .]+)\] finished collective #\d+, but didn't join|ranks \[([\d, .]+)\] are the lagging"
 NCCL_ERR = r"NCCL error in: |NCCL error: "
 NCCL_DETAIL = r"^\s*(?P<res>ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclInvalidArgument|ncclInvalidUsage|ncclRemoteError|ncclInProgress|ncclTimeout): "
 RESULT_BY_TEXT = [
@@ -435,10 +443,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # --- desync report
     ds = cand.filter(m.str.contains(DESYNC))
     lag = ds.with_columns(
-        pl.coalesce([m.str.extract(LAGGING, i) for i in (1, 2, 3)]).str.replace_all(r"\s", "").alias("_lag")
+        m.str.extract(LAGGING, 1).str.replace_all(r"\s", "").alias("_lag"),
+        pl.coalesce([m.str.extract(NOT_JOINED, i) for i in (1, 2)]).str.replace_all(r"\s", "").alias("_nj"),
     )
     add(lag.filter(pl.col("_lag").is_not_null()), "watchdog_status", "error",
         pl.concat_str([pl.lit("lagging:"), pl.col("_lag")]))
+    add(lag.filter(pl.col("_lag").is_null() & pl.col("_nj").is_not_null()), "watchdog_status", "error",
+        pl.concat_str([pl.lit("not_joined:"), pl.col("_nj")]))
     claimed.append(ds["line_no"])
 
     # --- NCCL errors through PyTorch

@@ -304,3 +304,41 @@ def test_property_never_raises_and_accounting(chunks, rnd):
 def test_fixture_accounting(name):
     text = (FIX / name).read_text()
     check_accounting(run(text), len(decode_lines(text.encode()).lines))
+
+
+def _ras_report(groups: str, func: str = "AllReduce") -> str:
+    return ("NCCL version 2.26.2 compiled with CUDA 12.6\n\n"
+            "Communicators... (0.00s)\n=============\n\n"
+            "Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors\n"
+            "    #  in group  per comm  per node  per comm  in group\n"
+            "    0         1         2         8        16        16   RUNNING  MISMATCH\n\n"
+            "Warnings\n========\n\n"
+            "#0-0 (27a079b828ff1a75) MISMATCH\n"
+            f"  Communicator ranks have different {func} operation counts\n" + groups + "\n")
+
+
+def test_ras_repeated_unchanged_mismatch_is_stuck():
+    """client_support.cc's op-count mismatch block, every member shape; a later query of the same file
+    repeating a communicator's counts unchanged is STUCK (NCCL's RAS guide), naming the lagging rank when
+    it is listed alone; counts that moved, or a single query, are no STUCK."""
+    alone = ("  15 ranks have launched up to operation 6650\n"
+             "  Rank 9 has launched up to operation 6649 -- GPU 1 managed by process 483081 on node 172.16.64.212\n")
+    ex = run(_ras_report(alone) + _ras_report(alone))
+    stuck = ev(ex, "nccl_ras").filter(pl.col("code") == "STUCK")
+    assert stuck.select("line_no", "rank", "gpu", "host").rows() == [(30, 9, 1, "172.16.64.212")]
+    assert "unchanged since line 13" in stuck["message"][0]
+    # the listed group is ahead of the others (nccl#1911): stuck, but nobody named
+    ahead = ("  14 ranks have launched up to operation 640\n  2 ranks have launched up to operation 641\n"
+             "  Rank 12 -- GPU 4 managed by process 323032 on node 10.137.190.124\n"
+             "  Rank 13 -- GPU 5 managed by process 323033 on node 10.137.190.124\n")
+    stuck = ev(run(_ras_report(ahead, "AllGather") * 2), "nccl_ras").filter(pl.col("code") == "STUCK")
+    assert stuck.select("rank", "host").rows() == [(None, None)]
+    # ranks that launched nothing, process information missing, the pre-2.26 wording
+    none = ("  15 ranks have launched up to operation 12\n"
+            "  Rank 3 has not launched any operations -- [process information not found]\n")
+    stuck = ev(run(_ras_report(none, "collective") * 2), "nccl_ras").filter(pl.col("code") == "STUCK")
+    assert stuck.select("rank", "host").rows() == [(3, None)]
+    # the counts moved between the queries, or one query alone: collectives outpacing RAS, no STUCK
+    moved = alone.replace("6650", "6702").replace("6649", "6701")
+    for text in (_ras_report(alone) + _ras_report(moved), _ras_report(alone)):
+        assert ev(run(text), "nccl_ras").filter(pl.col("code") == "STUCK").is_empty()

@@ -113,7 +113,7 @@ def test_dump_signal_and_flightrecorder_hint():
 
 def test_desync_report():
     ex = fixture("desync_report.log")
-    assert ev(ex, "watchdog_status").select("line_no", "code").rows() == [(4, "lagging:47"), (8, "lagging:12,13")]
+    assert ev(ex, "watchdog_status").select("line_no", "code").rows() == [(4, "lagging:47"), (8, "not_joined:12,13")]
     assert ex.claimed.to_list() == list(range(1, 9))
 
 
@@ -486,3 +486,20 @@ def test_open_mpi_signal_handler_and_glibc_heap_corruption():
         (1, "heap_corruption"), (3, "SIGABRT"), (5, "SIGSEGV"), (9, "heap_corruption")]
     assert set(range(1, 10)) <= set(ex.claimed.to_list())
     assert 10 not in ex.claimed.to_list()
+
+
+def test_desync_report_families() -> None:
+    """TraceUtils.h retrieveDesyncReport: ranks stuck inside the oldest pending collective (`lagging:`) and
+    ranks that never entered it (`not_joined:`), with and without the report's tab indentation, behind a
+    `[rankN]:` prefix, and the old `ranks [..] are the lagging ranks` wording."""
+    ex = run("[rank0]:[E515 18:36:47.343377708 ProcessGroupNCCL.cpp:1937] Rank 0\n"
+             "\t - [0] Timeout at collective: ALLREDUCE, #315\n"
+             "\t - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:\n"
+             "\t   - [5, 6] joined but didn't finish collective #183 (count from 1)\n"
+             "\t     [7] finished collective #182, but didn't join collective #183 (count from 1)\n"
+             "[rank2]:\t - To our best knowledge, ranks [3] are the lagging ranks that caused this timeout. "
+             "They never joined any collectives\n"
+             "             [0, 1] finished collective #9, but didn't join collective #10 (count from 1)\n")
+    assert ev(ex, "watchdog_status").select("line_no", "code").rows() == [
+        (4, "lagging:5,6"), (5, "not_joined:7"), (6, "not_joined:3"), (7, "not_joined:0,1")]
+    assert ex.claimed.to_list() == list(range(1, 8))  # the `...cpp:1937] Rank 0` head too

@@ -38,7 +38,7 @@ CASES = [
         "INFO: task python3:4242 blocked for more than 122 seconds.",
         "      Tainted: P           OE     6.8.0-45-generic #45-Ubuntu",
         '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.')},
-     "storage", "node-05/dmesg.log", 2, "node-05"),
+     "storage", "node-05/dmesg.log", 2, "fs01"),  # (the NFS server the client names: b7sys, tigrlab525)
     ("ext4-remount-read-only", {"node-02/dmesg.log": dmesg(
         "EXT4-fs error (device nvme0n1p2): ext4_journal_check_start:83: comm python3: Detected aborted journal",
         "EXT4-fs (nvme0n1p2): Remounting filesystem read-only")},

@@ -46,13 +46,30 @@ LAUNCH_RE = (r"Setting OMP_NUM_THREADS environment variable for each process|Sta
              r"|SLURM_RESTART_COUNT\s*[=:]\s*\d+")
 AGENT_RE = (r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler|"
             + LAUNCH_RE)
+# the agent's progress messages of a normal run, claimed without an event (they are not faults; the word
+# `error` in a reply-file path made them error lines): torch/distributed/elastic/agent/server/api.py
+# (_initialize_workers `[%s] Rendezvous'ing worker group` / `[%s] Starting worker group`, _restart_workers
+# `[%s] Stopping worker group`, _invoke_run `[%s] starting workers for entrypoint: %s` / `[%s] worker group
+# successfully finished. Waiting %s seconds for other agents to finish.`, _exit_barrier `Local worker group
+# finished (%s). Waiting %s seconds for other agents to finish` / `Done waiting for other agents. Elapsed: %s
+# seconds`, _rendezvous `[%s] Rendezvous complete for workers. Result:` and its `  key=value` lines),
+# local_elastic_agent.py (`log directory set to: %s`), multiprocessing/api.py _get_logs_dest (`Setting worker%s
+# reply file to: %s`). The role is `default` unless set, empty under TorchX (`[]`).
+AGENT_PROGRESS = (r"\[[^\]]*\] (?:Rendezvous'ing worker group|Rendezvous complete for workers\. Result:"
+                  r"|Starting worker group|Stopping worker group|starting workers for entrypoint: "
+                  r"|worker group successfully finished\. Waiting \d+ seconds for other agents to finish)"
+                  r"|Local worker group finished \([\w.]+\)\. Waiting \d+ seconds for other agents to finish"
+                  r"|Done waiting for other agents\. Elapsed: |Setting worker\d+ reply file to: |log directory set to: ")
+RDZV_RESULT = (r"^\s+(?:restart_count|master_addr|master_port|group_rank|group_world_size|local_ranks|role_ranks"
+               r"|global_ranks|role_world_sizes|global_world_sizes)=.*$")
 # the anchors: the alternatives holding a literal, and those that read a whole line (`^`); looked for
 # as two patterns (the first is found by its literals, the second fails at a line's first characters:
 # together they read a large frame faster than one alternation, which has no literal to look for)
 ANCHOR_WORDS = (LAUNCH_RE + r"|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
-                r"|sigkill_handler|ChildFailedError|Root Cause \(first observed failure\)|<NO_OTHER_FAILURES>| FAILED\s*$")
+                r"|sigkill_handler|ChildFailedError|Root Cause \(first observed failure\)|<NO_OTHER_FAILURES>| FAILED\s*$"
+                r"|" + AGENT_PROGRESS)
 ANCHOR_LINES = (r"^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:|^\s*Failures:\s*$"
-                r"|^[=-]{10,}\s*$")
+                r"|^[=-]{10,}\s*$|" + RDZV_RESULT)
 ANCHORS = ANCHOR_WORDS + "|" + ANCHOR_LINES
 FAILED_RE = r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)"
 PYLOG_TS = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d+)?)\]"
@@ -292,8 +309,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             pl.col("code").cast(pl.Int64, strict=False).map_elements(lambda c: _signal_name(c), return_dtype=pl.Utf8)
             .alias("signal")))
 
+    progress = cand.filter(~b.str.contains(AGENT_RE) & (b.str.contains(AGENT_PROGRESS) | b.str.contains(RDZV_RESULT)))
+    claimed.extend(progress["line_no"].to_list())
+
     # ChildFailedError tables
-    table_anchor = cand.filter(~b.str.contains(AGENT_RE))
+    table_anchor = cand.filter(~b.str.contains(AGENT_RE)).join(progress.select("line_no"), on="line_no", how="anti")
     ignored: list[int] = []
     if not table_anchor.is_empty():
         entries, t_claimed, t_ignored = _tables(lines, table_anchor["line_no"].to_list(), ctx)

@@ -153,14 +153,37 @@ WRAPPERS: tuple[Wrapper, ...] = (
         ),
     ),
     Wrapper(
-        "Ray worker/actor output ((Actor pid=N, ip=A.B.C.D))",
-        r"\((?:[A-Za-z_][\w.]* )?pid=\d+(?:, ip=(?P<host>\d{1,3}(?:\.\d{1,3}){3}))?\) ",
+        # ray/_private/worker.py print_worker_logs: "({prefix}{pid}{, ip=...}) " where prefix_for gives
+        # `<actor or task name> pid=` for a worker and nothing for the raylet and the autoscaler (whose pid
+        # field is `raylet` / `autoscaler +<elapsed>`): `(raylet) `, `(raylet, ip=10.0.0.7) `
+        "Ray worker/actor output ((Actor pid=N, ip=A.B.C.D), (raylet))",
+        r"\((?:(?:[A-Za-z_][\w.]* )?pid=\d+|raylet|autoscaler \+[\dhms]+)(?:, ip=(?P<host>\d{1,3}(?:\.\d{1,3}){3}))?\) ",
         first=r"\(",
         examples=(
+            ("(raylet) A worker died or was killed while executing a task by an unexpected system error.",
+             "A worker died or was killed while executing a task by an unexpected system error.", {}),
+            ("(raylet, ip=10.0.7.57) node_manager.cc:3040: 1 Workers (tasks / actors) killed due to memory pressure (OOM)",
+             "node_manager.cc:3040: 1 Workers (tasks / actors) killed due to memory pressure (OOM)", {"host": "10.0.7.57"}),
             ("(RayTrainWorker pid=1234, ip=10.0.0.7) [rank3]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] x",
              "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] x", {"host": "10.0.0.7", "rank": 3}),
             ("(WorkerDict pid=63294) step 3", "step 3", {}),
             ("(pid=4242, ip=172.31.5.10) Epoch 1", "Epoch 1", {"host": "172.31.5.10"}),
+        ),
+    ),
+    Wrapper(
+        # `torchx log` / the runner's log tee (torchx/util/log_tee_helpers.py _print_log_lines_for_role_replica,
+        # torchx/cli/cmd_log.py print_log_lines): prefix = f"{GREEN}{role}/{replica_id}{ENDC} ", the colour
+        # only on a TTY. The replica id is the role's replica (a node's agent), not a rank: no hint
+        "TorchX role/replica (<role>/<replica> )",
+        r"(?:\x1b\[32m)?[A-Za-z][A-Za-z0-9_-]{0,62}/\d{1,5}(?:\x1b\[0m)? ", guard=r"\S",
+        first=r"[A-Za-z\x1b]",
+        examples=(
+            ("ray/0 (CommandActor pid=494406) INFO:torch.distributed.elastic.agent.server.api:[] Starting worker group",
+             "INFO:torch.distributed.elastic.agent.server.api:[] Starting worker group", {}),
+            ("\x1b[32mtrainer/3\x1b[0m [rank3]:RuntimeError: CUDA error: an illegal memory access was encountered",
+             "RuntimeError: CUDA error: an illegal memory access was encountered", {"rank": 3}),
+            ("Epoch 1/10 loss 0.5", "Epoch 1/10 loss 0.5", {}),
+            ("and/or 3 more", "and/or 3 more", {}),
         ),
     ),
     Wrapper(
@@ -316,7 +339,7 @@ _PREFIX_ONLY = ["^(?:" + w.regex + ")" for w in WRAPPERS]
 _WHOLE = ["^(?:" + w.regex + ")$" for w in WRAPPERS]  # a prefix alone, for its hints
 _NO_CAPTURE = frozenset(i for i, w in enumerate(WRAPPERS) if not _GROUP.search(w.regex))  # no hint
 # what a wrapper can start with: a cheap pre-filter for the first round
-_START = r"^(?:[ \t]*[\d\[(]|[A-Za-z][A-Za-z0-9_.-]*: |[A-Z][a-z]{2} [A-Z][a-z]{2} )"
+_START = r"^(?:[ \t]*[\d\[(]|[A-Za-z][A-Za-z0-9_.-]*: |[A-Z][a-z]{2} [A-Z][a-z]{2} |\x1b\[32m|[A-Za-z][A-Za-z0-9_-]*/\d)"
 
 
 def _stamp_text(raw: pl.Expr, kind: str) -> pl.Expr:

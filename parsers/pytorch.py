@@ -53,6 +53,7 @@ ANCHORS = (
     r"|\(\): |double free|corrupted |Signal: |Signal code: |Failing at address: "
     r"|is deprecated; use |environment variable is thus deprecated"
     r"|examples/s|ba/s|exampl|^Clustering \d+ points in "
+    r"|Assertion `|Device-side assertion `|device-side assertion failures"
 )
 
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
@@ -94,6 +95,17 @@ RESULT_BY_TEXT = [
     ("timeout", "ncclTimeout"),
 ]
 CUDA_ERR = r"CUDA error: |cuda runtime error \(\d+\)|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|uncorrectable ECC error"
+# a kernel's own failed assert(), printed by the device runtime once per failing thread before the host sees
+# `device-side assert triggered`: NVIDIA's `<file>:<line>: <function>: block: [x,y,z], thread: [x,y,z] Assertion
+# `<cond>` failed.` (CUDA C++ Programming Guide, "Assertion"; ATen's CUDA_KERNEL_ASSERT, c10/macros/Macros.h,
+# calls __assert_fail; Triton's and Inductor's tl.device_assert print the same, file `unknown` or the kernel's
+# .py), ROCm's `<file>:<line>: <function>: Device-side assertion `<cond>' failed.` (hip's __assert_fail,
+# amd_device_functions.h), and PyTorch's device-side-assertion summary under TORCH_USE_CUDA_DSA
+# (c10/cuda/CUDADeviceAssertionHost.cpp: `N CUDA device-side assertion failures were found on GPU #G!`).
+# One event per run of rows (code `device-side assert`); the other rows are claimed
+DEVICE_ASSERT = (r":\d+: .*?block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion `.*` failed\.?\s*$"
+                 r"|:\d+: .*?Device-side assertion `.*' failed\.?\s*$"
+                 r"|\bCUDA device-side assertion failures were found on GPU #\d+")
 # native crashes: shell job-control messages, Python faulthandler, glog/absl failure-signal handlers,
 # PyTorch DataLoader worker signal handlers (torch/csrc/DataLoader.cpp), glog CHECK failures, Open MPI's
 # signal handler (opal/util/stacktrace.c: `[host:pid] *** Process received signal ***`, then
@@ -499,6 +511,15 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_ecc = m.str.contains("ECC error", literal=True)
     add(cu.filter(is_ecc), "ecc_error", "critical", cuda_code)
     add(cu.filter(~is_ecc), "cuda_error", "error", cuda_code)
+    da = cand.filter(m.str.contains(DEVICE_ASSERT) & ~m.str.contains(CUDA_ERR)).with_columns(
+        m.str.extract(r"^(.*?:\d+): ", 1).fill_null("").alias("_site"),
+        m.str.extract(r"found on GPU #(\d+)", 1).cast(pl.Int64, strict=False).alias("gpu"))
+    # a run: the next lines of one stream failing the same assert (file:line); each run is one event
+    da = da.with_columns(((pl.col("line_no").diff().over("stream") != 1)
+                          | (pl.col("_site") != pl.col("_site").shift(1).over("stream"))).fill_null(True)
+                         .alias("_new"))
+    add(da.filter(pl.col("_new")), "cuda_error", "error", pl.lit("device-side assert"))
+    claimed.append(da["line_no"])
     oom = cand.filter(is_oom).with_columns(
         pl.coalesce(m.str.extract(r"GPU (\d+) has a total capacity", 1), m.str.extract(r"GPU (\d+);", 1),
                     m.str.extract(r"device:GPU:(\d+)", 1), m.str.extract(r"\(GPU_(\d+)_bfc\)", 1))

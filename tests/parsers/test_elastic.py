@@ -184,3 +184,32 @@ def test_rule_lines_without_a_table_are_not_claimed():
     # NCCL RAS output underlines its headings with '=====': not a ChildFailedError table
     ex = run("Job summary\n===========\n\nErrors\n======\n")
     assert ex.claimed.is_empty() and ex.events.is_empty()
+
+
+def test_agent_progress_lines_are_claimed_without_an_event():
+    """The agent's normal-run messages (agent/server/api.py, local_elastic_agent.py, multiprocessing/api.py),
+    in the logging, bracketed and glog prefix eras and under TorchX's empty role `[]`, are read as progress:
+    claimed, no event; a failure among them still is one."""
+    text = (
+        "INFO:torch.distributed.elastic.agent.server.local_elastic_agent:log directory set to: /tmp/torchelastic_a\n"
+        "INFO:torch.distributed.elastic.agent.server.api:[default] starting workers for entrypoint: python\n"
+        "INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous'ing worker group\n"
+        "INFO:torch.distributed.elastic.agent.server.api:[] Rendezvous complete for workers. Result:\n"
+        "  restart_count=0\n"
+        "  master_addr=tristanr-arch2\n"
+        "  local_ranks=[0, 1]\n"
+        "  global_world_sizes=[2, 2]\n"
+        "INFO:torch.distributed.elastic.multiprocessing:Setting worker0 reply file to: /tmp/t/attempt_0/0/error.json\n"
+        "[2024-05-08 08:47:31,877] torch.distributed.elastic.agent.server.api: [INFO] [trainer] Starting worker group\n"
+        "I0325 20:57:27.620000 2606 torch/distributed/elastic/agent/server/api.py:873] [default] worker group "
+        "successfully finished. Waiting 300 seconds for other agents to finish.\n"
+        "INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (SUCCEEDED). Waiting 300 seconds "
+        "for other agents to finish\n"
+        "INFO:torch.distributed.elastic.agent.server.api:Done waiting for other agents. Elapsed: 0.0004 seconds\n"
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Stopping worker group\n"
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 1 (pid: 1168) of "
+        "binary: /opt/conda/bin/python\n"
+        "  some_setting=3\n")
+    ex = run(text)
+    assert ex.events["kind"].to_list() == ["worker_failed"]
+    assert set(ex.claimed.to_list()) == set(range(1, 16))

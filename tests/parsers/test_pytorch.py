@@ -503,3 +503,28 @@ def test_desync_report_families() -> None:
     assert ev(ex, "watchdog_status").select("line_no", "code").rows() == [
         (4, "lagging:5,6"), (5, "not_joined:7"), (6, "not_joined:3"), (7, "not_joined:0,1")]
     assert ex.claimed.to_list() == list(range(1, 8))  # the `...cpp:1937] Rank 0` head too
+
+
+def test_device_side_assert_rows_family():
+    """A kernel's failed assert() as the device runtime prints it (CUDA `block: [..], thread: [..] Assertion
+    `cond` failed.`, ROCm `Device-side assertion `cond' failed.`, PyTorch's TORCH_USE_CUDA_DSA summary): one
+    cuda_error event per run of rows, code `device-side assert`; every row claimed; glibc's host assert is not one."""
+    rows = "".join(
+        f"../aten/src/ATen/native/cuda/Indexing.cu:1236: indexSelectSmallIndex: block: [5,0,0], thread: [{t},0,0] "
+        "Assertion `srcIndex < srcSelectDimSize` failed.\n" for t in range(96, 100))
+    text = (rows
+            + "some other output\n"
+            + "/tmp/torchinductor_root/7x/c7xabc.py:25: unknown: block: [12,0,0], thread: [64,0,0] Assertion "
+              "`index out of bounds: 0 <= tmp3 < 50257` failed.\n"
+            + "/opt/rocm/include/hip/amd_detail/amd_hip_runtime.h:120: indexSelectLargeIndex: Device-side assertion "
+              "`srcIndex < srcSelectDimSize' failed.\n"
+            + "/pytorch/aten/src/THCUNN/SpatialClassNLLCriterion.cu:106: cunn_SpatialClassNLLCriterion_updateOutput_kernel:"
+              " block: [0,0,0], thread: [725,0,0] Assertion `t >= 0 && t < n_classes` failed\n"
+            + "python: train.c:12: main: Assertion `n > 0' failed.\n"
+            + "1 CUDA device-side assertion failures were found on GPU #3!\n")
+    ex = run(text)
+    da = ev(ex, "cuda_error").filter(pl.col("code") == "device-side assert")
+    assert da["line_no"].to_list() == [1, 6, 7, 8, 10]
+    assert da.filter(pl.col("line_no") == 10)["gpu"].to_list() == [3]
+    claimed = set(ex.claimed.to_list())
+    assert {1, 2, 3, 4, 6, 7, 8, 10} <= claimed and 5 not in claimed and 9 not in claimed

@@ -70,3 +70,32 @@ def bench_module() -> Callable[[str], ModuleType]:
         spec.loader.exec_module(mod)
         return mod
     return load
+
+
+def _fresh_verdict_holds(report: dict, category: str, signature: str | None, culprit: dict, cite: tuple[str, int] | None,
+                         restart: bool | None, kind: str | None = None, why: str = "") -> None:
+    """A held-out real case's verdict (tests/test_fresh_*.py): `none` for a log where nothing failed
+    (no interruption, no culprit); else the category (and `kind` when given), the deciding signature
+    and its (file name, line) when the case names them, the culprit fields in `culprit` ({"host": ..},
+    {"pci_bus_id": ..}, ...), and the restart answer where the thread states one (`why`: the note
+    shown when it disagrees)."""
+    v = report["verdict"]
+    if category == "none":
+        assert v["kind"] in ("none", "completed") and not report["interruptions"], v["summary"]
+        assert v["culprit"]["host"] is None
+        return
+    assert v["category"] == category, v["summary"]
+    if kind is not None:
+        assert v["kind"] == kind, v["summary"]
+    if signature is not None:
+        assert v["evidence"][0]["signature"] == signature
+        assert cite is not None and (Path(v["evidence"][0]["path"]).name, v["evidence"][0]["line"]) == cite
+    assert {k: v["culprit"][k] for k in culprit} == culprit
+    if restart is not None:
+        assert v["auto_recoverable"] is restart, why
+
+
+@pytest.fixture
+def fresh_verdict_holds() -> Callable[..., None]:
+    """`fresh_verdict_holds(report, category, signature, culprit, cite, restart, kind=None, why="")`."""
+    return _fresh_verdict_holds

@@ -37,7 +37,9 @@ that GPU: every cell an NVML device error (`[GPU is lost]`, `[GPU requires reset
 `[Unknown Error]`) or `reset_status.reset_required` Yes is `gpu_lost`; an active clock event reason
 (by name or by the bits of `.active`) `gpu_clock_event`; more uncorrectable volatile ECC errors than
 the row before `gpu_ecc`; `retired_pages.pending` Yes `gpu_retired_pages`. One property's
-`[Unknown Error]` is only a missing value. Rows of `noheader` output name no property: not read.
+`[Unknown Error]` is only a missing value. Rows of `noheader` output are read under the nvidia-smi
+command line that printed them when the log holds it (`set -x`, a pasted command: its `--query-gpu=`
+list names the columns); without it they name no property and are not read.
 
 A line parser (the error lines show up in job stdout), but the block formats are read only inside
 their own region: after an `NVSMI LOG` banner, inside a table that holds an `NVIDIA-SMI` header,
@@ -140,6 +142,10 @@ QCSV_IDS = {"index": "gpu", "pci.bus_id": "pci", "gpu_bus_id": "pci", "uuid": "u
 # HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80)
 QCSV_CLOCK_REASONS = {"hw_slowdown": ("hw_slowdown", 0x8), "hw_thermal_slowdown": ("hw_thermal", 0x40),
                       "hw_power_brake_slowdown": ("hw_power_brake", 0x80), "sw_thermal_slowdown": ("sw_thermal", 0x20)}
+# `--format=csv,noheader` prints no header: the rows' names are then those of the command line, where the
+# log holds it (a job script under `set -x`, a pasted command): `nvidia-smi --query-gpu=a,b,c --format=csv...`
+QCSV_CMD_RE = r"nvidia-smi\b.*?--query-gpu[= ]+[\"']?(?P<props>[a-z][a-z0-9_.]*(?:,[a-z][a-z0-9_.]*)+)"
+QCSV_CMD_FORMAT_RE = r"--format[= ]+[\"']?csv"  # (the same line: the rows are CSV)
 QCSV_DEVICE_ERRORS = ("GPU is lost", "GPU requires reset")  # a cell holding one: the device, not one property
 QCSV_TRIGGER = (r"(?:temperature\.gpu|power\.draw|utilization\.gpu|clocks\.(?:current\.)?sm|memory\.used"
                 r"|ecc\.errors\.|retired_pages\.|clocks_(?:event|throttle)_reasons\.|reset_status\.|pcie\.link\."
@@ -510,9 +516,16 @@ def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Seri
 
 
 def _qcsv_names(header: str) -> list[str] | None:
-    """The property names of a query CSV header (units dropped), or None when the line is not one:
-    at least two cells, each a property name, one of them a reading this parser knows."""
-    names = [re.sub(r"\s*\[[^\]]*\]$", "", c.strip()) for c in header.split(",")]
+    """The property names of a query CSV header (units dropped), or of the `--query-gpu=` list of an
+    nvidia-smi command line that prints CSV (QCSV_CMD_RE), or None when the line is neither: at
+    least two names, one of them a reading this parser knows."""
+    cmd = re.search(QCSV_CMD_RE, header)
+    if cmd is not None and re.search(QCSV_CMD_FORMAT_RE, header):
+        names = cmd.group("props").split(",")
+    elif re.match(QCSV_HDR_RE, header):
+        names = [re.sub(r"\s*\[[^\]]*\]$", "", c.strip()) for c in header.split(",")]
+    else:
+        return None
     known = [n for n in names if n in QCSV_FIELDS or n.split(".", 1)[-1] in QCSV_CLOCK_REASONS
              or n.startswith(("reset_status.", "clocks_event_reasons.", "clocks_throttle_reasons."))]
     return names if len(names) >= 2 and known else None
@@ -534,15 +547,17 @@ def _qcsv(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Data
     b = pl.col("body")
     host = line_host(ctx) if "prefix_host" in lines.columns else host_hint(ctx)
     cand = lines.select("line_no", "body", host.alias("_host")).with_columns(
-        b.str.contains(QCSV_HDR_RE).alias("_hdr_like"), (b.str.count_matches(",") + 1).alias("_cells"))
+        (b.str.contains(QCSV_HDR_RE) | b.str.contains(QCSV_CMD_RE)).alias("_hdr_like"),
+        (b.str.count_matches(",") + 1).alias("_cells"))
     hdr_texts = cand.filter(pl.col("_hdr_like"))["body"].unique(maintain_order=True).to_list()
     headers = {h: n for h in hdr_texts if (n := _qcsv_names(h)) is not None}
     empty = (pl.DataFrame(), pl.DataFrame(), pl.Series("line_no", [], dtype=pl.Int64))
     if not headers:
         return empty
     is_hdr = b.is_in(list(headers))
+    width = b.replace_strict(list(headers), [len(n) for n in headers.values()], default=None, return_dtype=pl.UInt32)
     df = cand.with_columns(pl.when(is_hdr).then(b).forward_fill().alias("_h"),
-                           pl.when(is_hdr).then(pl.col("_cells")).forward_fill().alias("_w"), is_hdr.alias("_is_hdr"))
+                           pl.when(is_hdr).then(width).forward_fill().alias("_w"), is_hdr.alias("_is_hdr"))
     rows = df.filter(~pl.col("_is_hdr") & pl.col("_h").is_not_null() & (pl.col("_cells") == pl.col("_w")))
     sample_parts, event_parts = [], []
     for hdr, names in headers.items():
@@ -670,7 +685,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     event_parts.append(x.events)
     ignored_parts.append(x.ignored)
     warnings.extend(x.warnings)
-    if lines.select(b.str.contains(QCSV_HDR_RE).any()).item():
+    if lines.select((b.str.contains(QCSV_HDR_RE) | b.str.contains(QCSV_CMD_RE)).any()).item():
         s, e, ig = _qcsv(lines, ctx)
         sample_parts.append(s)
         event_parts.append(e)
@@ -713,11 +728,11 @@ SPEC = ParserSpec(
         "NVML agent Xid lines (k8s device plugin, gpud)",
         "nvidia-smi nvlink -s, dcgmi nvlink -s",
         "nvidia-smi -q -x XML (whole or a fragment)",
-        "nvidia-smi --query-gpu=... --format=csv (with or without units, with its header)",
+        "nvidia-smi --query-gpu=... --format=csv (with or without units or header: noheader rows read under the command line that printed them)",
     ),
     kinds=("gpu_lost", "nvml_error", "gpu_ecc", "gpu_row_remap", "gpu_retired_pages", "gpu_clock_event", "xid",
            "gpu_unhealthy", "nvlink_status"),
     tables=("dcgm_samples",),
     trigger=_TRIGGER,
-    header=QCSV_HDR_RE,
+    header=_unnamed(rf"{QCSV_HDR_RE}|{QCSV_CMD_RE}"),
 )

@@ -57,6 +57,7 @@ from parsers.records import (
     Extraction,
     ParseContext,
     conform,
+    own_strings,
 )
 from parsers.timestamps import derive_missing
 
@@ -282,8 +283,8 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
             got = {}
         if 0 in got:
             return got[0]  # type: ignore[return-value]
-    screen_chat = bool(chosen) and not all(p.exclusive for p in chosen)
-    chunk_screen = bulk.ChunkScreen() if screen_chat else None
+    exclusive = bool(chosen) and all(p.exclusive for p in chosen)
+    chunk_screen = bulk.ChunkScreen() if chosen and not exclusive else None
     # the lines the chatter screen keeps wait for the parsers until limits.parse_rows of them (or the end):
     # a log that is mostly NCCL chatter is parsed a few times, not once per chunk (each parser call
     # costs tens of milliseconds whatever its lines); memory stays bounded by that many lines
@@ -361,7 +362,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         nul += dec.nul_bytes
         raw = dec.lines
         n_chat = 0
-        if chosen and all(p.exclusive for p in chosen):
+        if exclusive:
             lines = raw  # structured formats read `text` only: no launcher-prefix pass over CSV rows
         elif chunk_screen is not None:
             # NCCL chatter is counted as ignored and never reaches a parser (as in forensics/bulk.py)
@@ -384,10 +385,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         if chunk_screen is None or error_json:  # each chunk parsed as it comes
             _parse_lines(lines, first, first + n - 1, chunk)
             continue
-        # (the kept lines copied out: a filtered text column shares the chunk's buffers, which would
-        # keep every pending chunk in memory)
-        own = [pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c, t in lines.schema.items() if t == pl.Utf8]
-        pending.append((lines.with_columns(own) if own else lines, first, first + n - 1))
+        pending.append((own_strings(lines), first, first + n - 1))  # (not the whole chunk kept for them)
         if sum(p[0].height for p in pending) >= limits.parse_rows:
             parse_pending()
     parse_pending()

@@ -38,6 +38,7 @@ from parsers.records import (
     file_keys,
     host_hint,
     normalize_pci,
+    own_strings,
     table_frame,
 )
 from parsers.spec import ParserSpec
@@ -306,27 +307,25 @@ def _values_of(k: pl.Series, fn: Callable[[pl.Expr], pl.Expr], runs: bool) -> pl
 def _csv(lines: pl.DataFrame, ctx: ParseContext, header_line: int | None,
          names: tuple[str, ...] | None = None) -> Extraction:
     """The long CSV whose header is line `header_line`, or (header_line None) rows without a header
-    whose columns are `names` (`headerless_layout`)."""
-    body = lines.filter((pl.col("line_no") >= (header_line or 0)) & (pl.col("text").str.strip_chars() != ""))
-    if header_line is None:
+    whose columns are `names` (`headerless_layout`; `#` comment lines are no rows then)."""
+    headerless = header_line is None
+    start = 0 if headerless else header_line
+    body = lines.filter((pl.col("line_no") >= start) & (pl.col("text").str.strip_chars() != ""))
+    if headerless:
         body = body.filter(~pl.col("text").str.strip_chars_start().str.starts_with("#"))
-    data_lines = body["line_no"][1:] if header_line is not None else body["line_no"]
+    data_lines = body["line_no"] if headerless else body["line_no"][1:]
     raw = "\n".join(body["text"].to_list()).encode()
-    warnings: list[str] = [] if names is None else [
-        "CSV without its header: columns told by their cells (" + ", ".join(n for n in names if not n.startswith("column_"))
-        + ")"]
-    if header_line is None:
-        header_line = 0
+    warnings: list[str] = [_headerless_note(names)] if headerless else []
     try:
         df = pl.read_csv(io.BytesIO(raw), infer_schema=False, truncate_ragged_lines=True,
-                         **({"has_header": False, "new_columns": list(names)} if names is not None else {}))
+                         **({"has_header": False, "new_columns": list(names)} if headerless else {}))
     except Exception as e:  # malformed CSV: report, parse nothing
         return Extraction(events=empty_events(),
                           tables={"dcgm_samples": empty_table("dcgm_samples")},
                           warnings=[f"CSV could not be read: {e}"])
     if df.height != len(data_lines):
         warnings.append(f"CSV rows ({df.height}) do not match data lines ({len(data_lines)}); line numbers approximate")
-        data_lines = pl.Series("line_no", list(range(header_line + 1, header_line + 1 + df.height)), dtype=pl.Int64)
+        data_lines = pl.Series("line_no", list(range(start + 1, start + 1 + df.height)), dtype=pl.Int64)
     ignored = lines.filter(~pl.col("line_no").is_in(data_lines.implode()))["line_no"]
     # the line's text is the message of the few samples that become events, not of every sample
     return _finish(_csv_samples(df, data_lines, ctx), data_lines, ignored, warnings,
@@ -843,6 +842,12 @@ _HL_GPU = re.compile(r"\d{1,3}")
 _HL_HOST = re.compile(r"[A-Za-z][\w.-]*")
 
 
+def _headerless_note(names: tuple[str, ...]) -> str:
+    """The warning of a file read by `headerless_layout`'s names (the columns it could name)."""
+    return "CSV without its header: columns told by their cells (" + ", ".join(
+        n for n in names if not n.startswith("column_")) + ")"
+
+
 def headerless_layout(rows: list[str]) -> CsvLayout | None:
     """The layout of DCGM long-CSV data rows that came without their header (see HEADERLESS_ROWS), or
     None. The layout's names are the ones `_csv_samples` reads (`_SAMPLE_NAMES`); header_lines 0."""
@@ -891,13 +896,6 @@ BLOCK_THREADS = 1  # blocks of a large CSV parsed at once (`read_csv_chunks`); o
 # count (blocks are added in file order; tests/parsers/test_dcgm.py compares 1 and more)
 COMBINE_ROWS = 4_000_000  # partial bucket rows kept before they are folded (a block adds its buckets)
 _KEYS = ["ts_us", "h", "gpu", "f"]
-
-
-def _own_strings(df: pl.DataFrame) -> pl.DataFrame:
-    """`df` with its text columns copied into buffers of their own: a filtered or grouped text
-    column shares the buffers of the block it came from, which would keep every block in memory."""
-    cols = [c for c, t in df.schema.items() if t == pl.Utf8]
-    return df.with_columns([pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c in cols]) if cols else df
 
 
 def _line_texts(data: bytes, rows: np.ndarray, first_line: int) -> dict[int, str]:
@@ -1048,7 +1046,7 @@ class _ChunkReader:
             # by the rules of the small-file path in `finish`, all blocks' rows at once (a call per block
             # cost 8 ms)
             fields = pl.Series(list(self.fields.names), dtype=pl.Utf8)
-            events = _own_strings(df.filter(is_ev).with_columns(
+            events = own_strings(df.filter(is_ev).with_columns(
                 *([fields.gather(f.filter(is_ev)).alias("metric")] if "metric" in cols else []), nos.filter(is_ev)))
             value = events.select(clean_value(col("value"), stripped=True))[:, 0]
             maybe = events["line_no"].filter(value.is_null() | (value != 0))  # 0: never an event
@@ -1084,7 +1082,7 @@ class _ChunkReader:
         else:
             part = _group_by_key(df, _KEYS, aggs)
         part = part.with_columns(pl.col("ts_us") * us)  # the bucket's start
-        return _Block(first, rows, n_lines, _own_strings(part), events, texts, samples)
+        return _Block(first, rows, n_lines, own_strings(part), events, texts, samples)
 
     @staticmethod
     def _fold(df: pl.DataFrame) -> pl.DataFrame:
@@ -1175,8 +1173,7 @@ class _ChunkReader:
         if self.mismatch or self.rows != total - hl:
             warnings.append(f"CSV rows ({self.rows}) do not match data lines ({total - hl}); line numbers approximate")
         if not hl:
-            warnings.append("CSV without its header: columns told by their cells ("
-                            + ", ".join(n for n in self.layout.names if not n.startswith("column_")) + ")")
+            warnings.append(_headerless_note(self.layout.names))
         ext = Extraction(events=events, tables={"dcgm_samples": table_frame("dcgm_samples", samples)},
                          claimed=events["line_no"], ignored=pl.Series("line_no", [1] * hl, dtype=pl.Int64),
                          warnings=warnings)

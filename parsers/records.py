@@ -154,6 +154,14 @@ def empty_table(name: str) -> pl.DataFrame:
     return pl.DataFrame(schema=TABLE_SCHEMAS[name])
 
 
+def own_strings(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with its text columns copied into buffers of their own: a filtered or grouped text
+    column shares the buffers of the frame it came from, which would keep every such frame (a
+    block, a chunk) in memory while the part is kept."""
+    cols = [c for c, t in df.schema.items() if t == pl.Utf8]
+    return df.with_columns([pl.concat_str([pl.col(c), pl.lit("")]).alias(c) for c in cols]) if cols else df
+
+
 def conform(df: pl.DataFrame, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Select/cast `df` to exactly `schema`: missing columns become typed nulls."""
     cols = []

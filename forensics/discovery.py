@@ -492,7 +492,7 @@ def iter_chunks(sf: SourceFile, limits: Limits | None = None, chunk_bytes: int |
                 complete, rest = b"", b"".join([rest, *pieces])
             else:
                 last = pieces[k]
-                complete = b"".join([rest, *pieces[:k], last[: end + 1] if end + 1 < len(last) else last])
+                complete = b"".join([rest, *pieces[:k], last[: end + 1]])  # (a whole-piece slice is no copy)
                 rest = b"".join([last[end + 1:], *pieces[k + 1:]])
             if len(rest) > max_line:
                 rest = rest[:max_line]

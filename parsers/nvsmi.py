@@ -531,6 +531,11 @@ def _qcsv_names(header: str) -> list[str] | None:
     return names if len(names) >= 2 and known else None
 
 
+def _hex(cell: pl.Expr) -> pl.Expr:
+    """A `0x...` bit mask cell (`clocks_event_reasons.active`) as an integer; null for anything else."""
+    return cell.str.strip_prefix("0x").str.to_integer(base=16, strict=False)
+
+
 def _run_starts(df: pl.DataFrame, on: pl.Expr, key: str) -> pl.DataFrame:
     """The rows where `on` holds and did not on the previous row of the same `key` (a state that
     lasts many samples is one event, at its first row)."""
@@ -581,8 +586,7 @@ def _qcsv(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Data
         vals = [(i, n) for i, n in enumerate(names) if n not in QCSV_IDS]
         for i, n in vals:
             c = pl.col(f"c{i}")
-            hexv = c.str.strip_prefix("0x").str.to_integer(base=16, strict=False).cast(pl.Float64)
-            value = pl.when(c.str.starts_with("0x")).then(hexv).otherwise(_value(c))
+            value = pl.when(c.str.starts_with("0x")).then(_hex(c).cast(pl.Float64)).otherwise(_value(c))
             sample_parts.append(w.select(*base, pl.lit(QCSV_FIELDS.get(n, f"nvsmi:query/{n}")).alias("field"),
                                          value.alias("value")).filter(pl.col("value").is_not_null()))
         dev_cells = [pl.col(f"c{i}") for i, _ in vals]
@@ -605,8 +609,7 @@ def _qcsv(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Data
                 if prop[1] in QCSV_CLOCK_REASONS:
                     slugs = [(QCSV_CLOCK_REASONS[prop[1]][0], c == "Active")]
                 elif prop[1] == "active":
-                    bits = c.str.strip_prefix("0x").str.to_integer(base=16, strict=False)
-                    slugs = [(slug, (bits & bit) != 0) for slug, bit in QCSV_CLOCK_REASONS.values()]
+                    slugs = [(slug, (_hex(c) & bit) != 0) for slug, bit in QCSV_CLOCK_REASONS.values()]
                 else:
                     continue
                 for slug, on in slugs:
@@ -625,8 +628,8 @@ def _qcsv(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Data
                 event_parts.append(ev.select(*base, pl.lit("pending").alias("code"),
                                              pl.lit("gpu_retired_pages").alias("kind"), pl.lit("warning").alias("severity")))
     samples = pl.concat(sample_parts, how="diagonal_relaxed") if sample_parts else pl.DataFrame()
-    events = pl.concat([e for e in event_parts if not e.is_empty()], how="diagonal_relaxed") \
-        if any(not e.is_empty() for e in event_parts) else pl.DataFrame()
+    event_parts = [e for e in event_parts if not e.is_empty()]
+    events = pl.concat(event_parts, how="diagonal_relaxed") if event_parts else pl.DataFrame()
     # the headers, and rows without a reading (all N/A) are understood too
     ignored = pl.concat([df.filter(pl.col("_is_hdr"))["line_no"], rows["line_no"]])
     return samples, events, ignored

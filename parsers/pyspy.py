@@ -24,12 +24,15 @@ locals line of a dump is claimed.
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from parsers.records import UTC_DT, Extraction, ParseContext, empty_events, events_frame, host_hint, rank_hint
 from parsers.spec import ParserSpec
 
-THREAD_RE = r'^Thread (?:0x[0-9A-Fa-f]+|\d+)(?: \((?:idle|active\+gil|active|gil)\))?(?:: ".*")?\s*$'
+_THREAD_HEAD = r"^Thread (?:0x[0-9A-Fa-f]+|\d+)(?: \((?:idle|active\+gil|active|gil)\))?"  # `Thread 0x7f.. (idle)`
+THREAD_RE = _THREAD_HEAD + r'(?:: ".*")?\s*$'
 HEADER_RE = r"^(?:Process \d+: |Parent Process \d+: |Python v\d+\.\d+\S* \()"
 FRAME_RE = r"^ {4}(?P<func>\S.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)\s*$"
 LOCALS_RE = r"^ {8}(?:Arguments:|Locals:|    \S)"
@@ -47,11 +50,10 @@ CUDA_SYNC = (r"^synchronize \(torch/cuda/(?:__init__|streams)\.py|^(?:cudaStream
 SYSTEM_FRAME = (r"^(?:sched_yield|syscall|poll|ppoll|epoll_wait|nanosleep|clock_nanosleep|__\w+|futex\w*|pthread_\w+)"
                 r" \(|\((?:libc[.-]|libpthread|ld-linux|libgcc_s)[^()]*\)$")
 
-_TRIGGER = r"^Thread (?:0x[0-9A-Fa-f]+|\d+)(?: \((?:idle|active\+gil|active|gil)\))?(?::|\s*$)"
+_TRIGGER = _THREAD_HEAD + r"(?::|\s*$)"
 
 
 def sniff(head: str) -> float:
-    import re
     return 0.5 if re.search(THREAD_RE, head, re.M) and re.search(r"^ {4}\S.* \([^()]*\)\s*$", head, re.M) else 0.0
 
 

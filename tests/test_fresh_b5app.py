@@ -96,10 +96,7 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_family_variants(variant: str, tmp_path: Path) -> None:
+def test_family_variants(variant: str, tmp_path: Path, job_of) -> None:
     name, text, category, signature, line = VARIANTS[variant]
-    job = tmp_path / "job"
-    job.mkdir()
-    (job / name).write_text(text)
-    v = analyze(job, tmp_path / "out", html=False).report["verdict"]
+    v = analyze(job_of({name: text}), tmp_path / "out", html=False).report["verdict"]
     assert (v["category"], v["evidence"][0]["signature"], v["evidence"][0]["line"]) == (category, signature, line)

@@ -637,6 +637,13 @@ def sniff(head: str) -> float:
     return round(min(score, 0.95), 3)
 
 
+def _no_candidates(kernel_nos: pl.Series) -> Extraction:
+    """`parse`'s result when no line is a candidate of a rule: no event, no Xid row, nothing claimed;
+    the kernel lines (`kernel_nos`) read and ignored."""
+    return Extraction(events=empty_events(), tables={"xid_events": empty_table("xid_events")},
+                      claimed=pl.Series("line_no", [], dtype=pl.Int64), ignored=kernel_nos.sort().alias("line_no"))
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return Extraction(events=empty_events(), tables={"xid_events": empty_table("xid_events")})
@@ -668,6 +675,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     fm_src = (pl.col("proc").is_in(FM_PROCS) | ((pl.col("proc") == "systemd") & m.str.contains(FM_UNIT_RE))) \
         .fill_null(False)
     cand = df.filter((pl.col("kernel_src") & rule) | power_src | fm_src)
+    if SCREEN and cand.is_empty():  # no line any rule reads (a rank log's lines): what the rules below give
+        # for no candidate, without their hundred-odd polars calls on an empty frame (a small bundle's batch)
+        return _no_candidates(lines["line_no"].filter(pl.Series(kernel_line)))
     warnings: list[str] = []
 
     xid = m.str.extract_groups(XID_RE)

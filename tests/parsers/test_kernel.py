@@ -729,6 +729,24 @@ def test_screen_in_a_batch_keeps_files_apart(monkeypatch: pytest.MonkeyPatch) ->
     assert got.events.filter(pl.col("line_no") > 1_000_000).height > 0
 
 
+@pytest.mark.parametrize("text", [
+    # a rank log (no kernel line): nothing read, nothing ignored
+    "gpu46:78367:78492 [0] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'\n"
+    "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\nRuntimeError: boom\n",
+    # kernel noise only: every line a kernel line, none a rule's candidate
+    "[   12.000001] docker0: port 1(veth1) entered blocking state\n"
+    "[  +0.000123] docker0: port 1(veth1) entered forwarding state\n"
+    "Sep 23 10:00:01 node-7 kernel: [   17.000000] audit: type=1400 audit(1.2:3): apparmor=\"STATUS\"\n",
+])
+def test_no_candidate_gives_the_plain_result(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `parse` returns early when no line is a rule's candidate: the rules' own result for none
+    ctx = ParseContext(path="x.log", host_hint="node-7", ref_year=2025)
+    want, got = _plain_and_screened(frame(text), ctx, monkeypatch)
+    _same(want, got)
+    assert got.events.is_empty() and got.claimed.len() == 0
+    assert got.ignored.to_list() == ([] if "NCCL" in text else [1, 2, 3])
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(picked=st.lists(st.sampled_from(REAL_LINES + MIXED_DMESG.splitlines()), max_size=25))

@@ -4,7 +4,6 @@ report and DuckDB store a notebook can use; the CLI is a thin layer over it."""
 from __future__ import annotations
 
 import json
-import signal
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import polars as pl
 
-from forensics import advice, clock, explain, host_names
+from forensics import advice, clock, explain, host_names, interrupts
 from forensics import downtime as dt
 from forensics.attribution import Interruption, attribute
 from forensics.config import load_job_config
@@ -214,36 +213,17 @@ def analyze(path: Path | str, out: Path | str | None = None,
             disc.close()
             raise
     # an interrupt (SIGINT/SIGTERM: the CLI raises in its handler) that came while the spill folder was
-    # being made, before the `try` below, would leave the folder behind: the two signals wait (blocked
-    # in this thread) until the folder is made, then arrive inside the `try`, whose `finally` removes it
-    held = _hold_interrupts()
+    # being made, after the folder exists but before its name is kept, would leave it behind: held
+    # until `spill` names it, then raised inside the `try`, whose `finally` removes it
+    spill = None
     try:
-        spill = tempfile.TemporaryDirectory(prefix="forensics-spill-")  # never inside the job dir
-        try:
-            _release_interrupts(held)
-            return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name),
-                                       on_report, stage or _quiet)
-        finally:
-            spill.cleanup()
+        with interrupts.held():
+            spill = tempfile.TemporaryDirectory(prefix="forensics-spill-")  # never inside the job dir
+        return _analyze_discovered(root, cfg, name, out_dir, disc, limits, progress, html, Path(spill.name),
+                                   on_report, stage or _quiet)
     finally:
-        _release_interrupts(held)
-
-
-_INTERRUPTS = frozenset({signal.SIGINT, signal.SIGTERM})
-
-
-def _hold_interrupts() -> set | None:
-    """Block SIGINT and SIGTERM in this thread (they stay pending); the mask before, or None where
-    signals cannot be blocked (no pthread_sigmask)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, _INTERRUPTS)
-
-
-def _release_interrupts(held: set | None) -> None:
-    """Undo `_hold_interrupts` (a pending signal is delivered now); again is harmless."""
-    if held is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        if spill is not None:
+            spill.cleanup()
 
 
 def _quiet(_: str) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from forensics import interrupts
 from forensics.report import write_markdown
 
 if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written, after the verdict
@@ -66,24 +67,25 @@ def write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callabl
     leaves a half report that looks complete."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
-    rep = result["report"]
-    stage("writing the store and the report")
-    # the store is written by one worker thread (DuckDB works outside the GIL) while this one
-    # renders the report and its plots; its errors surface here when it is joined
-    parquet = any(isinstance(df, pl.LazyFrame) for df in result["tables"].values())
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        stored = pool.submit(_write_store, tmp / "forensics.duckdb", result)
-        try:
-            _write_report_files(tmp, result, rep, html, stage)
-            stored.result()
-        except BaseException:
-            stored.cancel()
-            with contextlib.suppress(BaseException):
-                stored.result()
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+    tmp: Path | None = None
     try:
+        with interrupts.held():  # an interrupt before `tmp` names the new folder would leave it behind
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+        rep = result["report"]
+        stage("writing the store and the report")
+        # the store is written by one worker thread (DuckDB works outside the GIL) while this one
+        # renders the report and its plots; its errors surface here when it is joined
+        parquet = any(isinstance(df, pl.LazyFrame) for df in result["tables"].values())
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            stored = pool.submit(_write_store, tmp / "forensics.duckdb", result)
+            try:
+                _write_report_files(tmp, result, rep, html, stage)
+                stored.result()
+            except BaseException:
+                stored.cancel()
+                with contextlib.suppress(BaseException):
+                    stored.result()
+                raise
         old = None
         if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
@@ -92,7 +94,8 @@ def write_outputs(out_dir: Path, result: dict, html: bool = True, stage: Callabl
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
     if parquet:
         _point_views(out_dir / "forensics.duckdb")

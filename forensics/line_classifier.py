@@ -181,8 +181,7 @@ def classify_lines(events: pl.DataFrame, hits: pl.DataFrame, model: Model | None
     `unknown`) when the line is read as no failure (`none`) at or above the benign threshold, so that
     an error-like word in a field name or a counter at zero is not taken for a failure seen. Warnings
     are not read: an error_line of severity `warning` never becomes a root on the classifier's word."""
-    model = model or load()
-    if model is None or events.is_empty():
+    if events.is_empty():
         return pl.DataFrame(schema=HIT_SCHEMA)
     claimed = hits["event_id"].unique().implode() if not hits.is_empty() else pl.lit([], dtype=pl.List(pl.Int64))
     cand = events.filter(pl.col("kind").is_in(list(KINDS)) & (pl.col("severity") != "warning").fill_null(True)
@@ -194,7 +193,8 @@ def classify_lines(events: pl.DataFrame, hits: pl.DataFrame, model: Model | None
             events.select("event_id", "file_id", "line_no"), on="event_id").select("file_id", "line_no").unique()
         cand = cand.join(judged, on=["file_id", "line_no"], how="anti")
     cand = cand.select("event_id", "message")
-    if cand.is_empty():
+    model = model or (load() if not cand.is_empty() else None)  # (the artifact is read only when a line needs it)
+    if model is None or cand.is_empty():
         return pl.DataFrame(schema=HIT_SCHEMA)
     texts = [normalise_line(m or "") for m in cand["message"].to_list()]
     proba = model.predict_proba([{} for _ in texts], texts)

@@ -24,6 +24,7 @@ from forensics.error_lines import error_line_events
 from forensics.ingest import Ingested, ingest
 from forensics.line_classifier import classify_lines
 from forensics.outputs import write_outputs
+from forensics.precedence import load_precedence
 from forensics.report import build_report
 from forensics.restatements import demote_restatements
 from forensics.signatures import load_catalog, match
@@ -332,8 +333,11 @@ def _completed_attempts(events: pl.DataFrame, attempts: pl.DataFrame, tables: di
     if attempts.is_empty():
         return done
     bad = hits.filter(pl.col("role").is_in(["root", "cascade"])).join(events.select("event_id", "attempt"), on="event_id")
-    bad_attempts = set(bad["attempt"].drop_nulls().to_list())
     ends = set(events.filter(pl.col("kind") == "train_end")["attempt"].drop_nulls().to_list())
+    # precedence.toml [after_completion]: no failure where the attempt's training is seen to end
+    late = load_precedence().after_completion
+    bad = bad.filter(~(pl.col("signature").is_in(list(late)) & pl.col("attempt").is_in(list(ends))))
+    bad_attempts = set(bad["attempt"].drop_nulls().to_list())
     steps = tables.get("train_steps")
     total = None
     if steps is not None and not steps.is_empty() and steps["total_steps"].drop_nulls().len():

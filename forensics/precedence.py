@@ -88,10 +88,12 @@ class Precedence:
     preproc_kinds: tuple[str, ...] = ()
     preproc_codes: tuple[str, ...] = ()
     preproc_category: str = "collective_desync"
+    # [after_completion]: signals that are no failure in an attempt whose training is seen to end
+    after_completion: tuple[str, ...] = ()
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
-        ids = {*self.teardown, *self.hang_signals, *self.app_fault_signatures, *self.actions}
+        ids = {*self.teardown, *self.hang_signals, *self.app_fault_signatures, *self.actions, *self.after_completion}
         for r in self.outranks:
             ids |= {*r.winner.signatures, *r.loser.signatures}
         for p in self.phase:
@@ -172,6 +174,7 @@ def parse_precedence(doc: dict) -> Precedence:
         needs_spare_node=spare,
         preproc_kinds=_t(pre.get("context_kinds")), preproc_codes=_t(pre.get("context_codes")),
         preproc_category=str(pre.get("category", "collective_desync")),
+        after_completion=_t(doc.get("after_completion", {}).get("signatures")),
     )
 
 

@@ -8,7 +8,10 @@ Events: worker_failed, teardown_signal (code = signal name), restart (code = att
 launch (a launcher start: torchrun's OMP_NUM_THREADS banner, `Starting elastic_operator with launch
 configs`, a `SLURM_RESTART_COUNT=N` banner; code = N when printed),
 elastic_failure (one per complete table entry; code = exitcode), launcher_exit (DeepSpeed; code =
-return code). Table: exits (one row per table entry / launcher exit).
+return code), and from torchelastic's metrics events (`{"name": "torchelastic.worker.status.<state>", ...}`
+JSON lines) train_end (code = worker_succeeded) for a worker that SUCCEEDED, and for one that FAILED an
+exception (code = exception type) from its raw_error (the error file it wrote), or worker_failed (code = FAILED)
+when it carries none. Table: exits (one row per table entry / launcher exit).
 
 Error files: `parse_error_json(text, ctx)` reads the JSON written by `@record`. It is not routed
 through `parse`: discovery calls it when `sniff_error_json(head)` is true (the module stays
@@ -65,13 +68,22 @@ RDZV_RESULT = (r"^\s+(?:restart_count|master_addr|master_port|group_rank|group_w
 # the anchors: the alternatives holding a literal, and those that read a whole line (`^`); looked for
 # as two patterns (the first is found by its literals, the second fails at a line's first characters:
 # together they read a large frame faster than one alternation, which has no literal to look for)
-ANCHOR_WORDS = (LAUNCH_RE + r"|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
+ANCHOR_WORDS = (LAUNCH_RE + r"|\{\"name\": \"torchelastic\.worker\.status\.|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
                 r"|sigkill_handler|ChildFailedError|Root Cause \(first observed failure\)|<NO_OTHER_FAILURES>| FAILED\s*$"
                 r"|" + AGENT_PROGRESS)
 ANCHOR_LINES = (r"^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:|^\s*Failures:\s*$"
                 r"|^[=-]{10,}\s*$|" + RDZV_RESULT)
 ANCHORS = ANCHOR_WORDS + "|" + ANCHOR_LINES
 FAILED_RE = r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)"
+# torchelastic's metrics events, one JSON object a line from the `console` handler
+# (torch/distributed/elastic/events/api.py Event.serialize: json.dumps of {"name", "source", "timestamp",
+# "metadata"}; torchelastic < 0.2.2 the same under torchelastic/events). The agent records one
+# `torchelastic.worker.status.<WorkerState>` event per worker when its group ends or fails
+# (torch/distributed/elastic/agent/server/api.py _record_worker_events / _construct_event: metadata run_id,
+# global_rank, group_rank, worker_id, role, hostname, state, total_run_time, rdzv_backend, raw_error, a JSON
+# string `metadata` (local_rank, ...), agent_restarts). WorkerState: UNKNOWN INIT HEALTHY UNHEALTHY STOPPED
+# SUCCEEDED FAILED.
+STATUS_EVENT = r'^\s*\{"name": "torchelastic\.worker\.status\.(\w+)"'
 PYLOG_TS = r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[,.]\d+)?)\]"
 GLOG_TS = r"^[IWEF](\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?) \d+ "
 FIELD_RE = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
@@ -82,7 +94,8 @@ RULE_RE = re.compile(r"^\s*[=-]{10,}\s*$")
 def sniff(head: str) -> float:
     if "ChildFailedError" in head or re.search(r"failed \(exitcode: -?\d+\) local_rank", head):
         return 0.9
-    if re.search(r"Root Cause \(first observed failure\)|sigkill_handler|torch\.distributed\.elastic", head):
+    if re.search(r"Root Cause \(first observed failure\)|sigkill_handler|torch\.distributed\.elastic"
+                 r'|\{"name": "torchelastic\.worker\.status\.', head):
         return 0.7
     return 0.0
 
@@ -233,6 +246,73 @@ def _tables(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
     return entries, claimed, ignored
 
 
+def _raw_error_message(raw: object) -> str | None:
+    """The exception text of a worker-status event's raw_error: the error file's message.message (or message),
+    or the raw text itself when it is no error-file JSON; None when empty."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return raw.strip()
+    msg = obj.get("message") if isinstance(obj, dict) else None
+    if isinstance(msg, dict):
+        msg = msg.get("message")
+    return msg.strip() if isinstance(msg, str) and msg.strip() else None
+
+
+def _status_events(cand: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """The worker-status metrics events (STATUS_EVENT): SUCCEEDED -> train_end, FAILED -> worker_failed;
+    a line that is no whole JSON object (cut) or another state is claimed with no event."""
+    rows = []
+    for ln, body, prefix_rank in cand.select("line_no", "body", "prefix_rank").iter_rows():
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            continue
+        md = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(md, dict):
+            continue
+        state = str(md.get("state") or obj["name"].rsplit(".", 1)[-1])
+        if state not in ("SUCCEEDED", "FAILED"):
+            continue
+        try:
+            inner = json.loads(md.get("metadata") or "{}")
+        except (TypeError, ValueError):
+            inner = {}
+        lr = inner.get("local_rank") if isinstance(inner, dict) else None
+        lr = lr[0] if isinstance(lr, list) and len(lr) == 1 else lr
+        stamp = obj.get("timestamp")
+        ts = (datetime.fromtimestamp(int(stamp), tz=UTC)
+              if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) and stamp > 0 else None)
+        raw = md.get("raw_error")
+        gr = md.get("global_rank")
+        # a FAILED worker's raw_error is its error file's text (the `@record` JSON, parse_error_json's input) or
+        # a bare message: its exception, for the error-file signatures; with none, a worker_failed (code FAILED)
+        kind, code, message = "train_end", "worker_succeeded", body
+        if state == "FAILED":
+            kind, code, message = "worker_failed", "FAILED", body
+            exc = _raw_error_message(raw)
+            if exc:
+                em = re.match(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*): ", exc.strip().splitlines()[0])
+                kind, code, message = "exception", em.group(1) if em else None, exc
+        rows.append({
+            "line_no": ln, "ts": ts, "ts_raw": None if ts is None else str(stamp),
+            "ts_quality": "exact" if ts is not None else "missing",
+            "host": md.get("hostname") or ctx.host_hint,
+            "rank": gr if isinstance(gr, int) else prefix_rank,
+            "local_rank": lr if isinstance(lr, int) else None,
+            "kind": kind, "code": code, "severity": "info" if state == "SUCCEEDED" else "error",
+            "message": message,
+        })
+    if not rows:
+        return pl.DataFrame()
+    return pl.DataFrame(rows, schema={
+        "line_no": pl.Int64, "ts": pl.Datetime("us", "UTC"), "ts_raw": pl.Utf8, "ts_quality": pl.Utf8,
+        "host": pl.Utf8, "rank": pl.Int64, "local_rank": pl.Int64, "kind": pl.Utf8, "code": pl.Utf8,
+        "severity": pl.Utf8, "message": pl.Utf8})
+
+
 def _entry_rows(entries: list[dict]) -> list[dict]:
     rows = []
     for e in entries:
@@ -311,6 +391,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
     progress = cand.filter(~b.str.contains(AGENT_RE) & (b.str.contains(AGENT_PROGRESS) | b.str.contains(RDZV_RESULT)))
     claimed.extend(progress["line_no"].to_list())
+    status = cand.filter(b.str.contains(STATUS_EVENT))
+    if not status.is_empty():
+        claimed.extend(status["line_no"].to_list())
+        parts.append(_status_events(status, ctx))
+        progress = pl.concat([progress.select("line_no"), status.select("line_no")])
 
     # ChildFailedError tables
     table_anchor = cand.filter(~b.str.contains(AGENT_RE)).join(progress.select("line_no"), on="line_no", how="anti")
@@ -391,8 +476,9 @@ SPEC = ParserSpec(
     name="elastic",
     scope="process",
     description="torchelastic agent lines, ChildFailedError tables, DeepSpeed launcher exits, error.json files",
-    formats=("torchelastic_log", "childfailederror_table", "deepspeed_launcher", "torchelastic_error_json"),
-    kinds=("worker_failed", "elastic_failure", "teardown_signal", "launcher_exit", "restart", "exception"),
+    formats=("torchelastic_log", "childfailederror_table", "deepspeed_launcher", "torchelastic_error_json",
+             "torchelastic_events"),
+    kinds=("worker_failed", "elastic_failure", "teardown_signal", "launcher_exit", "restart", "exception", "train_end"),
     tables=("exits",),
     batch=True,
     roles=("launcher",),

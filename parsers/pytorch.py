@@ -13,7 +13,7 @@ of a traceback, of one whose head was cut, or a lone exception line), checkpoint
 type: an I/O-class exception whose traceback passes through a checkpoint-saving frame), segfault (code =
 the signal: SIGSEGV | SIGBUS | SIGFPE | SIGILL | SIGABRT, or `check_failed` for a glog CHECK), nan,
 store_error (c10d TCPStore / socket / rendezvous; code = EADDRINUSE | listen_failed | timeout |
-connect_failed | peer_closed | refused_retry | uniqueid_timeout: a rank waited past the timeout for rank 0
+connect_failed | peer_closed | refused_retry | rdzv_closed | uniqueid_timeout: a rank waited past the timeout for rank 0
 to publish the ncclUniqueId), data_preprocess (context: single-rank data preparation seen in the log,
 code = running | done: Hugging Face datasets map/filter progress bars, the faiss k-means banner).
 Table: collective_timeouts (one row per timeout line and per status line).
@@ -213,17 +213,25 @@ STORE_BY_TEXT = [
     (r"Address already in use|EADDRINUSE|errno: 98\b", "EADDRINUSE"),
     (r"server socket has failed to listen on any local network address|server could not be initialized on any address",
      "listen_failed"),
-    (r"client socket has timed out after|RendezvousTimeoutError|Timed out after \d+ seconds waiting for clients"
+    (r"client socket has timed out after|RendezvousTimeout(?:Error|Exception)|Timed out after \d+ seconds waiting for clients"
      r"|rendezvous .*timed out|Socket Timeout|connect\(\) timed out\. Original timeout was"
      r"|wait timeout after \d+ ?ms|Timeout waiting for key", "timeout"),
     (r"RendezvousConnectionError|client socket has failed to connect to any network address"
      r"|network addresses of \(.*\) cannot be retrieved", "connect_failed"),
-    (r"Connection reset by peer|recvBytes failed|failed to recv, got 0 bytes|Broken pipe|RendezvousClosedError",
+    # torchelastic's RendezvousClosedError (torch/distributed/elastic/rendezvous/api.py, torchelastic's
+    # RendezvousClosedException before it: "Raised when a rendezvous for the specified run_id is closed. This is
+    # used to signal completion to nodes that arrive late"): raised by next_rendezvous when the run_id's state
+    # is marked closed (dynamic_rendezvous.py / etcd_rendezvous.py), not by a socket; before the socket codes,
+    # whose `closed` it is not
+    (r"RendezvousClosedError|RendezvousClosedException", "rdzv_closed"),
+    (r"Connection reset by peer|recvBytes failed|failed to recv, got 0 bytes|Broken pipe",
      "peer_closed"),
     (r"Connection refused|is not yet listening|No socket on \(.*\) is listening yet", "refused_retry"),
 ]
 STORE = (
-    r"\[c10d\]|TCPStore|socket\.cpp|Rendezvous\w*Error|DistNetworkError|DistStoreError|c10d store"
+    # torchelastic < 0.2.2 (torchelastic/rendezvous/api.py) named them RendezvousClosedException /
+    # RendezvousTimeoutException / RendezvousNonRetryableError
+    r"\[c10d\]|TCPStore|socket\.cpp|Rendezvous\w*(?:Error|Exception)|DistNetworkError|DistStoreError|c10d store"
     r"|server socket has failed|client socket has (?:timed out|failed)"
     # PyTorch <= 1.12 tcputil::connect (torch/csrc/distributed/c10d/Utils.hpp): a bare RuntimeError
     r"|connect\(\) timed out\. Original timeout was"

@@ -66,3 +66,28 @@ def test_spilled_dcgm_samples_give_the_same_analysis(scenario: str, tmp_path: Pa
         con.close()
     assert (tmp_path / "spilled" / "plots" / "straggler_heatmap.png").read_bytes() == \
         (tmp_path / "held" / "plots" / "straggler_heatmap.png").read_bytes()
+
+
+LATE_NODE = ("INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group\n"
+             "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n")
+SUCCEEDED = ('{"name": "torchelastic.worker.status.SUCCEEDED", "source": "WORKER", "timestamp": 0, "metadata": '
+             '{"run_id": "job-7", "global_rank": 0, "group_rank": 0, "worker_id": "311", "role": "default", '
+             '"hostname": "node-0", "state": "SUCCEEDED", "total_run_time": 3600, "rdzv_backend": "c10d", '
+             '"raw_error": null, "metadata": "{\\"local_rank\\": [0]}", "agent_restarts": 0}}\n')
+
+
+@pytest.mark.parametrize("finished", [
+    SUCCEEDED,  # the other agent's worker-status event
+    "[INFO|trainer.py:2381] 2024-05-08 08:47:31,877 >> \n\nTraining completed. Do not forget to share your model "
+    "on huggingface.co/models =)\n",  # the trainer's own end line
+])
+def test_a_late_agents_closed_rendezvous_is_no_failure_of_a_finished_job(finished: str, job_of, tmp_path: Path) -> None:
+    """_completed_attempts with precedence.toml [after_completion]: RendezvousClosedError signals completion to
+    nodes that arrive late (torch/distributed/elastic/rendezvous/api.py): beside the job's own end it is no
+    failure; without one it stays the root (framework_bug)."""
+    job = job_of({"node-0/train.log": finished, "node-1/agent.log": LATE_NODE})
+    report = analyze(job, tmp_path / "out", html=False).report
+    assert report["verdict"]["kind"] == "completed" and not report["interruptions"], report["verdict"]["summary"]
+    alone = analyze(job_of({"node-0/train.log": "", "node-1/agent.log": LATE_NODE}), tmp_path / "out2",
+                    html=False).report["verdict"]
+    assert alone["category"] == "framework_bug", alone["summary"]

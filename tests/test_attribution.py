@@ -236,3 +236,11 @@ def test_a_network_filesystem_client_is_not_blamed_for_its_silent_server(tmp_pat
     v = verdict(job, tmp_path)
     assert (v["category"], v["culprit"]["host"]) == ("storage", server), v["summary"]
     assert "reported by the client backup" in v["summary"]
+
+
+def test_after_completion_names_the_rendezvous_closed_signal() -> None:
+    """precedence.toml [after_completion]: the signals that also tell a late agent the job is done."""
+    assert load_precedence().after_completion == ("pt-rendezvous-closed",)
+    doc = tomllib.loads((ROOT / "forensics" / "signatures" / "precedence.toml").read_text(encoding="utf-8"))
+    del doc["after_completion"]
+    assert parse_precedence(doc).after_completion == ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -213,3 +214,49 @@ def test_agent_progress_lines_are_claimed_without_an_event():
     ex = run(text)
     assert ex.events["kind"].to_list() == ["worker_failed"]
     assert set(ex.claimed.to_list()) == set(range(1, 16))
+
+
+STATUS = ('{{"name": "torchelastic.worker.status.{state}", "source": "WORKER", "timestamp": {ts}, "metadata": '
+          '{{"run_id": "none", "global_rank": {rank}, "group_rank": 0, "worker_id": "2315811", "role": "default", '
+          '"hostname": "{host}", "state": "{state}", "total_run_time": 115375, "rdzv_backend": "static", '
+          '"raw_error": {raw}, "metadata": "{{\\"group_world_size\\": 1, \\"entry_point\\": \\"python\\", '
+          '\\"local_rank\\": [{rank}], \\"role_rank\\": [{rank}], \\"role_world_size\\": [8]}}", '
+          '"agent_restarts": 0}}}}')
+
+
+def status(state: str, rank: int, host: str = "f1638f8a8d30", ts: int = 0, raw: str = "null") -> str:
+    return STATUS.format(state=state, rank=rank, host=host, ts=ts, raw=raw)
+
+
+def test_worker_status_events_succeeded_and_failed():
+    """torchelastic's metrics events (events/api.py Event.serialize, agent/server/api.py _construct_event): a
+    SUCCEEDED worker is a train_end of its rank and host, a FAILED one the exception of its raw_error (the error
+    file it wrote, JSON in a string) or, with none, a worker_failed coded FAILED; the other WorkerStates and a
+    line cut before its end are claimed with no event."""
+    failed_raw = json.dumps(json.dumps({"message": {"message": "RuntimeError: CUDA error: an illegal memory access "
+                                                    "was encountered", "extraInfo": {"timestamp": "1700000000"}}}))
+    text = "\n".join([
+        status("SUCCEEDED", 0),
+        status("SUCCEEDED", 1, host="node-7", ts=1700000000),
+        status("FAILED", 5, host="node-3", raw=failed_raw),
+        status("HEALTHY", 2),
+        status("SUCCEEDED", 3)[:120],
+        status("FAILED", 6, host="node-3"),
+        status("FAILED", 7, host="node-3", raw='"KeyError: \'labels\'"'),
+    ]) + "\n"
+    ex = run(text)
+    got = ex.events.select("line_no", "kind", "code", "rank", "local_rank", "host").rows()
+    assert got == [(1, "train_end", "worker_succeeded", 0, 0, "f1638f8a8d30"),
+                   (2, "train_end", "worker_succeeded", 1, 1, "node-7"),
+                   (3, "exception", "RuntimeError", 5, 5, "node-3"),
+                   (6, "worker_failed", "FAILED", 6, 6, "node-3"),
+                   (7, "exception", "KeyError", 7, 7, "node-3")]
+    assert ex.events["ts"][1] == datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC) and ex.events["ts"][0] is None
+    assert ex.events["message"][2] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert ex.events["message"][4] == "KeyError: 'labels'"
+    check_accounting(ex, 7)
+    assert set(ex.claimed.to_list()) == set(range(1, 8))
+
+
+def test_worker_status_events_are_sniffed():
+    assert elastic.sniff(status("SUCCEEDED", 0) + "\n") > 0.5

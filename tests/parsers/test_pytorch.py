@@ -353,6 +353,23 @@ def test_store_and_rendezvous_errors():
         (6, "connect_failed"), (7, "peer_closed")]
 
 
+def test_rendezvous_closed_is_its_own_code_not_a_socket_close():
+    """RendezvousClosedError (torch/distributed/elastic/rendezvous/api.py; torchelastic's RendezvousClosedException
+    before it) is raised when the run_id's rendezvous state is marked closed, not by a socket: its own code, in
+    every shape it is printed (a traceback's last line, bare or with a message, the error handler's indented JSON
+    record, the old torchelastic name); a socket closed by the store's peer stays peer_closed."""
+    ex = run(
+        "torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n"
+        "torch.distributed.elastic.rendezvous.api.RendezvousClosedError: The rendezvous 'job-7' is closed.\n"
+        '    "message": "RendezvousClosedError: ",\n'
+        "torchelastic.rendezvous.api.RendezvousClosedException\n"
+        "[W TCPStore.cpp:131] [c10d] recvVector failed on SocketImpl(fd=12, addr=[node-1]:45678, remote=[node-0]:29500): failed to recv, got 0 bytes\n"
+        "[E socket.cpp:860] [c10d] Connection reset by peer while reading from [node-0]:29500\n")
+    assert ev(ex, "store_error").select("line_no", "code").rows() == [
+        (1, "rdzv_closed"), (2, "rdzv_closed"), (3, "rdzv_closed"), (4, "rdzv_closed"), (5, "peer_closed"),
+        (6, "peer_closed")]
+
+
 def test_store_timeouts_of_older_and_newer_torch():
     """tcputil::connect of PyTorch <= 1.12 raised a bare `RuntimeError: connect() timed out. Original timeout
     was N ms.` (no [c10d] tag); TCPStore::wait of 2.x raises `DistStoreError: wait timeout after N ms`. Both

@@ -36,7 +36,7 @@ from parsers.timestamps import iso
 
 # Lines that can matter at all (a literal alternation: the regex engine runs it as a fast
 # multi-literal search). Bare error texts (no NCCL prefix) appear after PyTorch's `Last error:`.
-_TRIGGER = r"NCCL|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"  # no match: nothing to do
+_TRIGGER = r"NCCL|RCCL version|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"  # no match: nothing to do
 
 PREFIX_RE = (
     r"(?:\[(?P<nts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] )?"
@@ -46,7 +46,10 @@ PREFIX_RE = (
     r"(?:(?P<file>\S+):(?P<fline>\d+) (?:\((?P<func>[^)]+)\) )?)?"
     r"NCCL (?P<level>INFO|WARN|TRACE|CALL)(?: (?P<msg>.*))?$"
 )
-VERSION_RE = r"^\s*NCCL version (\d+\.\d+\.\d+)"
+# NCCL's banner `NCCL version 2.21.5+cuda12.4` (src/init.cc VERSION_STRING); RCCL's is `RCCL version : 2.21.5-HEAD:
+# 9a0e6a1` (ROCm/rccl src/init.cc: VERSION_STRING "RCCL version : " major.minor.patch NCCL_SUFFIX, followed by
+# `HIP version  : ` / `ROCm version : ` lines).
+VERSION_RE = r"^\s*(?:NCCL version|RCCL version :) (\d+\.\d+\.\d+)"
 INIT_RE = (
     r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<crank>-?\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
     r"(?: nvmlDev (?P<nvml>-?\d+))? busId (?P<bus>[0-9a-fA-F]+)(?P<rest>.*?)"

@@ -370,3 +370,12 @@ def test_single_spaces_or_one_record_per_line_are_not_split():
              "n1:10:12 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
              "n2:20:21 [1] x<4>\n")
     assert ev(ex, "nccl_socket_error").height == 1 and ev(ex, "nccl_init").height == 1
+
+
+def test_rccl_version_banner_is_a_version_event():
+    """RCCL's banner (ROCm/rccl src/init.cc VERSION_STRING `RCCL version : X.Y.Z<suffix>`, then the HIP / ROCm
+    lines) is the library version, as NCCL's `NCCL version X.Y.Z+cudaN` is; the HIP / ROCm lines are not."""
+    ex = run("RCCL version : 2.21.5-HEAD:9a0e6a1\nHIP version  : 6.3.42134-a9a80e791\n"
+             "ROCm version : 6.3.3.0-74-cbc70b5\nz292:58192:58192 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n")
+    v = ev(ex, "nccl_version")
+    assert v["line_no"].to_list() == [1, 4] and v["code"].to_list() == ["2.21.5", "2.18.3"]

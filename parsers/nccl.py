@@ -36,7 +36,7 @@ from parsers.timestamps import iso
 
 # Lines that can matter at all (a literal alternation: the regex engine runs it as a fast
 # multi-literal search). Bare error texts (no NCCL prefix) appear after PyTorch's `Last error:`.
-_TRIGGER = r"NCCL|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"  # no match: nothing to do
+_TRIGGER = r"NCCL|RCCL version|NET/OFI|NET/IB|socketProgress|Communicators\.\.\.|Job summary"  # no match: nothing to do
 
 PREFIX_RE = (
     r"(?:\[(?P<nts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\] )?"
@@ -46,7 +46,10 @@ PREFIX_RE = (
     r"(?:(?P<file>\S+):(?P<fline>\d+) (?:\((?P<func>[^)]+)\) )?)?"
     r"NCCL (?P<level>INFO|WARN|TRACE|CALL)(?: (?P<msg>.*))?$"
 )
-VERSION_RE = r"^\s*NCCL version (\d+\.\d+\.\d+)"
+# NCCL's banner `NCCL version 2.21.5+cuda12.4` (src/init.cc VERSION_STRING); RCCL's is `RCCL version : 2.21.5-HEAD:
+# 9a0e6a1` (ROCm/rccl src/init.cc: VERSION_STRING "RCCL version : " major.minor.patch NCCL_SUFFIX, followed by
+# `HIP version  : ` / `ROCm version : ` lines).
+VERSION_RE = r"^\s*(?:NCCL version|RCCL version :) (\d+\.\d+\.\d+)"
 INIT_RE = (
     r"comm (?P<comm>0x[0-9a-fA-F]+) rank (?P<crank>-?\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
     r"(?: nvmlDev (?P<nvml>-?\d+))? busId (?P<bus>[0-9a-fA-F]+)(?P<rest>.*?)"
@@ -83,6 +86,13 @@ CUDA_TEST = r"Cuda failure|Failed to CUDA|CUDA error|cuda failure|cudaMalloc"
 ABORT_TEST = r"is in abort state|commReclaim|ncclCommSetAsyncError"
 
 
+# Terminal copies (a web console or tmux pane pasted flat): every row padded with spaces to the pane width and
+# the line breaks lost, so several NCCL records share one line. NCCL prints one record per line (src/debug.cc
+# ncclDebugLog: `host:pid:tid [dev] ...\n`), so a `host:pid:tid [dev] ` head behind a run of spaces inside a line
+# starts another record: the line is split there (each part keeps the line's number).
+GLUED_RE = r"\s{2,}([^\s:\[\]()<>]+:\d+:\d+ \[\d+\] )"
+
+
 def sniff(head: str) -> float:
     if "NCCL" not in head:
         return 0.0
@@ -104,7 +114,8 @@ def chatter(line: pl.Expr, interesting: pl.Expr | None = None) -> pl.Expr:
     if interesting is None:
         interesting = line.str.contains(INFO_INTERESTING)
     boring = (
-        (line.str.contains(" NCCL INFO ", literal=True) & ~interesting)
+        (line.str.contains(" NCCL INFO ", literal=True) & ~interesting
+         & ~line.str.contains("NCCL WARN", literal=True))  # a WARN glued behind INFO (GLUED_RE) is kept
         | line.str.contains(" NCCL TRACE ", literal=True) | line.str.contains(" NCCL CALL ", literal=True)
     )
     return boring & line.str.contains(PREFIX_CHECK)
@@ -274,6 +285,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     cand = lines.filter(pl.col("body").str.contains(_TRIGGER))
     if cand.is_empty():
         return Extraction(empty_events())
+    if cand["body"].str.contains(GLUED_RE).any():
+        cand = cand.with_columns(
+            pl.col("body").str.replace_all(GLUED_RE, "\n${1}").str.split("\n")).explode("body")
     # Plain INFO/TRACE/CALL chatter: a cheap prefix check, no capture groups (the hot path).
     cand = cand.with_columns(chatter(pl.col("body")).alias("_boring"))
     ignored_nos = cand.filter(pl.col("_boring"))["line_no"]

@@ -203,3 +203,33 @@ def test_nvls_cuda_failure_outranks_an_application_cuda_fault(tmp_path: Path, jo
     assert v["category"] == "nvlink", v["summary"]
     assert any(e["path"] == "nccl.log" and e["line"] == 1 for e in v["evidence"]), v["evidence"]
 
+
+
+IBV_ALLOC = [s for s in CATALOG.signatures if s.id == "nccl-ibv-resource-alloc"][0]
+
+
+@pytest.mark.parametrize("fn", ["ibv_alloc_pd", "ibv_create_cq", "ibv_create_qp", "ibv_reg_mr", "ibv_reg_mr_iova2",
+                                "ibv_reg_dmabuf_mr"])
+def test_every_verbs_allocation_in_both_wrapper_forms_is_a_limit(fn: str) -> None:
+    """src/misc/ibvwrap.cc creates every verbs object through IBV_PTR_CHECK ("Call to <fn> failed") or
+    IBV_PTR_CHECK_ERRNO ("... failed with error %s"); both forms, for each allocating call, are the pinned-memory /
+    resource-limit family (NCCL troubleshooting guide: remove the memlock limits), a configuration root."""
+    for text in (f"host1:10:11 [0] misc/ibvwrap.cc:200 NCCL WARN Call to {fn} failed",
+                 f"host1:10:11 [0] misc/ibvwrap.cc:200 NCCL WARN Call to {fn} failed with error Cannot allocate memory",
+                 f"ibvwrap.c:130 NCCL WARN Call to {fn} failed with error Resource temporarily unavailable"):
+        assert IBV_ALLOC.matches_text(text), text
+    assert (IBV_ALLOC.category, IBV_ALLOC.role) == ("nccl_config", "root")
+
+
+@pytest.mark.parametrize("text", [
+    "NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1, curr state INIT",
+    "NCCL WARN Call to ibv_dereg_mr failed with error Invalid argument errno 22",
+    "NCCL WARN Call to ibv_destroy_qp failed with error Device or resource busy errno 16",
+    "NCCL WARN Call to ibv_query_port failed with error No such device errno 19",
+    "NCCL WARN Call to ibv_create_qp failed with error No such device",
+    "NCCL WARN Call to ibv_reg_mr failed with error Input/output error",
+])
+def test_verbs_calls_outside_the_allocation_family(text: str) -> None:
+    """QP state changes, teardown and queries are not allocations; an allocation refused because the device is
+    gone (ENODEV / EIO) is no limit either."""
+    assert not IBV_ALLOC.matches_text(text)

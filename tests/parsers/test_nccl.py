@@ -342,3 +342,40 @@ def test_ras_repeated_unchanged_mismatch_is_stuck():
     moved = alone.replace("6650", "6702").replace("6649", "6701")
     for text in (_ras_report(alone) + _ras_report(moved), _ras_report(alone)):
         assert ev(run(text), "nccl_ras").filter(pl.col("code") == "STUCK").is_empty()
+
+
+def test_terminal_padded_rows_are_split_into_records():
+    """A terminal pane pasted flat: rows space-padded to the pane width, line breaks lost. Each `host:pid:tid
+    [dev] ` head behind a run of spaces starts a record of its own (NCCL prints one record per line), with the
+    line's number; a WARN glued behind INFO chatter is not dropped as chatter."""
+    pad = " " * 61
+    ex = run("node7:311:402 [2] NCCL INFO Channel 00/0 : 2[2] -> 10[2] [send] via NET/IB/2/GDRDMA" + pad +
+             "node7:311:402 [2] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+             "10.0.0.9<4421> with error 12, opcode 0, len 0, vendor err 129 (Send)" + pad +
+             "node7:311:402 [2] NCCL INFO transport/net.cc:1137 -> 6" + pad +
+             "node8:77:91 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+             "node7<5001>\n")
+    ib = ev(ex, "nccl_ib_error")
+    assert ib["line_no"].to_list() == [1] and ib["host"].to_list() == ["node7"] and ib["gpu"].to_list() == [2]
+    assert ib["code"].to_list() == ["12"] and ib["message"][0].endswith("vendor err 129 (Send)")
+    sock = ev(ex, "nccl_socket_error")
+    assert sock["host"].to_list() == ["node8"] and sock["code"].to_list() == ["connection_closed"]
+    err = ex.tables["nccl_errors"]
+    assert err.filter(pl.col("host") == "node7")["result"].to_list() == [6]
+
+
+def test_single_spaces_or_one_record_per_line_are_not_split():
+    """A record whose message holds a `host:pid:tid`-like token after single spaces is one record."""
+    ex = run("n1:10:11 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+             "n1:10:12 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer "
+             "n2:20:21 [1] x<4>\n")
+    assert ev(ex, "nccl_socket_error").height == 1 and ev(ex, "nccl_init").height == 1
+
+
+def test_rccl_version_banner_is_a_version_event():
+    """RCCL's banner (ROCm/rccl src/init.cc VERSION_STRING `RCCL version : X.Y.Z<suffix>`, then the HIP / ROCm
+    lines) is the library version, as NCCL's `NCCL version X.Y.Z+cudaN` is; the HIP / ROCm lines are not."""
+    ex = run("RCCL version : 2.21.5-HEAD:9a0e6a1\nHIP version  : 6.3.42134-a9a80e791\n"
+             "ROCm version : 6.3.3.0-74-cbc70b5\nz292:58192:58192 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n")
+    v = ev(ex, "nccl_version")
+    assert v["line_no"].to_list() == [1, 4] and v["code"].to_list() == ["2.21.5", "2.18.3"]

@@ -39,8 +39,9 @@ def test_cuda_table_is_the_whole_enum():
 
 @pytest.mark.parametrize("row", _cuda_rows(), ids=lambda r: r["code"])
 def test_every_cuda_error_matches_its_family_only(row):
-    """The runtime string (as PyTorch prints it), the runtime name (CuPy, HPC codes) and the driver
-    name (TF, JAX, cuInit callers) each hit the row's family and no other CUDA family."""
+    """The runtime string (as PyTorch prints it), the runtime name (CuPy, HPC codes), the driver
+    name (TF, JAX, cuInit callers) and a glog CHECK on the status value each hit the row's family and
+    no other CUDA family."""
     forms = []
     if row["message"]:
         forms += [f"RuntimeError: CUDA error: {row['message']}", f"Cuda failure {row['code']} '{row['message']}'"]
@@ -49,6 +50,11 @@ def test_every_cuda_error_matches_its_family_only(row):
     if row["driver_name"]:
         forms.append(f"F0101 10:00:00.000 12 gpu_init.cc:80] Failed call to cuInit: {row['driver_name']}")
     forms.append(f"THCudaCheck FAIL file=/pytorch/aten/src/THC/x.cu line=66 error={row['code']} : cuda runtime error ({row['code']})")
+    # glog CHECKs on the status (Caffe's CUDA_CHECK appends cudaGetErrorString; code-only and reversed forms)
+    forms.append(f"F1122 12:29:18.252681  3480 gpu_memory.cpp:152] Check failed: error == cudaSuccess ({row['code']} vs. 0)"
+                 f"  {row['message']}".rstrip())
+    forms.append(f"F0101 12:00:00.123456  4242 cuda_graph.cc:88] Check failed: status == CUDA_SUCCESS ({row['code']} vs. 0)")
+    forms.append(f"Check failed: cudaSuccess == cudaGetLastError() (0 vs. {row['code']})")
     for text in forms:
         assert _cuda_families(text) == [row["family"]], text
 

@@ -55,6 +55,12 @@ def test_every_cuda_error_matches_its_family_only(row):
                  f"  {row['message']}".rstrip())
     forms.append(f"F0101 12:00:00.123456  4242 cuda_graph.cc:88] Check failed: status == CUDA_SUCCESS ({row['code']} vs. 0)")
     forms.append(f"Check failed: cudaSuccess == cudaGetLastError() (0 vs. {row['code']})")
+    # RELION's HANDLE_ERROR (`ERROR: <string> in <file> at line <n> (error-code <n>)`) and the CUDA by Example
+    # HandleError shape in a CUDA source file
+    forms.append(f"ERROR: {row['message'] or 'x'} in /home/u/relion/src/acc/cuda/custom_allocator.cuh at line 176 "
+                 f"(error-code {row['code']})")
+    if row["message"] and row["family"] != "cuda-api-misuse":
+        forms.append(f"{row['message']} in /src/kernels/reduce.cu at line 88")
     for text in forms:
         assert _cuda_families(text) == [row["family"]], text
 
@@ -79,6 +85,11 @@ def test_generic_cuda_messages_need_a_cuda_wrapper():
                           "calling NumCudaDevices() that might have already set an error? Error 802: system not yet "
                           "initialized") == ["cuda-system-not-ready"]
     assert _cuda_families("the fabric is not ready: system not yet initialized") == []
+    # the HandleError shape counts in CUDA source only; the bare `(error-code N)` of RELION needs its `at line`
+    assert _cuda_families("out of memory in /src/alloc.cpp at line 9") == []
+    assert _cuda_families("invalid argument in /src/kernels/reduce.cu at line 88") == []
+    assert _cuda_families("ERROR: out of memory in /src/acc/cuda/custom_allocator.cuh at line 176") == ["cuda-oom"]
+    assert _cuda_families("exit status (error-code 700)") == []
 
 
 def test_ib_completion_statuses_are_partitioned():

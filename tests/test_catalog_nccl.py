@@ -220,3 +220,25 @@ def test_nvls_cuda_failure_outranks_an_application_cuda_fault(tmp_path: Path, jo
     assert v["category"] == "nvlink", v["summary"]
     assert any(e["path"] == "nccl.log" and e["line"] == 1 for e in v["evidence"]), v["evidence"]
 
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    # the library rejected the call: parameters, build, architecture or version (cublas_api.h, cudnn_graph.h,
+    # curand.h, cusparse.h, cusolver_common.h status enums)
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_VERSION_MISMATCH", "pt-cuda-library-misuse"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasLtMatmul(ltHandle, ...)`",
+     "pt-cuda-library-misuse"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH", "pt-cuda-library-misuse"),
+    ("F0101 10:00:00.000000 7 random.cu:31] Check failed: status == CURAND_STATUS_SUCCESS (104 vs. 0)  "
+     "CURAND_STATUS_OUT_OF_RANGE", "pt-cuda-library-misuse"),
+    ("cusolverDnSgetrf failed: CUSOLVER_STATUS_INVALID_VALUE", "pt-cuda-library-misuse"),
+    # the others belong elsewhere: memory, a kernel that died, a handle that could not be made
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", None),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm(...)`", None),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", None),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", None),
+])
+def test_cuda_library_status_names(text: str, family: str | None) -> None:
+    s = CATALOG.by_id("pt-cuda-library-misuse")
+    assert s.matches_text(text) is (family is not None), text
+    assert _cuda_families(text) == []  # no cudaError_t family claims a library status

@@ -81,6 +81,14 @@ VARIANTS = {
     "relion-kernel-error-code-719": ({"run.err": (
         "KERNEL_ERROR: unspecified launch failure in /usr/local/relion/src/acc/acc_ml_optimiser_impl.h at line 428 "
         "(error-code 719)\n")}, "cuda_error", "cuda-launch-failure", {"host": None}),
+    # Caffe's CUDNN_CHECK on a rejected call, and PyTorch's cuDNN error: the library refused its parameters
+    "glog-cudnn-check-bad-param": ({"caffe.log": (
+        "F0312 08:15:42.000001 99 cudnn_conv_layer.cpp:53] Check failed: status == CUDNN_STATUS_SUCCESS (3 vs. 0)  "
+        "CUDNN_STATUS_BAD_PARAM\n")}, "framework_bug", "pt-cuda-library-misuse", {"host": None}),
+    "pytorch-cudnn-not-supported": ({"train.log": (
+        "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    y = conv(x)\n"
+        "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a "
+        "non-contiguous input.\n")}, "framework_bug", "pt-cuda-library-misuse", {"host": None}),
     # the CUDA by Example HandleError shape in a .cu file (a copy that prefixes `[ERROR] `), located by the one
     # Xid 13 of the node's syslog (year-less: no wall-clock time, so the application's line decides)
     "handleerror-cu-located-by-xid": ({"solver.out": "[ERROR] an illegal memory access was encountered in "

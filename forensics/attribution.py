@@ -417,6 +417,11 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         host, rank, gpu, pci = _fill_culprit(root, rmap, set(ae["host"].drop_nulls().to_list()))
         summary = root["summary"]
         root_code = root["code"]
+        if host is None and rank is None and gpu is None and pci is None:
+            sib = _sibling_location(root, roots)
+            if sib is not None:
+                host, rank, gpu, pci = _fill_culprit(sib, rmap, set(ae["host"].drop_nulls().to_list()))
+                notes.append(f"located by {sib['signature']} at {sib['path']}:{sib['line_no']}")
         server = _netfs_server(root, ip_host)
         if server is not None:
             # A network filesystem client reports its server silent (parsers/kernel.py NETFS_SERVER_RE):
@@ -492,6 +497,20 @@ def _preprocessing_wait(ae: pl.DataFrame, prec: Precedence) -> dict | None:
     if prep.is_empty():
         return None
     return prep.sort("line_no").row(-1, named=True)
+
+
+def _sibling_location(root: dict, roots: pl.DataFrame) -> dict | None:
+    """A root that names no host, rank or GPU (an application's CUDA error string in a file with no
+    host in its content or path) takes its location from the attempt's other root hits of the same
+    category that do name one, when they all name the same place: the kernel's Xid for the same fault
+    names the GPU (`NVRM: Xid (PCI:0000:41:00): 13, ...` beside `an illegal instruction was
+    encountered`). Several places, or none: no location (unknown stays null)."""
+    located = roots.filter((pl.col("category") == root["category"]) & (pl.col("event_id") != root["event_id"])
+                           & (pl.col("host").is_not_null() | pl.col("pci_bus_id").is_not_null()
+                              | pl.col("rank").is_not_null()))
+    if located.is_empty() or located.select("host", "rank", "pci_bus_id").unique().height != 1:
+        return None
+    return located.sort("ts", "event_id", nulls_last=True).row(0, named=True)
 
 
 def _netfs_server(root: dict, ip_host: dict[str, str]) -> str | None:

@@ -94,7 +94,15 @@ RESULT_BY_TEXT = [
     ("NCCL operation in progress", "ncclInProgress"),
     ("timeout", "ncclTimeout"),
 ]
-CUDA_ERR = r"CUDA error: |cuda runtime error \(\d+\)|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|uncorrectable ECC error"
+# a glog/absl CHECK on a CUDA library status is a CUDA error check, not a native crash: Caffe's
+# include/caffe/util/device_alternate.hpp `CUDA_CHECK` = `CHECK_EQ(error, cudaSuccess) << " " <<
+# cudaGetErrorString(error)` (and CUBLAS_CHECK / CURAND_CHECK / CUDNN_CHECK / CUSPARSE_CHECK with the
+# library's `*_SUCCESS` and its error string), the many `CHECK_EQ(cudaSuccess, e)` / `CHECK_EQ(status,
+# CUDA_SUCCESS)` copies; glog prints `Check failed: <a> == <b> (<va> vs. <vb>) <message>`.
+CUDA_CHECK = (r"Check failed: .*\b(?:cudaSuccess|CUDA_SUCCESS|CUBLAS_STATUS_SUCCESS|CUDNN_STATUS_SUCCESS"
+              r"|CURAND_STATUS_SUCCESS|CUSPARSE_STATUS_SUCCESS|CUSOLVER_STATUS_SUCCESS|CUFFT_SUCCESS)\b")
+CUDA_ERR = (r"CUDA error: |cuda runtime error \(\d+\)|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|uncorrectable ECC error|"
+            + CUDA_CHECK)
 # a kernel's own failed assert(), printed by the device runtime once per failing thread before the host sees
 # `device-side assert triggered`: NVIDIA's `<file>:<line>: <function>: block: [x,y,z], thread: [x,y,z] Assertion
 # `<cond>` failed.` (CUDA C++ Programming Guide, "Assertion"; ATen's CUDA_KERNEL_ASSERT, c10/macros/Macros.h,
@@ -509,6 +517,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_oom = m.str.contains(OOM_GPU) | m.str.contains(OOM_HOST) | m.str.contains(OOM_SHM)
     cu = cand.filter(m.str.contains(CUDA_ERR) & ~is_oom)
     cuda_code = pl.coalesce(
+        # a CUDA_CHECK: the error string glog appends after `(<va> vs. <vb>)`, else the failing status value
+        m.str.extract(CUDA_CHECK + r".*?\(-?\d+ vs\. -?\d+\)\s+(\S.*?)\s*$", 1),
+        pl.when(m.str.contains(CUDA_CHECK)).then(pl.coalesce(
+            m.str.extract(r"== \w+ \((-?\d+) vs\. 0\)", 1), m.str.extract(r"\(0 vs\. (-?\d+)\)", 1))),
         m.str.extract(r"(CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+)", 1),
         m.str.extract(r"CUDA error: ([^.\n]+?)\.?\s*$", 1),
         m.str.extract(r"CUDA error: ([^.]+)", 1),
@@ -539,7 +551,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     sig_code = pl.lit(None, dtype=pl.Utf8)
     for pattern, name in reversed(SIGNAL_BY_TEXT):
         sig_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(sig_code)
-    add(cand.filter(m.str.contains(SEGFAULT)), "segfault", "critical", sig_code.fill_null("SIGSEGV"))
+    add(cand.filter(m.str.contains(SEGFAULT) & ~m.str.contains(CUDA_CHECK)), "segfault", "critical",
+        sig_code.fill_null("SIGSEGV"))
     add(cand.filter(m.str.contains(NAN)).with_columns(
         m.str.extract(SELF_DEVICE, 1).cast(pl.Int64, strict=False).alias("gpu")), "nan", "warning", pl.lit("nan"))
     bar = cand.filter(m.str.contains(PREPROC_BAR) | m.str.contains(PREPROC_BANNER))

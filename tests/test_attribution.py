@@ -244,3 +244,34 @@ def test_after_completion_names_the_rendezvous_closed_signal() -> None:
     doc = tomllib.loads((ROOT / "forensics" / "signatures" / "precedence.toml").read_text(encoding="utf-8"))
     del doc["after_completion"]
     assert parse_precedence(doc).after_completion == ()
+
+
+@pytest.mark.parametrize(("app", "kernel", "where"), [
+    # RELION's HANDLE_ERROR beside the kernel's Xid 13 on one GPU (syslog prefix): the Xid names the GPU
+    ("ERROR: an illegal instruction was encountered in /opt/relion/src/acc/cuda/custom_allocator.cuh at line 176 "
+     "(error-code 73)\n",
+     "Feb 15 17:37:45 gpu-node-3 kernel: [82659.755933] NVRM: Xid (PCI:0000:41:00): 13, Graphics SM Warp Exception "
+     "on (GPC 1, TPC 0, SM 0): Illegal Instruction Encoding\n", {"host": "gpu-node-3", "pci_bus_id": "0000:41:00"}),
+    # PyTorch's CUDA error string with an Xid 31 MMU fault of the same process (dmesg -T)
+    ("RuntimeError: CUDA error: an illegal memory access was encountered\n",
+     dmesg(("08:10:00", "NVRM: Xid (PCI:0000:3b:00): 31, pid=4242, name=python3, Ch 00000010, intr 00000000. MMU "
+            "Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f29_5b8c9000. Fault is of type FAULT_PDE "
+            "ACCESS_TYPE_VIRT_READ")), {"pci_bus_id": "0000:3b:00"}),
+])
+def test_an_unlocated_cuda_error_takes_the_gpu_of_its_kernel_xid(
+        job_of: Callable[[dict[str, str]], Path], tmp_path: Path, app: str, kernel: str, where: dict) -> None:
+    v = verdict(job_of({"run.err": app, "kern.log": kernel}), tmp_path)
+    assert v["category"] == "cuda_error", v["summary"]
+    assert {k: v["culprit"][k] for k in where} == where, v["culprit"]
+    # the application's line decides when the Xid has no wall-clock time; else the stamped Xid is the root
+    assert v["evidence"][0]["path"].endswith("kern.log") or "located by xid-13" in v["summary"], v["summary"]
+
+
+def test_an_unlocated_cuda_error_with_xids_on_two_gpus_stays_unlocated(
+        job_of: Callable[[dict[str, str]], Path], tmp_path: Path) -> None:
+    """Two GPUs report the same kind of fault: which one the application's error came from is unknown."""
+    kern = f"[82659.755933] {XID13}\n[82659.756011] {XID13.replace('0000:3b:00', '0000:86:00')}\n"
+    v = verdict(job_of({"run.err": "RuntimeError: CUDA error: an illegal instruction was encountered\n",
+                        "kern.log": kern}), tmp_path)
+    assert v["category"] == "cuda_error" and v["evidence"][0]["path"].endswith("run.err"), v["summary"]
+    assert "located by" not in v["summary"] and v["culprit"]["pci_bus_id"] is None, v["summary"]

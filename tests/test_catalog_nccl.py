@@ -39,8 +39,9 @@ def test_cuda_table_is_the_whole_enum():
 
 @pytest.mark.parametrize("row", _cuda_rows(), ids=lambda r: r["code"])
 def test_every_cuda_error_matches_its_family_only(row):
-    """The runtime string (as PyTorch prints it), the runtime name (CuPy, HPC codes) and the driver
-    name (TF, JAX, cuInit callers) each hit the row's family and no other CUDA family."""
+    """The runtime string (as PyTorch prints it), the runtime name (CuPy, HPC codes), the driver
+    name (TF, JAX, cuInit callers) and a glog CHECK on the status value each hit the row's family and
+    no other CUDA family."""
     forms = []
     if row["message"]:
         forms += [f"RuntimeError: CUDA error: {row['message']}", f"Cuda failure {row['code']} '{row['message']}'"]
@@ -49,6 +50,17 @@ def test_every_cuda_error_matches_its_family_only(row):
     if row["driver_name"]:
         forms.append(f"F0101 10:00:00.000 12 gpu_init.cc:80] Failed call to cuInit: {row['driver_name']}")
     forms.append(f"THCudaCheck FAIL file=/pytorch/aten/src/THC/x.cu line=66 error={row['code']} : cuda runtime error ({row['code']})")
+    # glog CHECKs on the status (Caffe's CUDA_CHECK appends cudaGetErrorString; code-only and reversed forms)
+    forms.append(f"F1122 12:29:18.252681  3480 gpu_memory.cpp:152] Check failed: error == cudaSuccess ({row['code']} vs. 0)"
+                 f"  {row['message']}".rstrip())
+    forms.append(f"F0101 12:00:00.123456  4242 cuda_graph.cc:88] Check failed: status == CUDA_SUCCESS ({row['code']} vs. 0)")
+    forms.append(f"Check failed: cudaSuccess == cudaGetLastError() (0 vs. {row['code']})")
+    # RELION's HANDLE_ERROR (`ERROR: <string> in <file> at line <n> (error-code <n>)`) and the CUDA by Example
+    # HandleError shape in a CUDA source file
+    forms.append(f"ERROR: {row['message'] or 'x'} in /home/u/relion/src/acc/cuda/custom_allocator.cuh at line 176 "
+                 f"(error-code {row['code']})")
+    if row["message"] and row["family"] != "cuda-api-misuse":
+        forms.append(f"{row['message']} in /src/kernels/reduce.cu at line 88")
     for text in forms:
         assert _cuda_families(text) == [row["family"]], text
 
@@ -73,6 +85,11 @@ def test_generic_cuda_messages_need_a_cuda_wrapper():
                           "calling NumCudaDevices() that might have already set an error? Error 802: system not yet "
                           "initialized") == ["cuda-system-not-ready"]
     assert _cuda_families("the fabric is not ready: system not yet initialized") == []
+    # the HandleError shape counts in CUDA source only; the bare `(error-code N)` of RELION needs its `at line`
+    assert _cuda_families("out of memory in /src/alloc.cpp at line 9") == []
+    assert _cuda_families("invalid argument in /src/kernels/reduce.cu at line 88") == []
+    assert _cuda_families("ERROR: out of memory in /src/acc/cuda/custom_allocator.cuh at line 176") == ["cuda-oom"]
+    assert _cuda_families("exit status (error-code 700)") == []
 
 
 def test_ib_completion_statuses_are_partitioned():
@@ -233,3 +250,25 @@ def test_verbs_calls_outside_the_allocation_family(text: str) -> None:
     """QP state changes, teardown and queries are not allocations; an allocation refused because the device is
     gone (ENODEV / EIO) is no limit either."""
     assert not IBV_ALLOC.matches_text(text)
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    # the library rejected the call: parameters, build, architecture or version (cublas_api.h, cudnn_graph.h,
+    # curand.h, cusparse.h, cusolver_common.h status enums)
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_VERSION_MISMATCH", "pt-cuda-library-misuse"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ARCH_MISMATCH when calling `cublasLtMatmul(ltHandle, ...)`",
+     "pt-cuda-library-misuse"),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_BAD_PARAM_STREAM_MISMATCH", "pt-cuda-library-misuse"),
+    ("F0101 10:00:00.000000 7 random.cu:31] Check failed: status == CURAND_STATUS_SUCCESS (104 vs. 0)  "
+     "CURAND_STATUS_OUT_OF_RANGE", "pt-cuda-library-misuse"),
+    ("cusolverDnSgetrf failed: CUSOLVER_STATUS_INVALID_VALUE", "pt-cuda-library-misuse"),
+    # the others belong elsewhere: memory, a kernel that died, a handle that could not be made
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", None),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm(...)`", None),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR", None),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`", None),
+])
+def test_cuda_library_status_names(text: str, family: str | None) -> None:
+    s = CATALOG.by_id("pt-cuda-library-misuse")
+    assert s.matches_text(text) is (family is not None), text
+    assert _cuda_families(text) == []  # no cudaError_t family claims a library status

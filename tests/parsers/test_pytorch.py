@@ -324,13 +324,35 @@ def test_checkpoint_write_failure_in_save_frames():
     assert ev(ex, "exception").select("line_no", "code").rows() == [(6, "RuntimeError"), (10, "TypeError")]
 
 
+def test_glog_checks_on_a_cuda_status_are_cuda_errors():
+    """A glog CHECK on a CUDA library status (Caffe's device_alternate.hpp CUDA_CHECK / CUBLAS_CHECK /
+    CUDNN_CHECK, `CHECK_EQ(error, cudaSuccess) << " " << cudaGetErrorString(error)`) is a CUDA error, code =
+    the appended error string, else the failing value; a CHECK on anything else stays a native crash."""
+    ex = run(
+        "WARNING: Logging before InitGoogleLogging() is written to STDERR\n"
+        "F1122 12:29:18.252681  3480 gpu_memory.cpp:152] Check failed: error == cudaSuccess (46 vs. 0)  "
+        "all CUDA-capable devices are busy or unavailable\n"
+        "*** Check failure stack trace: ***\n"
+        "F0101 12:00:00.123456  4242 cuda_graph.cc:88] Check failed: status == CUDA_SUCCESS (2 vs. 0)\n"
+        "F0312 08:15:42.000001 99 math_functions.cu:79] Check failed: status == CUBLAS_STATUS_SUCCESS (13 vs. 0)  "
+        "CUBLAS_STATUS_EXECUTION_FAILED\n"
+        "F0312 08:15:43.000001 99 cudnn_conv_layer.cu:28] Check failed: status == CUDNN_STATUS_SUCCESS (8 vs. 0)  "
+        "CUDNN_STATUS_EXECUTION_FAILED\n"
+        "F0725 03:11:09.101010 17 common.cpp:152] Check failed: cudaSuccess == cudaGetDevice(&device) (0 vs. 100)\n"
+        "F0101 12:00:01.000000  4242 tensor_shape.cc:345] Check failed: size >= 0 (-1 vs. 0)\n")
+    assert ev(ex, "cuda_error").select("line_no", "code").rows() == [
+        (2, "all CUDA-capable devices are busy or unavailable"), (4, "2"), (5, "CUBLAS_STATUS_EXECUTION_FAILED"),
+        (6, "CUDNN_STATUS_EXECUTION_FAILED"), (7, "100")]
+    assert ev(ex, "segfault").select("line_no", "code").rows() == [(8, "check_failed")]
+
+
 def test_native_crash_dumps():
     ex = run(
         "*** Aborted at 1700000000 (unix time) try \"date -d @1700000000\" if you are using GNU date ***\n"
         "PC: @     0x7f3a2b1c4d5e (unknown)\n"
         "*** SIGSEGV (@0x0) received by PID 4242 (TID 0x7f3a00000700) from PID 0; stack trace: ***\n"
         "*** SIGBUS received at time=1700000001 on cpu 7 ***\n"
-        "F0101 12:00:00.123456  4242 cuda_graph.cc:88] Check failed: status == CUDA_SUCCESS (2 vs. 0)\n"
+        "F0101 12:00:00.123456  4242 tensor_shape.cc:345] Check failed: size >= 0 (-1 vs. 0)\n"
         "Fatal Python error: Aborted\n"
         "Bus error (core dumped)\n"
         "ERROR: Unexpected segmentation fault encountered in worker.\n")

@@ -22,7 +22,14 @@ MAX_KEPT_ERRORS = 10_000  # error-like unparsed lines kept per file (all are cou
 MAX_ERROR_CHARS = 2000  # of each kept line
 _ISO_ANY = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 _GLOG = r"^\[?[IWEF](\d{3,4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
-ERRORISH = r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic"
+# error-like words: any line of an unread file holding one is kept (never only counted). Beyond the
+# generic words, the ones error strings carry without them: CUDA's cudaGetErrorString texts ("an
+# illegal memory access was encountered", "unspecified launch failure"; signatures/cuda_errors.csv),
+# the kernel's and libc's (segfault, "Segmentation fault", MMU/page faults, "core dumped", "Out of
+# memory", strerror's ENOSPC / EACCES / ECONNREFUSED / ENETUNREACH texts) and Python's traceback head
+ERRORISH = (r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic"
+            r"|illegal|\bfault|segfault|core dumped|out of memory|no space left|denied|refused|unreachable"
+            r"|traceback")
 
 
 @dataclass

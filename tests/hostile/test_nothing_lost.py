@@ -81,3 +81,28 @@ def test_few_error_lines_are_all_listed(tmp_path: Path) -> None:
     assert [(u["line"], u["text"]) for u in rep["unparsed_errors"]] == [
         (2, "segfault? no: Exception in thread"), (4, "Xid 999 odd"), (5, "WARN low")]
     assert not any("look like errors" in w for w in rep["warnings"])
+
+
+def test_error_strings_without_an_error_word_are_kept(tmp_path: Path) -> None:
+    """Error texts that carry none of the generic words (CUDA's cudaGetErrorString strings in a sample's
+    own `<string> in <file> at line <n>` check, the kernel's and libc's fault and strerror texts) are
+    error-like lines of a file no parser reads: kept, with their line numbers; ordinary words that
+    contain such a word are not."""
+    lines = [
+        "an illegal memory access was encountered in kernel.cu at line 88",  # kept
+        "using the default settings for the run",
+        "Segmentation fault (core dumped)",  # read (the native-crash rule)
+        "write(): No space left on device",  # kept
+        "open /data/ckpt: Permission denied",  # kept
+        "dial tcp 10.0.0.7:29500: connect: connection refused",  # kept
+        "faulty cable suspected on port 3",  # kept
+        "the defaults are fine",
+    ]
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "run.out").write_text("\n".join(lines) + "\n")
+    a = analyze(job, tmp_path / "out", html=False)
+    kept = a.sql("SELECT line_no FROM unparsed_lines ORDER BY line_no")["line_no"].to_list()
+    read = a.sql("SELECT line_no FROM events WHERE source <> 'generic'")["line_no"].to_list()
+    assert kept == [1, 4, 5, 6, 7] and read == [3]
+    assert sorted(kept + read) == [i + 1 for i, t in enumerate(lines) if ERR.search(t)]

@@ -747,8 +747,10 @@ def sniff(head: str) -> float:
         return 0.95
     if any(w in head for w in DIAG_ROW_WORDS) and re.search(r"(?m)" + DIAG_ROW_RE, head):
         return 0.9
+    # nv-hostengine's log: below the line parsers' usual scores, so that a log holding other sources'
+    # lines too (a journal, a rank log) stays theirs and a health line there is read as an error line
     if "in health system" in head and re.search(HOSTENGINE_HEALTH_RE.replace("$", "", 1), head):
-        return 0.9
+        return 0.6
     first = next((ln for ln in s.splitlines() if ln.strip() and not ln.startswith("#")), "")
     cols = [c.strip().strip('"').lower() for c in first.split(",")]
     if "value" in cols and ("metric" in cols or "__name__" in cols) and re.search(r"DCGM_|dcgm_", head):

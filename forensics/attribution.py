@@ -581,7 +581,12 @@ def _select_evidence(root: dict | None, aj: pl.DataFrame, culprit_host: str | No
         return []
     rows = []
     if root is not None:
-        rows.append(aj.filter(pl.col("event_id") == root["event_id"]).head(1))
+        # the root event's row of the deciding signature: an event may also match a context one
+        mine = aj.filter(pl.col("event_id") == root["event_id"])
+        if root.get("signature") is not None:
+            mine = mine.with_columns((pl.col("signature") != root["signature"]).alias("_o")).sort(
+                "_o", maintain_order=True).drop("_o")
+        rows.append(mine.head(1))
     if culprit_host is not None:
         own = aj.filter(pl.col("role").is_in(["root", "cascade"]) & (pl.col("host") == culprit_host))
         rows.append(own.with_columns((pl.col("role") != "root").alias("_c")).sort(

@@ -622,6 +622,17 @@ DIAG_ANY_RE = "|".join(f"(?:{p})" for p in (DIAG_HDR_RE, DIAG_SECTION_RE, DIAG_R
 CELLS_RE = r"^\|\s*(?P<left>.*?)\s*\|\s*(?P<right>.*?)\s*\|\s*$"
 NEW_HEALTH_RE = r"^(?P<sys>[A-Za-z][\w ./-]*?):\s*(?P<st>Healthy|Warning|Failure)(?:\s*-\s*(?P<msg>.*))?$"
 STATUS_WORDS = ["Healthy", "Warning", "Failure"]
+# nv-hostengine's own log: each health incident the health watch sets is logged by
+# modules/health/DcgmHealthWatch.cpp SetResponse as `log_error("Detected a {} in health system {}:
+# '{}'", GetHealthResultAsString(status), GetHealthSystemAsString(system), d.GetMessage())` (github:
+# NVIDIA/DCGM 72fa3fe): result WARNING | FAILURE, system PCIe | NVLink | PMU | MCU | Memory | SM |
+# Inforom | Thermal | Power | Driver | NVSwitch ... | ConnectX ..., the message a dcgm_errors.h
+# DCGM_FR_*_MSG text (+ its _NEXT suggestion), which names the GPU as `GPU %u`. The line has the
+# logger's `<date> <time> ERROR [pid:tid] [[Health]] ` head; a copy may lose the head or the closing quote.
+HOSTENGINE_HEALTH_RE = (r"Detected an? (?P<st>WARNING|FAILURE|UNKNOWN) in health system (?P<sys>[^:']+?):\s*"
+                        r"'?(?P<msg>.*?)'?\s*$")
+HOSTENGINE_RESULT = {"WARNING": "Warning", "FAILURE": "Failure", "UNKNOWN": "Warning"}
+_HOSTENGINE_TS = r"^\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)"
 
 
 def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
@@ -675,6 +686,29 @@ def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
                       claimed=claimed.unique().sort(), ignored=ignored.sort(), warnings=[])
 
 
+def _hostengine(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    """nv-hostengine log lines of health incidents (HOSTENGINE_HEALTH_RE) -> `dcgm_health` events
+    (code Warning | Failure as `dcgmi health`, gpu from the message's `GPU n`). The log's other lines
+    (module loading, connections) stay unparsed: the error-like ones reach the signatures as error lines."""
+    t = pl.col("text")
+    g = t.str.extract_groups(HOSTENGINE_HEALTH_RE)
+    df = lines.select("line_no", "text").with_columns(g.alias("_g")).unnest("_g").filter(pl.col("st").is_not_null())
+    raw = t.str.extract(_HOSTENGINE_TS, 1)
+    ev = df.with_columns(
+        pl.lit("dcgm_health").alias("kind"),
+        pl.col("st").replace_strict(HOSTENGINE_RESULT, default="Warning").alias("code"),
+        pl.when(pl.col("st") == "FAILURE").then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
+        pl.col("msg").str.extract(r"\bGPU (\d+)\b", 1).cast(pl.Int64, strict=False).alias("gpu"),
+        iso(raw, ctx.tz).alias("ts"), raw.alias("ts_raw"),
+        pl.when(raw.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
+        pl.lit(SPEC.name).alias("source"), pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
+        pl.concat_str([pl.col("sys"), pl.lit(": "), pl.col("msg")]).alias("message"))
+    events = events_frame(ev).sort("line_no")
+    return Extraction(events=events, tables={"dcgm_samples": empty_table("dcgm_samples")},
+                      claimed=events["line_no"].unique().sort(), ignored=pl.Series("line_no", [], dtype=pl.Int64),
+                      warnings=[])
+
+
 def _dcgmi_json(lines: pl.DataFrame, ctx: ParseContext, kind: str) -> Extraction:
     """`dcgmi health -c -j` / `dcgmi diag -j` (parsers/dcgmi_json.py): the table readers' events."""
     ev, claimed, ignored, warnings = dcgmi_json.read(lines, kind)
@@ -692,7 +726,7 @@ def _dcgmi_json(lines: pl.DataFrame, ctx: ParseContext, kind: str) -> Extraction
 # literals of every parser's SNIFF_NEEDS in one pass over a head and skips the sniffs it rules out.
 SNIFF_NEEDS = tuple((w, False) for w in ("DCGM_", "dcgm_", "#Entity", HEALTH_MARK, "Diagnostic", "| Pass",
                                          "| Fail", "| Warn", "| Skip", "-  Integration", "-  Deployment",
-                                         "-  Hardware", "-  Stress"))
+                                         "-  Hardware", "-  Stress", "in health system"))
 # a literal each match of these `(?m)` searches holds (`triage.literal_factor`, checked by
 # tests/test_sniffing.py): looked for first, since Python's `re` tries `^` at every offset of 64 KiB
 DIAG_SECTION_WORDS = ("Deployment", "Integration", "Hardware", "Stress", "Extended", "Metadata")
@@ -717,6 +751,10 @@ def sniff(head: str) -> float:
         return 0.95
     if any(w in head for w in DIAG_ROW_WORDS) and re.search(r"(?m)" + DIAG_ROW_RE, head):
         return 0.9
+    # nv-hostengine's log: below the line parsers' usual scores, so that a log holding other sources'
+    # lines too (a journal, a rank log) stays theirs and a health line there is read as an error line
+    if "in health system" in head and re.search(HOSTENGINE_HEALTH_RE.replace("$", "", 1), head):
+        return 0.6
     first = next((ln for ln in s.splitlines() if ln.strip() and not ln.startswith("#")), "")
     cols = [c.strip().strip('"').lower() for c in first.split(",")]
     if "value" in cols and ("metric" in cols or "__name__" in cols) and re.search(r"DCGM_|dcgm_", head):
@@ -751,6 +789,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return _dcgmi(lines, ctx, health=True)
     if lines["text"].str.contains(DIAG_ANY_RE).any():
         return _dcgmi(lines, ctx, health=False)
+    if lines["text"].str.contains(HOSTENGINE_HEALTH_RE).any():
+        return _hostengine(lines, ctx)
     hdr = _csv_header(lines)
     if hdr is not None:
         return _csv(lines, ctx, hdr[0])
@@ -1347,6 +1387,7 @@ SPEC = ParserSpec(
         "dcgmi health -c (old and new table layouts)",
         "dcgmi diag -r N",
         "dcgmi health -c -j, dcgmi diag -j JSON",
+        "nv-hostengine log: health watch incidents (Detected a WARNING in health system ...)",
     ),
     kinds=("dcgm_xid", "dcgm_health", "dcgm_diag"),
     tables=("dcgm_samples",),

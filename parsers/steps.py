@@ -129,7 +129,7 @@ KEYWORDS = [
     "fresh start", "Validation", "Dumping", "Deleting older", "Model weights saved",
     # generic step readers (MXNet, Keras, fairseq, DLLogger, tqdm, FlagScale, custom loops)
     "Epoch[", "Speed:", "/step", "s/it", "/batch", "num_updates", "DLL ", "Iteration", "Step ",
-    "Straggler Report", "Grad Norm", "ETA:",
+    "Straggler Report", "Grad Norm", "ETA:", "epoch took", "epoch: ",
 ]
 
 # The rules' own literals: every match of a rule's pattern holds one of these (RULE_LITERALS
@@ -418,6 +418,15 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
         # each epoch, as MXNet's batch does): `step` that offset, `epoch` the printed epoch
         (rf"^Train Epoch: (?P<ep>\d+) \[(?P<n>\d+)/(?P<tot>\d+) \(\d+%\)\]\s*(?:Loss: |loss=)(?P<loss>{NUM})",
          steprow("generic", step=inum(g("n")), epoch=inum(g("ep")), loss=fnum(g("loss")))),
+        # --- nnU-Net: the trainer's print_to_log_file lines (`<datetime>: ` head, stripped by PREFIX). v1
+        # (nnunet/training/network_training/network_trainer.py run_training) prints `\nepoch: ` with the
+        # epoch number (`epoch:  232` on its own line) at the start of each epoch and `This epoch took %f s`
+        # at its end; v2 (nnunetv2/training/nnUNetTrainer/nnUNetTrainer.py on_epoch_start / on_epoch_end)
+        # prints `Epoch 12` and `Epoch time: 287.45 s`. step = the epoch, from the last epoch line
+        # (`_nnunet_steps`); the epoch time is the step time.
+        (r"^(?:epoch:\s+|Epoch )(?P<ep>\d+)\s*$", {"aux": pl.lit("nnepoch"), "code": g("ep")}),
+        (rf"^(?:This epoch took|Epoch time:) (?P<t>{NUM}) ?s\b", steprow(
+            "nnunet", aux=pl.lit("nnunet"), step_time_s=fnum(g("t")))),
         # --- Keras: `Epoch 3/50`, then the epoch's progress line (batch n of tot)
         (r"^Epoch (?P<ep>\d+)/(?P<tot>\d+)\s*$", {"aux": pl.lit("kepoch"), "code": g("ep"),
                                                  "total_steps": inum(g("tot"))}),
@@ -512,6 +521,7 @@ def sniff(head: str) -> float:
         r"(?:^|\s)\d+/\d+ (?:\[[=>.]*\] )?- .*(?:- loss: |\d+m?s/step)", r"Train (?:loss|iter)\s+\d+ .*Grad Norm",
         r"\bloss = \S+, step = \d+", r"\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*\bloss=",
         r"Train Epoch: \d+ \[\d+/\d+ \(\d+%\)\]\s*(?:Loss: |loss=)",
+        r": (?:This epoch took|Epoch time:) \d+(?:\.\d+)? ?s\s*$",
     )
     weak = (
         r"saving checkpoint at iteration", r"successfully saved checkpoint", r"Saving model checkpoint",
@@ -535,7 +545,7 @@ def sniff(head: str) -> float:
 SNIFF_WORDS = ("iteration", "NeMo", "'loss'", "Running training", "RunningAvgSamplesPerSec", "steps: ", "titan",
                "Epoch ", "Training epoch", "step", "checkpoint", "Checkpoint", "across ranks", "datetime: ",
                "Epoch[", "num_updates", "DLL ", "/step", "Grad Norm", "Straggler", "loss = ", "saving model",
-               "OVERFLOW", "loss=", "Step", "Iteration")
+               "OVERFLOW", "loss=", "Step", "Iteration", "epoch took", "Epoch time")
 
 
 @cache
@@ -747,6 +757,22 @@ def _keras_steps(m: pl.DataFrame) -> pl.DataFrame:
     ).drop("_kep", "_ktot")
 
 
+def _nnunet_steps(m: pl.DataFrame) -> pl.DataFrame:
+    """nnU-Net epoch-time lines take their step (the epoch) from the last `epoch: N` / `Epoch N` line
+    above them; one with none above (a log cut at its head) keeps a null step (no step row)."""
+    aux = pl.col("aux").fill_null("")
+    if m.filter(aux == "nnunet").is_empty():
+        return m
+    is_ep = aux == "nnepoch"
+    ep = pl.when(is_ep).then(pl.col("code").cast(pl.Int64, strict=False))
+    m = m.sort("line_no").with_columns(ep.forward_fill().alias("_nep"))
+    return m.with_columns(
+        pl.when(aux == "nnunet").then(pl.col("_nep")).otherwise(pl.col("step")).alias("step"),
+        pl.when(aux == "nnunet").then(pl.col("_nep")).otherwise(pl.col("epoch")).alias("epoch"),
+        pl.when(is_ep).then(None).otherwise(pl.col("code")).alias("code"),
+    ).drop("_nep")
+
+
 def _torchtitan_times(steps: pl.DataFrame) -> pl.DataFrame:
     tt = pl.col("framework") == "torchtitan"
     s = steps.sort("line_no")
@@ -881,6 +907,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     )
     m = _hf_steps(m, lines, warnings)
     m = _keras_steps(m)
+    m = _nnunet_steps(m)
     m = _overflow_states(m, lines)
     timer_lines, dur = _timers(lines, m)
     host = pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host")

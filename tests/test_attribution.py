@@ -275,3 +275,14 @@ def test_an_unlocated_cuda_error_with_xids_on_two_gpus_stays_unlocated(
                         "kern.log": kern}), tmp_path)
     assert v["category"] == "cuda_error" and v["evidence"][0]["path"].endswith("run.err"), v["summary"]
     assert "located by" not in v["summary"] and v["culprit"]["pci_bus_id"] is None, v["summary"]
+
+
+def test_a_root_event_that_also_matches_a_context_signature_cites_the_deciding_one(job_of, tmp_path: Path) -> None:
+    # a DCGM health incident matches the catalog-wide `dcgm-health` context and the clocks-slowdown root:
+    # the verdict's first evidence row is the root's (github:NVIDIA/DCGM DcgmHealthWatch SetResponse format)
+    job = job_of({"nv-hostengine.log": (
+        "2024-02-01 15:40:10.512 ERROR [9596:9610] [[Health]] Detected a WARNING in health system Thermal: "
+        "'Detected clocks event due to thermal violation in GPU 6.'\n")})
+    v = verdict(job, tmp_path)
+    assert v["category"] == "straggler_hardware" and v["culprit"]["gpu"] == 6
+    assert (v["evidence"][0]["signature"], v["evidence"][0]["role"]) == ("dcgm-health-clocks-slowdown", "root")

@@ -678,3 +678,39 @@ def test_headerless_long_csv_read_by_both_readers(reader: str) -> None:
     assert ev.select("line_no", "kind", "code", "gpu", "host").rows() == [(4, "dcgm_xid", "79", 7, "node-000")]
     assert ev["pci_bus_id"].to_list() == ["0000:db:00"]
     assert any("without its header" in w for w in ext.warnings)
+
+
+# nv-hostengine's log: DcgmHealthWatch::SetResponse logs each health incident as `Detected a {WARNING|FAILURE}
+# in health system {system}: '{DCGM_FR message}'` (github:NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp)
+HOSTENGINE = (
+    "2024-02-01 14:12:01.207 ERROR [9596:9598] [[SysMon]] A runtime exception occured when creating module. "
+    "Ex: Incompatible hardware vendor for sysmon. [/workspaces/dcgm/modules/DcgmModule.h:146] [{anonymous}::SafeWrapper]\n"
+    "2024-02-01 15:40:10.512 ERROR [9596:9610] [[Health]] Detected a WARNING in health system Thermal: 'Detected clocks "
+    "event due to thermal violation in GPU 2. Verify that the cooling on this machine is functional, including external, "
+    "thermal material interface, fans, and any other components.'\n"
+    "2024-02-01 15:41:10.512 ERROR [9596:9610] [[Health]] Detected a FAILURE in health system PCIe: 'GPU 7 is running at "
+    "PCI link width 8X, which is below the minimum allowed link generation of 16 (parameter 'pcie.width')'\n"
+    "ERROR [1514002:1514004] [[Health]] Detected a WARNING in health system Power: 'Detected clocks event due to power "
+    "violation in GPU 5.\n"
+)
+
+
+def test_hostengine_health_incidents_are_dcgm_health_events_of_the_named_gpu() -> None:
+    ex = run(HOSTENGINE, host_hint="node-3")
+    check_contract(ex, 4)
+    ev = ex.events.to_dicts()
+    assert [(e["line_no"], e["kind"], e["code"], e["gpu"], e["severity"]) for e in ev] == [
+        (2, "dcgm_health", "Warning", 2, "warning"), (3, "dcgm_health", "Failure", 7, "error"),
+        (4, "dcgm_health", "Warning", 5, "warning")]
+    assert ev[0]["message"].startswith("Thermal: Detected clocks event due to thermal violation in GPU 2.")
+    assert ev[0]["ts"] == datetime(2024, 2, 1, 15, 40, 10, 512000, tzinfo=UTC) and ev[0]["ts_quality"] == "exact"
+    assert ev[2]["ts"] is None and ev[2]["message"] == "Power: Detected clocks event due to power violation in GPU 5."
+    assert {e["host"] for e in ev} == {"node-3"}
+    # the module-loading line is no health incident: left unparsed (an error line for the signatures)
+    assert 1 not in set(ex.claimed.to_list()) | set(ex.ignored.to_list())
+
+
+def test_hostengine_health_log_is_sniffed_only_with_an_incident_line() -> None:
+    assert dcgm.sniff(HOSTENGINE) == 0.6
+    assert dcgm.sniff(HOSTENGINE.split("\n", 1)[0] + "\n") == 0.0
+    assert dcgm.sniff("The Thermal watch in health system docs is described below\n") == 0.0

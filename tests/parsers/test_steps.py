@@ -776,3 +776,44 @@ def test_pytorch_examples_train_epoch_lines() -> None:
         (0, 1, 2.300039, "generic"), (640, 1, 2.21347, "generic"), (0, 2, 0.3021, "generic")]
     assert all(r["total_steps"] is None for r in s)  # 60000 is the dataset size, not a step count
     assert parse("Test set: Average loss: 0.0330, Accuracy: 9894/10000 (99%)\n").events.height == 0
+
+
+# nnU-Net print_to_log_file lines: v1 network_trainer.py (`epoch:  N` / `This epoch took %f s`),
+# v2 nnUNetTrainer.py (`Epoch N` / `Epoch time: X s`)
+NNUNET_V1 = """2021-05-19 13:58:41.260488: This epoch took 984.574277 s
+
+2021-05-19 13:58:41.260515:\x20
+epoch:  232
+2021-05-19 14:11:34.923219: train loss : -0.7922
+2021-05-19 14:11:58.867023: This epoch took 797.606469 s
+
+2021-05-19 14:11:58.867113:\x20
+epoch:  233
+2021-05-19 14:26:37.462463: This epoch took 878.595276 s
+"""
+NNUNET_V2 = """2023-08-14 01:44:01.101112: Epoch 0
+2023-08-14 01:44:01.101256: Current learning rate: 0.01
+2023-08-14 01:46:36.118212: train_loss -0.2113
+2023-08-14 01:46:36.118602: Epoch time: 155.02 s
+2023-08-14 01:46:37.250113: Epoch 1
+2023-08-14 01:49:08.902761: Epoch time: 151.65 s
+"""
+
+
+def test_nnunet_v1_epoch_times_are_steps_of_the_epoch_above() -> None:
+    ex = parse(NNUNET_V1)
+    rows = ex.tables["train_steps"].select("step", "epoch", "step_time_s", "framework").to_dicts()
+    assert rows == [{"step": 232, "epoch": 232, "step_time_s": 797.606469, "framework": "nnunet"},
+                    {"step": 233, "epoch": 233, "step_time_s": 878.595276, "framework": "nnunet"}]
+    # the first epoch time has no epoch line above it (a log cut at its head): claimed, no step row
+    assert 1 in set(ex.claimed.to_list())
+    assert steps.sniff(NNUNET_V1) >= 0.9
+
+
+def test_nnunet_v2_epoch_time_lines() -> None:
+    ex = parse(NNUNET_V2)
+    rows = ex.tables["train_steps"].select("step", "step_time_s", "framework").to_dicts()
+    assert rows == [{"step": 0, "step_time_s": 155.02, "framework": "nnunet"},
+                    {"step": 1, "step_time_s": 151.65, "framework": "nnunet"}]
+    assert ex.tables["train_steps"]["ts"][0] == datetime(2023, 8, 14, 1, 46, 36, 118602, tzinfo=UTC)
+    assert steps.sniff(NNUNET_V2) >= 0.9

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -86,11 +87,18 @@ def choose_threshold(proba: np.ndarray, classes: list[str], labels: list[str],
     best = np.argmax(proba, axis=1)
     conf = proba[np.arange(len(labels)), best]
     pred = [classes[i] for i in best]
-    named = [(c, p == y) for c, p, y in zip(conf, pred, labels, strict=True) if (p == NONE) == benign]
-    for p in sorted({round(float(c), 2) for c, _ in named}):
-        kept = [ok for c, ok in named if c >= p]
-        if kept and sum(kept) / len(kept) >= target:
-            return p
+    named = [(float(c), p == y) for c, p, y in zip(conf, pred, labels, strict=True) if (p == NONE) == benign]
+    # every held-out confidence is a candidate, as it is (rounded to a grid, a curve that crosses the
+    # target between two grid points never reached it: one catalog example more or less moved the
+    # threshold from 0.9 to 1.0, the classifier then naming nothing); stored rounded down to 1e-6, so
+    # the lines at the candidate are kept at run time as in the folds
+    named.sort()
+    right = np.cumsum([ok for _, ok in reversed(named)])[::-1]  # right[i]: right ones among named[i:]
+    for i, (c, _) in enumerate(named):
+        if i and c == named[i - 1][0]:
+            continue  # (ties: the first of them keeps them all)
+        if right[i] / (len(named) - i) >= target:
+            return math.floor(c * 1e6) / 1e6
     return 1.0
 
 

@@ -24,7 +24,7 @@ CASES: dict[str, tuple[str, str | None, str | None, tuple[str, int] | None, bool
     "akash209-dmesg-T-xid79-fallen-off-bus-node1": (
         "gpu_lost", "kernel-gpu-fell-off-bus", "node1", ("dmesg.log", 7), False),
     "nccl976-nvls-invalid-argument-headerless": (
-        "nvlink", "cuda-api-misuse", None, ("all_reduce_perf.log", 2), True),
+        "nvlink", "nccl-nvls-cuda-failure", None, ("all_reduce_perf.log", 2), True),
     "trixie55-syslog-libcuda-segfaults-cn110": (
         "gpu_other_hardware", "kernel-user-fault-gpu-driver", "cn110", ("messages", 1), False),
     "raylightning24-pid-prefix-p2p-ipc-217": ("nccl_config", "nccl-cuda-ipc-failed", None, ("tune.log", 8), False),

@@ -29,7 +29,7 @@ CASES: dict[str, tuple[str, str | None, str | None, tuple[str, int] | None, bool
     "ffdl127-learner-killed-exit-137-table": ("oom", "shell-job-killed", None, ("training-log.txt", 4), False),
     "detectron2-508-loss-nan-floatingpointerror": ("numerics", "pt-nan", None, ("log.txt", 1), False),
     "cyclegan1456-disk-quota-exceeded-image-save": (
-        "storage", "pt-checkpoint-write-failed", None, ("train.log", 10), None),
+        "storage", "pt-storage-full", None, ("train.log", 10), None),
 }
 
 # cases the analyzer gets wrong at the first look (code at main 703497c)

@@ -31,7 +31,7 @@ CASES: dict[str, tuple[str, str | None, str | None, tuple[str, int] | None, bool
     "dstack2348-cuda802-fabricmanager-driver-mismatch": (
         "gpu_driver_firmware", "cuda-system-not-ready", None, ("task.log", 1), False),
     "mockingbird774-torch-save-enospc-after-8-days": (
-        "storage", "pt-checkpoint-write-failed", None, ("train.log", 10), None),
+        "storage", "pt-storage-full", None, ("train.log", 10), None),
     "autovod7-dmesg-T-oom-killer-grouped-digits": ("oom", "kernel-host-oom-kill", None, ("dmesg.log", 6), None),
 }
 

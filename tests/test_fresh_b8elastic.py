@@ -26,7 +26,7 @@ CASES: dict[str, tuple[str, str | None, tuple[str | None, int | None], tuple[str
     "substratusrunbooks92-k8s-evicted-ephemeral-storage-limit": (
         "storage", "k8s-evicted-storage-limit", (None, None), ("events.txt", 1), False),
     "ast30-torch-save-enospc-write-end-of-file": (
-        "storage", "pt-checkpoint-write-failed", (None, None), ("train.log", 6), None),
+        "storage", "pt-storage-full", (None, None), ("train.log", 6), None),
     "llamafactory1223-pytorchstreamwriter-file-write-failed-checkpoint": (
         "storage", "pt-checkpoint-write-failed", (None, None), ("error.log", 6), None),
     "kubeflowtrainer1638-etcd-rendezvous-closed-error-handler-json": (

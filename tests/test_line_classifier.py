@@ -48,6 +48,20 @@ def test_choose_threshold_reaches_the_target_precision() -> None:
     assert lc.choose_threshold(proba, classes, ["b", "b", "a", "a", lc.NONE], target=0.8) == 1.0
 
 
+def test_choose_threshold_finds_a_crossing_between_grid_points() -> None:
+    """Held-out precision under the target at every 0.01 step (0.75 from 0.92 up, 0.67 from 0.91 up)
+    but above it from 0.917 up (six of seven right): the threshold is that confidence. On the grid
+    (the rule before) the classifier named nothing (1.0)."""
+    classes = ["a", "b", lc.NONE]
+    conf = [0.96, 0.95, 0.94, 0.93, 0.919, 0.918, 0.917, 0.911, 0.9105]
+    right = [False, True, True, True, True, True, True, False, False]
+    proba = np.array([[c, 1 - c - 0.01, 0.01] for c in conf])
+    labels = ["a" if ok else "b" for ok in right]
+    assert lc.choose_threshold(proba, classes, labels, target=0.8) == 0.917
+    assert lc.choose_threshold(proba, classes, labels, target=0.85) == 0.917  # 6/7 = 0.857
+    assert lc.choose_threshold(proba, classes, labels, target=0.9) == 1.0  # never: 5/6, 4/5, 3/4 above
+
+
 def test_classify_lines_respects_threshold_severity_and_claims() -> None:
     model = lc.load()
     line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"

@@ -88,6 +88,10 @@ class Precedence:
     preproc_kinds: tuple[str, ...] = ()
     preproc_codes: tuple[str, ...] = ()
     preproc_category: str = "collective_desync"
+    # [jobwide]: categories whose root, reported alike by several ranks, is the job's configuration or
+    # platform, not one rank's fault: no culprit
+    jobwide_categories: tuple[str, ...] = ()
+    jobwide_ranks: int = 2
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
@@ -157,6 +161,8 @@ def parse_precedence(doc: dict) -> Precedence:
     _check_categories("restart.needs_spare_node", spare, errors)
     pre = doc.get("preprocessing_wait", {})
     _check_categories("preprocessing_wait", _t(pre.get("category", "collective_desync")), errors)
+    jw = doc.get("jobwide", {})
+    _check_categories("jobwide", _t(jw.get("categories")), errors)
     if errors:
         raise PrecedenceError("precedence.toml invalid:\n" + "\n".join(f"  - {e}" for e in errors))
     return Precedence(
@@ -172,6 +178,7 @@ def parse_precedence(doc: dict) -> Precedence:
         needs_spare_node=spare,
         preproc_kinds=_t(pre.get("context_kinds")), preproc_codes=_t(pre.get("context_codes")),
         preproc_category=str(pre.get("category", "collective_desync")),
+        jobwide_categories=_t(jw.get("categories")), jobwide_ranks=int(jw.get("ranks", 2)),
     )
 
 

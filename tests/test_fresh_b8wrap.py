@@ -42,10 +42,6 @@ XFAIL = {
         "read as ray-worker-died-system-error (oom, Ray's first listed cause); the mlx5 error CQE and NCCL's "
         "remote-exited error follow it without stamps, so which failed first is not in the excerpt, and the thread "
         "has no conclusion"),
-    "horovod3871-mpirun-tag-output-wsl2-nccl-topo-realpath": (
-        "category right (nccl-topo-pci-path: NCCL cannot resolve the GPUs' PCI path on WSL2), but the culprit is "
-        "the first reporting rank (rank 0 on ce1a35ee222c) while every rank fails the same way: a platform fault "
-        "with no culprit rank, which attribution does not tell apart from a one-rank fault"),
     "horovod2835-gloo-tag-glued-progress-bar-connection-reset-137": (
         "the glued `[1]<stderr>:` record is read, but the log shows only rank 0's worker exiting 137 and rank 1's "
         "gloo `Connection reset by peer`; that it is a segfault of elastic Horovod with --autotune is in the "

@@ -442,6 +442,9 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
                 notes.append(f"suspect peer address {', '.join(g.unmapped)} could not be mapped to a host "
                              "(no NCCL interface line for it)")
                 host, rank, gpu, pci = None, None, None, None
+        if category in prec.jobwide_categories and _jobwide(root, aj, prec):
+            notes.append(f"every rank read reports {root['signature']}: a job-wide configuration fault, no culprit")
+            host, rank, gpu, pci = None, None, None, None
         repeats = _app_fault_repeats(root, ae, aj, prec)
         if repeats >= prec.app_fault_processes:
             category = prec.app_fault_category
@@ -525,6 +528,14 @@ def _netfs_server(root: dict, ip_host: dict[str, str]) -> str | None:
         return None
     name = (m.group(1) or m.group(2)).rstrip(",")
     return ip_host.get(name, name)
+
+
+def _jobwide(root: dict, aj: pl.DataFrame, prec: Precedence) -> bool:
+    """The root's signature is reported by `jobwide_ranks` or more distinct ranks, or hosts
+    (precedence.toml [jobwide])."""
+    same = aj.filter(pl.col("signature") == root["signature"])
+    return (same["rank"].drop_nulls().n_unique() >= prec.jobwide_ranks
+            or same["host"].drop_nulls().n_unique() >= prec.jobwide_ranks)
 
 
 def _app_fault_repeats(root: dict, ae: pl.DataFrame, aj: pl.DataFrame, prec: Precedence) -> int:

@@ -90,6 +90,10 @@ class Precedence:
     preproc_category: str = "collective_desync"
     # [after_completion]: signals that are no failure in an attempt whose training is seen to end
     after_completion: tuple[str, ...] = ()
+    # [jobwide]: categories whose root, reported alike by several ranks, is the job's configuration or
+    # platform, not one rank's fault: no culprit
+    jobwide_categories: tuple[str, ...] = ()
+    jobwide_ranks: int = 2
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
@@ -159,6 +163,8 @@ def parse_precedence(doc: dict) -> Precedence:
     _check_categories("restart.needs_spare_node", spare, errors)
     pre = doc.get("preprocessing_wait", {})
     _check_categories("preprocessing_wait", _t(pre.get("category", "collective_desync")), errors)
+    jw = doc.get("jobwide", {})
+    _check_categories("jobwide", _t(jw.get("categories")), errors)
     if errors:
         raise PrecedenceError("precedence.toml invalid:\n" + "\n".join(f"  - {e}" for e in errors))
     return Precedence(
@@ -175,6 +181,7 @@ def parse_precedence(doc: dict) -> Precedence:
         preproc_kinds=_t(pre.get("context_kinds")), preproc_codes=_t(pre.get("context_codes")),
         preproc_category=str(pre.get("category", "collective_desync")),
         after_completion=_t(doc.get("after_completion", {}).get("signatures")),
+        jobwide_categories=_t(jw.get("categories")), jobwide_ranks=int(jw.get("ranks", 2)),
     )
 
 

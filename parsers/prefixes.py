@@ -41,7 +41,9 @@ class Wrapper:
     """One wrapper shape. `regex` is the prefix itself (named groups give the hints: host, rank,
     local_rank, task, stamp); `guard` what the text right after it must start with (not peeled);
     `veto` a pattern over the whole line that, when it matches, leaves the line alone; `stamp`
-    how the stamp group reads (iso, ctime, epoch_ms); `first` the characters it can start with.
+    how the stamp group reads (iso, ctime, epoch_ms); `first` the characters it can start with;
+    `not_after` the names of the wrappers it cannot sit inside (a launcher's own label is put on
+    outside the process's tags: what follows such a tag is the process's text, not this wrapper).
     `examples`: (line, body, hints)."""
     name: str
     regex: str
@@ -49,6 +51,7 @@ class Wrapper:
     guard: str = ""
     veto: str = ""
     stamp: str = "iso"
+    not_after: tuple[str, ...] = ()
     examples: tuple[tuple[str, str, dict], ...] = field(default_factory=tuple)
 
 
@@ -63,6 +66,9 @@ _NOT_HOST = (
     r"^[A-Za-z0-9_.-]*(?:Error|Exception|Warning|Warn|Fault|Failure|Interrupt|Exit|Iteration|error|exception"
     r"|warning|failure): "
     r"|^(?:GPU|MIG)-|^0x"
+    # rdma-core's user-space providers print `PFX "%s: got completion with error:"` with PFX "mlx5: " /
+    # "mlx4: " (providers/mlx5/cq.c, providers/mlx4): the driver's name, then the host's
+    r"|^mlx[45]: "
     r"|^(?i:python|pip|perl|ruby|gcc|g\+\+|clang|nvcc|cc1plus|ld|bash|sh|zsh)[\d._-]*: "
     r"|^(?i:fp\d+|bf16|tf32|int\d+|uint\d+|float\d+|sha\d+|md5|utf-?8|x86_64|aarch64|ipv[46]|http\d?"
     r"|top-?\d+|acc@?\d+|resnet\d+|vgg\d+|gpt-?\d\w*|t5|layer\d+|conv\d+|stage\d+|block\d+|cuda\d*|sm_?\d+"
@@ -140,9 +146,21 @@ WRAPPERS: tuple[Wrapper, ...] = (
         ),
     ),
     Wrapper(
+        # srun(1) `-l, --label`: "Prepend task number to lines of stdout/err": srun puts it on the lines it
+        # relays, outside whatever the task printed, so it is never inside an MPI/gloo/Ray/torchrun/PyTorch
+        # tag: after one, `0: [name]` is the process's own text (Horovod's stall inspector lists
+        # `Missing ranks:` as `<rank>: [tensor, ...]`, horovod/common/stall_inspector.cc)
         "Slurm srun -l / --label (task id)",
         r" {0,4}(?P<task>\d{1,6}): ",
         first=r"[0-9 ]",
+        # a whole line `R: [names]` (no `]:` tag inside, nothing after the list) is the stall inspector's
+        # row printed bare, not a task's labelled line
+        veto=r"^ {0,4}\d{1,6}: \[(?:[^\]]|\][^:])*\]\s*$",
+        not_after=("mpirun --tag-output ([jobid,rank]<stream>:)", "horovodrun / gloo ([rank]<stream>:)",
+                   "Ray worker/actor output ((Actor pid=N, ip=A.B.C.D), (raylet))",
+                   "PyTorch >= 2.2 global rank ([rankN]:)",
+                   "torchrun --tee / --log-dir local rank ([<role><local_rank>]:, role `default` unless set)",
+                   "Lightning / Fabric rank_zero prefix ([rank: N] )"),
         examples=(
             ("1: compute-st-p4de24xlarge-2:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4",
              "compute-st-p4de24xlarge-2:4827:6900 [4] bootstrap.cc:77 NCCL WARN Message truncated : received 256 bytes instead of 4",
@@ -150,6 +168,14 @@ WRAPPERS: tuple[Wrapper, ...] = (
             ("12: [default3]:[rank99]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 99] Watchdog caught",
              "[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 99] Watchdog caught",
              {"task": 12, "local_rank": 3, "rank": 99}),
+            # inside a tag (OpenMPI --timestamp-output + gloo tag, horovod#2285): the stall inspector's row stays
+            ("Fri Sep 18 03:11:09 2020[0]<stderr>:8: [broadcast_object_fn.sz]", "8: [broadcast_object_fn.sz]",
+             {"stamp": "2020-09-18 03:11:09", "rank": 0}),
+            ("[1,0]<stdout>:0: [allreduce.grad_0]", "0: [allreduce.grad_0]", {"rank": 0}),
+            ("(WorkerDict pid=7) 3: step done", "3: step done", {}),
+            ("0: [cond_1/then/_10/cond_1/SGD/PartitionedCall/DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_0]",
+             "0: [cond_1/then/_10/cond_1/SGD/PartitionedCall/DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_0]", {}),
+            ("3: [rank3]: RuntimeError: boom", "RuntimeError: boom", {"task": 3, "rank": 3}),
         ),
     ),
     Wrapper(
@@ -267,6 +293,10 @@ WRAPPERS: tuple[Wrapper, ...] = (
             ("head-node: [  123.456] NVRM: Xid (PCI:0000:3b:00): 48", "[  123.456] NVRM: Xid (PCI:0000:3b:00): 48",
              {"host": "head-node"}),
             ("non-fatal: retrying the operation", "non-fatal: retrying the operation", {}),
+            # an MPIJob launcher pod's name in front of its mpirun output (LlamaFactory#5558)
+            ("mpi-rc1ou1aw-launcher: [rank0]:[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 0] Process group watchdog",
+             "[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 0] Process group watchdog",
+             {"host": "mpi-rc1ou1aw-launcher", "rank": 0}),
         ),
     ),
     Wrapper(
@@ -300,6 +330,9 @@ WRAPPERS: tuple[Wrapper, ...] = (
             ("INFO:root:Epoch[0] Batch [20]   Speed: 2015.42 samples/sec",
              "INFO:root:Epoch[0] Batch [20]   Speed: 2015.42 samples/sec", {}),
             ("GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8: unhealthy", "GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8: unhealthy", {}),
+            # rdma-core's mlx5 provider (PFX "mlx5: ", then the host name): the driver's message, not pdsh
+            ("mlx5: host_unknown: got completion with error:", "mlx5: host_unknown: got completion with error:", {}),
+            ("mlx4: gpu-node-3: got completion with error:", "mlx4: gpu-node-3: got completion with error:", {}),
         ),
     ),
     Wrapper(
@@ -338,6 +371,8 @@ _ANCHORED = [_anchored(w) for w in WRAPPERS]
 _PREFIX_ONLY = ["^(?:" + w.regex + ")" for w in WRAPPERS]
 _WHOLE = ["^(?:" + w.regex + ")$" for w in WRAPPERS]  # a prefix alone, for its hints
 _NO_CAPTURE = frozenset(i for i, w in enumerate(WRAPPERS) if not _GROUP.search(w.regex))  # no hint
+_BY_NAME = {w.name: i for i, w in enumerate(WRAPPERS)}
+_NOT_AFTER = [frozenset(_BY_NAME[n] for n in w.not_after) for w in WRAPPERS]  # KeyError: a name not in the table
 # what a wrapper can start with: a cheap pre-filter for the first round
 _START = r"^(?:[ \t]*[\d\[(]|[A-Za-z][A-Za-z0-9_.-]*: |[A-Z][a-z]{2} [A-Z][a-z]{2} |\x1b\[32m|[A-Za-z][A-Za-z0-9_-]*/\d)"
 
@@ -459,6 +494,10 @@ def _round(df: pl.DataFrame) -> pl.DataFrame:
     parts = []
     for i, sub in _which(df):
         w = WRAPPERS[i]
+        if _NOT_AFTER[i]:
+            inside = sub["_w"].is_in(list(_NOT_AFTER[i]))
+            if inside.any():
+                sub = sub.filter(~inside)
         if w.veto:
             vetoed = sub["_rest"].str.contains(w.veto)
             if vetoed.any():
@@ -467,7 +506,7 @@ def _round(df: pl.DataFrame) -> pl.DataFrame:
             continue
         prefix = sub.select(rest.str.extract(_PREFIX_ONLY[i], 0).fill_null("").alias("_p"))["_p"]
         body = _cut(sub["_rest"], prefix.str.len_chars()).alias("_rest")
-        upd = [body]
+        upd = [body, pl.lit(i, dtype=pl.Int32).alias("_w")]
         if i not in _NO_CAPTURE:
             g = _hint_frame(prefix, i)
             for h in HINTS:
@@ -476,6 +515,58 @@ def _round(df: pl.DataFrame) -> pl.DataFrame:
                     upd.append(v.fill_null(sub[f"_{h}"]).alias(f"_{h}"))  # the inner wrapper's hint wins
         parts.append(sub.with_columns(upd))
     return pl.concat(parts) if parts else df.clear()
+
+
+# Ray's log deduplication (ray/_private/ray_logging.py, DedupState.formatted): a line repeated by other
+# workers within RAY_DEDUP_LOGS_AGG_WINDOW_S is printed once more as `line + _color(" [repeated {count}x
+# across cluster]" + _warn_once())`: dim when colours are on, the first time followed by the note
+# "(Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or see ...)".
+# Ray's own suffix on its own prefixed lines: cut from the body (the count is not a hint).
+RAY_DEDUP_SUFFIX = (r"(?:\x1b\[2m)? \[repeated \d+x across cluster\]"
+                    r"(?: \(Ray deduplicates logs by default\.[^)]*\))?(?:\x1b\[0m)?[ \t]*$")
+_RAY_DEDUP_HINT = "x across cluster]"
+
+# pdsh(1): "output from each remote command is prefixed by the hostname" - every line of the host's
+# output, continuation lines included. A host without a digit is only taken before a log-looking line
+# (`_LOGLIKE`); once the file shows it so, the same `host: ` on the host's other lines is the prefix too.
+_WEAK_HOST = r"^([A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+): "
+MAX_SAME_HOSTS = 256
+
+# The CloudWatch Logs console's log-event table (Timestamp | Message) copied as text, as SageMaker job
+# logs are posted: the event's ISO stamp alone on its line, the message on the next. The stamp line is
+# the wrapper (its body empty), its stamp the next line's hint unless that line has its own.
+_STAMP_ALONE = r"^[ \t]*(" + _ISO_Z + r")[ \t]*$"
+
+
+def _same_host_prefix(text: pl.Series, body: pl.Series, host: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """The lines left unpeeled that start with a `host: ` some peeled line of this column carries as
+    its outermost prefix (pdsh's host on a continuation line): peeled too, the host their hint."""
+    peeled = host.is_not_null() & (body != text)
+    if not peeled.any():
+        return body, host
+    lead = text.str.extract(_WEAK_HOST, 1)
+    hosts = lead.filter(peeled & (lead == host)).unique()
+    if hosts.is_empty() or hosts.len() > MAX_SAME_HOSTS:
+        return body, host
+    more = (body == text) & lead.is_in(hosts.implode()) & ~text.str.contains(_NOT_HOST)
+    if not more.any():
+        return body, host
+    cut = text.str.slice(lead.str.len_chars() + 2)
+    return cut.zip_with(more, body).alias(body.name), lead.zip_with(more, host).alias(host.name)
+
+
+def _stamp_lines(body: pl.Series, stamp: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """A line that is an ISO stamp alone (a console copy's Timestamp cell): body empty, its stamp the
+    hint of the line itself and of the next line (the Message cell) when that one has none."""
+    alone = body.str.extract(_STAMP_ALONE, 1)
+    if alone.null_count() == alone.len():
+        return body, stamp
+    is_alone = alone.is_not_null()
+    prev = alone.shift(1)
+    give = prev.is_not_null() & ~is_alone & stamp.is_null()
+    stamp = alone.zip_with(is_alone, prev.zip_with(give, stamp)).alias(stamp.name)
+    body = pl.Series(body.name, [""] * body.len(), dtype=pl.Utf8).zip_with(is_alone, body).alias(body.name)
+    return body, stamp
 
 
 def peel(text: pl.Series) -> pl.DataFrame:
@@ -488,7 +579,8 @@ def peel(text: pl.Series) -> pl.DataFrame:
     nulls = {f"_{h}": pl.repeat(None, n, dtype=pl.Utf8, eager=True) for h in HINTS}
     cand = text.str.contains(_START)
     live = pl.DataFrame({"_i": pl.int_range(0, n, eager=True, dtype=pl.Int64), "_rest": text}).filter(cand)
-    live = live.with_columns(*[pl.lit(None, dtype=pl.Utf8).alias(f"_{h}") for h in HINTS])
+    live = live.with_columns(*[pl.lit(None, dtype=pl.Utf8).alias(f"_{h}") for h in HINTS],
+                             pl.lit(-1, dtype=pl.Int32).alias("_w"))
     for _ in range(MAX_PEELS):
         # one pass of the whole table as one pattern (no captures) drops the rows no wrapper fits
         live = live.filter(pl.col("_rest").str.contains(PATTERN))
@@ -501,6 +593,12 @@ def peel(text: pl.Series) -> pl.DataFrame:
         got = _update({"_rest": body, **nulls}, live["_i"], {c: live[c] for c in ("_rest", *nulls)})
         body = got.pop("_rest")
         nulls.update(got)
+    body, host = _same_host_prefix(text, body, nulls["_host"])
+    nulls["_host"] = host
+    body, stamp = _stamp_lines(body, nulls["_stamp"])
+    nulls["_stamp"] = stamp
+    if body.str.contains(_RAY_DEDUP_HINT, literal=True).any():
+        body = body.str.replace(RAY_DEDUP_SUFFIX, "")
     return pl.DataFrame({
         "body": body,
         "prefix_host": nulls["_host"],

@@ -15,7 +15,9 @@ the signal: SIGSEGV | SIGBUS | SIGFPE | SIGILL | SIGABRT, or `check_failed` for 
 store_error (c10d TCPStore / socket / rendezvous; code = EADDRINUSE | listen_failed | timeout |
 connect_failed | peer_closed | refused_retry | rdzv_closed | uniqueid_timeout: a rank waited past the timeout for rank 0
 to publish the ncclUniqueId), data_preprocess (context: single-rank data preparation seen in the log,
-code = running | done: Hugging Face datasets map/filter progress bars, the faiss k-means banner).
+code = running | done: Hugging Face datasets map/filter progress bars, the faiss k-means banner),
+stall_warning (Horovod's stall inspector: ranks that have not submitted a collective's tensors; code =
+warning | shutdown).
 Table: collective_timeouts (one row per timeout line and per status line).
 Claimed without an event: companion lines (`Some NCCL operations have failed...`, `To avoid data
 inconsistency...`, dump/FlightRecorder lines, `terminate called...`, `what():` and `Exception raised
@@ -54,6 +56,7 @@ ANCHORS = (
     r"|is deprecated; use |environment variable is thus deprecated"
     r"|examples/s|ba/s|exampl|^Clustering \d+ points in "
     r"|Assertion `|Device-side assertion `|device-side assertion failures"
+    r"|stall_inspector|submitted to be reduced|^\s*\d+!?: \[|Will shutdown"
 )
 
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
@@ -67,6 +70,9 @@ STATUS_ENQ = r"[Ll]ast enqueued (?:NCCL )?work: (-?\d+)"
 STATUS_COMP = r"[Ll]ast completed (?:NCCL )?work: (-?\d+)"
 VICTIM = r"Received a global timeout from another rank|detected a collective timeout and notified current rank"
 HEARTBEAT = r"Heartbeat monitor timed out|watchdog got stuck for \d+ seconds"
+STALL = r"stall_inspector\.cc:\d+\]|(?:tensors were )?submitted to be reduced, gathered or broadcasted by subset of"
+STALL_SHUTDOWN = r"is stalled for longer than \d+ seconds\. Will shutdown"
+STALL_ROW = r"^\s*(?:Missing|Stalled) ranks:\s*$|^\s*\d+!?: \[|ranks are trying to submit different tensors|subset of ranks is submitting tensors"
 DESYNC = (
     r"Timeout at collective: |lagging/dead/mismatched ranks|joined but didn't finish collective"
     r"|finished collective #\d+, but didn't join|Snapshot of ranks' latest states|#\d+ (?:started|finished) ranks:"
@@ -446,6 +452,27 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         _kv("Timeout(ms)").cast(pl.Int64, strict=False).alias("timeout_ms"),
     )
     add(to, "watchdog_timeout", "error", pl.col("seq"))
+    # ProcessGroupNCCL's watchdog thread rethrows the timeout: ncclCommWatchdog logs `[PG ...] Process group
+    # watchdog thread terminated with exception: <e.what()>` (2.2+; `NCCL watchdog thread terminated with
+    # exception` before), the main line's text inside, and std::terminate then prints `what():  <e.what()>`.
+    # A restatement when the main line is in the file; the only record of the timeout when it is not (an
+    # excerpt; Ray's log deduplication printing only the repeat): then the first logged restatement of
+    # each (rank, seq) is the timeout. The `what():` copy stays a restatement (it follows the logged one)
+    logged = m.str.contains("terminated with exception", literal=True) & ~m.str.contains(r"^\s*what\(\):")
+    rest = cand.filter(m.str.contains(TIMEOUT_MAIN, literal=True) & logged).with_columns(
+        m.str.extract(WORK_RE, 1).alias("_kv"),
+        m.str.extract(r"ran for (\d+) milliseconds", 1).cast(pl.Int64, strict=False).alias("ran_for_ms"),
+    ).with_columns(
+        _kv("SeqNum").cast(pl.Int64, strict=False).alias("seq"),
+        _kv("OpType").alias("op_type"),
+        _kv("NumelIn").cast(pl.Int64, strict=False).alias("numel_in"),
+        _kv("NumelOut").cast(pl.Int64, strict=False).alias("numel_out"),
+        _kv("Timeout(ms)").cast(pl.Int64, strict=False).alias("timeout_ms"),
+    )
+    if not rest.is_empty():
+        rest = rest.join(to.select("rank", "seq").unique(), on=["rank", "seq"], how="anti", nulls_equal=True)
+        add(rest.unique(["rank", "seq"], keep="first", maintain_order=True), "watchdog_timeout", "error",
+            pl.col("seq"))
 
     # --- watchdog status lines
     is_status = m.str.contains(r"[Ll]ast enqueued", literal=False) & m.str.contains(STATUS_ENQ)
@@ -463,6 +490,34 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     ct = pl.concat([to, st], how="diagonal_relaxed") if not st.is_empty() else to
     collective = table_frame("collective_timeouts", ct.sort("line_no")) if not ct.is_empty() \
         else empty_table("collective_timeouts")
+
+    # --- Horovod's stall inspector (horovod/common/stall_inspector.cc CheckForStalledTensors; 0.16-0.20
+    # operations.cc): `One or more tensors were submitted to be reduced, gathered or broadcasted by subset of
+    # ranks and are waiting for remainder of ranks for more than N seconds. This may indicate that different
+    # ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which
+    # will cause deadlock.`, then `Missing ranks:` (`Stalled ranks:` in later releases) and one `R: [tensor,
+    # ...]` row per rank that has not submitted them (`R!:` past HOROVOD_STALL_SHUTDOWN_TIME_SECONDS, with
+    # `One or more rank (marked by "!") is stalled for longer than N seconds. Will shutdown.`). One event
+    # per report (code `shutdown` or `warning`); its rows are claimed. The coordinator (rank 0) prints it:
+    # the event's rank is the one rank its rows name, when they name one, else unknown (not the printer)
+    is_stall = m.str.contains(STALL)
+    stall = cand.filter(is_stall).filter(
+        (pl.col("line_no") - pl.col("line_no").shift(1)).fill_null(99) > 1)
+    if not stall.is_empty():
+        heads = stall.select("line_no", pl.col("line_no").alias("_head")).sort("line_no")
+        rows = (cand.select("line_no", m.str.extract(r"^\s*(\d+)!?: \[", 1).cast(pl.Int64, strict=False).alias("_sr"),
+                            m.str.contains(STALL_SHUTDOWN).alias("_down"))
+                .filter(pl.col("_sr").is_not_null() | pl.col("_down")).sort("line_no")
+                .join_asof(heads, on="line_no", strategy="backward").drop_nulls("_head")
+                .group_by("_head").agg(pl.col("_sr").drop_nulls().unique().alias("_u"), pl.col("_down").any()))
+        rep = rows.select(pl.col("_head").alias("line_no"),
+                          pl.when(pl.col("_u").list.len() == 1).then(pl.col("_u").list.first()).alias("_one"),
+                          "_down")
+        stall = stall.join(rep, on="line_no", how="left").with_columns(
+            pl.col("_one").cast(pl.Int64).alias("rank"))
+        add(stall, "stall_warning", "warning",
+            pl.when(pl.col("_down").fill_null(False)).then(pl.lit("shutdown")).otherwise(pl.lit("warning")))
+        claimed.append(cand.filter(is_stall | m.str.contains(STALL_ROW) | m.str.contains(STALL_SHUTDOWN))["line_no"])
 
     # --- heartbeat monitor
     hb = cand.filter(m.str.contains(HEARTBEAT))
@@ -616,7 +671,8 @@ SPEC = ParserSpec(
                 "Python tracebacks and exception lines; OOM (PyTorch, JAX/XLA, TensorFlow), NaN, native crashes",
     formats=("pytorch_log", "python_traceback"),
     kinds=("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error", "ecc_error",
-           "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error", "data_preprocess"),
+           "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error", "data_preprocess",
+           "stall_warning"),
     tables=("collective_timeouts",),
     batch=True,
     trigger=ANCHORS,  # `parse` returns nothing when no line matches it

@@ -41,7 +41,8 @@ Decisions:
   `loss=`, tacotron2 `Train loss N X Grad Norm G Ts/it`, FlagScale straggler report headers, and
   any line with a step counter (`step 120/5000`, `Iteration 7:`, `global_step=3`) followed within
   200 characters by a numeric loss or a per-step time (`0.84 s/step`, `290ms/step`, `1.05s/it`,
-  `0.12 sec/batch`, `step_time=`). `framework` = mxnet | keras | fairseq | dllogger | tf | tqdm |
+  `0.12 sec/batch`, `step_time=`); Horovod's examples' `Step #N\tLoss: X` and `Iter #N: X img/sec per GPU`
+  (throughput in img/s per GPU). `framework` = mxnet | keras | fairseq | dllogger | tf | tqdm |
   flagscale | generic. Checkpoint lines `Saving/Saved/Loading/Loaded checkpoint to/from P`, `saved
   step N in X s` have `framework` generic; fairseq's `Preparing to save checkpoint for epoch E @ U
   updates`, `Saved checkpoint P (epoch E @ U updates, ...) (writing took X seconds)` and `Loaded
@@ -129,7 +130,7 @@ KEYWORDS = [
     "fresh start", "Validation", "Dumping", "Deleting older", "Model weights saved",
     # generic step readers (MXNet, Keras, fairseq, DLLogger, tqdm, FlagScale, custom loops)
     "Epoch[", "Speed:", "/step", "s/it", "/batch", "num_updates", "DLL ", "Iteration", "Step ",
-    "Straggler Report", "Grad Norm", "ETA:", "epoch took", "epoch: ",
+    "Straggler Report", "Grad Norm", "ETA:", "epoch took", "epoch: ", "img/sec",
 ]
 
 # The rules' own literals: every match of a rule's pattern holds one of these (RULE_LITERALS
@@ -143,7 +144,7 @@ RULE_LITERALS = [
     "samples/sec", "overflow", "OVERFLOW", "datetime: ", "memory (MB)", "metadata file", "[GC]", "Dumping",
     "RunningAvgSamplesPerSec", "zero partition", "ReduceLROnPlateau", "early stopping", "did not improve",
     "was not in top", "[Torch] ", "- ", " : ", "'eval_", "NaN", "saved!", "save!", "ready now!", "skipped=",
-    "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime",
+    "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime", "img/sec",
 ]
 RULE_LITERALS_CI = ["step", "iter"]
 
@@ -492,6 +493,12 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
         (rf"^(?:[Ll]oaded|[Rr]estored) (?:model )?checkpoint (?:from|at):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?"
          rf"(?: in (?P<d>{NUM}) ?s(?:ec(?:onds)?)?)?\.?\s*$",
          ckpt("load_end", "generic", path=g("path"), duration_s=fnum(g("d")))),
+        # --- Horovod's examples (horovod/examples): tensorflow2_mnist.py / keras `print('Step #%d\tLoss: %.6f'
+        # % (batch, loss_value))`, the synthetic benchmarks' `print('Iter #%d: %.1f img/sec per GPU' % (x, img_sec))`
+        (rf"^Step #(?P<step>\d+)\s+Loss: (?P<loss>{NUM})\s*$",
+         steprow("generic", step=inum(g("step")), loss=fnum(g("loss")))),
+        (rf"^Iter #(?P<step>\d+): (?P<tp>{NUM}) img/sec per GPU\s*$",
+         steprow("generic", step=inum(g("step")), throughput=fnum(g("tp")))),
         # --- generic step line: a step counter (`step 120/5000`, `Iteration 7`, `global_step=3`), then
         # within 200 characters a numeric loss or a per-step time. Last: every named rule wins over it.
         (rf"^(?:.{{0,80}}?[\s|,;\[(])?(?i:global[_ ]step|step|iter(?:ation)?)\s*[:=#]?\s*(?P<step>\d+)\b"
@@ -522,6 +529,7 @@ def sniff(head: str) -> float:
         r"\bloss = \S+, step = \d+", r"\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*\bloss=",
         r"Train Epoch: \d+ \[\d+/\d+ \(\d+%\)\]\s*(?:Loss: |loss=)",
         r": (?:This epoch took|Epoch time:) \d+(?:\.\d+)? ?s\s*$",
+        r"^Step #\d+\s+Loss: \d", r"^Iter #\d+: [\d.]+ img/sec per GPU",
     )
     weak = (
         r"saving checkpoint at iteration", r"successfully saved checkpoint", r"Saving model checkpoint",
@@ -545,7 +553,7 @@ def sniff(head: str) -> float:
 SNIFF_WORDS = ("iteration", "NeMo", "'loss'", "Running training", "RunningAvgSamplesPerSec", "steps: ", "titan",
                "Epoch ", "Training epoch", "step", "checkpoint", "Checkpoint", "across ranks", "datetime: ",
                "Epoch[", "num_updates", "DLL ", "/step", "Grad Norm", "Straggler", "loss = ", "saving model",
-               "OVERFLOW", "loss=", "Step", "Iteration", "epoch took", "Epoch time")
+               "OVERFLOW", "loss=", "Step", "Iteration", "epoch took", "Epoch time", "img/sec")
 
 
 @cache

@@ -286,3 +286,32 @@ def test_a_root_event_that_also_matches_a_context_signature_cites_the_deciding_o
     v = verdict(job, tmp_path)
     assert v["category"] == "straggler_hardware" and v["culprit"]["gpu"] == 6
     assert (v["evidence"][0]["signature"], v["evidence"][0]["role"]) == ("dcgm-health-clocks-slowdown", "root")
+
+
+TOPO = ("{h}:{pid}:{tid} [{g}] graph/xml.cc:332 NCCL WARN Could not find real path of "
+        "/sys/class/pci_bus/0000:0{g}/../../0000:0{g}:00.0\n{h}:{pid}:{tid} [{g}] NCCL INFO init.cc:916 -> 2\n")
+
+
+@pytest.mark.parametrize(("files", "culprit"), [
+    # [jobwide]: every rank's topology detection fails alike (WSL2): the platform, no culprit rank
+    ({"rank0.log": TOPO.format(h="ce1a35ee222c", pid=687, tid=748, g=0),
+      "rank1.log": TOPO.format(h="ce1a35ee222c", pid=688, tid=745, g=1)}, (None, None)),
+    # two hosts alike (the same image on both): no culprit either
+    ({"a/train.log": TOPO.format(h="vm-gpu-1", pid=10, tid=11, g=0),
+      "b/train.log": TOPO.format(h="vm-gpu-2", pid=20, tid=21, g=0)}, (None, None)),
+    # one rank alone: its host and rank stay the culprit (a single misconfigured node)
+    ({"rank3.log": TOPO.format(h="vm-gpu-7", pid=30, tid=31, g=3)}, ("vm-gpu-7", 3)),
+])
+def test_a_configuration_root_every_rank_reports_has_no_culprit(job_of: Callable[[dict[str, str]], Path],
+                                                                   tmp_path: Path, files: dict, culprit: tuple) -> None:
+    v = verdict(job_of(files), tmp_path)
+    assert v["category"] == "nccl_config" and v["evidence"][0]["signature"] == "nccl-topo-pci-path"
+    assert (v["culprit"]["host"], v["culprit"]["rank"]) == culprit, v["summary"]
+
+
+def test_jobwide_applies_only_to_its_categories(job_of: Callable[[dict[str, str]], Path], tmp_path: Path) -> None:
+    """An OOM on two ranks keeps the first rank as the culprit (taxonomy.csv oom: "culprit is the rank that
+    hit it first"): [jobwide] names nccl_config only."""
+    oom = "[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {r} has a total capacity of 79.15 GiB\n"
+    v = verdict(job_of({"rank0.log": oom.format(r=0), "rank1.log": oom.format(r=1)}), tmp_path)
+    assert v["category"] == "oom" and v["culprit"]["rank"] == 0, v["summary"]

@@ -138,3 +138,88 @@ def test_update_and_cut_equal_scatter_and_a_slice_by_column() -> None:
         width = pl.Series([rnd.randrange(n_widths) for _ in range(400)], dtype=pl.UInt32)
         want = pl.DataFrame({"r": col, "n": width}).select(pl.col("r").str.slice(pl.col("n")))["r"]
         assert _cut(col, width).equals(want)
+
+
+def test_a_weak_host_seen_as_a_prefix_is_the_prefix_of_its_other_lines() -> None:
+    """pdsh prefixes every line of a host's output: once a host without a digit is seen in front of a
+    log line, its continuation lines (C++ frames, indented traceback lines) lose it too; a `host: ` the
+    file never shows in front of a log line stays, and so do exception names and tables."""
+    lines = [
+        "mpi-rc1ou1aw-launcher: [rank0]:[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 0] Process group watchdog",
+        "mpi-rc1ou1aw-launcher: Exception raised from checkTimeout at ProcessGroupNCCL.cpp:565 (most recent call first):",
+        "mpi-rc1ou1aw-launcher: frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57",
+        "mpi-rc1ou1aw-launcher: ",
+        "head-node: rsync finished",
+        "non-fatal: retrying the operation",
+        "RuntimeError: NCCL error",
+    ]
+    out = peel(pl.Series(lines))
+    assert out["body"].to_list() == [
+        "[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 0] Process group watchdog",
+        "Exception raised from checkTimeout at ProcessGroupNCCL.cpp:565 (most recent call first):",
+        "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57",
+        "",
+        "head-node: rsync finished",
+        "non-fatal: retrying the operation",
+        "RuntimeError: NCCL error",
+    ]
+    assert out["prefix_host"].to_list() == ["mpi-rc1ou1aw-launcher"] * 4 + [None] * 3
+    assert out["prefix_rank"].to_list() == [0, None, None, None, None, None, None]
+
+
+def test_ray_dedup_suffix_is_cut() -> None:
+    """Ray's log deduplication appends ` [repeated Nx across cluster]` (dim when coloured, the first time
+    with its note): not part of the line the worker printed. Text that merely mentions it stays."""
+    lines = [
+        "(WorkerDict pid=3944197) [rank2]:[E816 01:09:38.174648046 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) "
+        "Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 600034 milliseconds "
+        "before timing out. [repeated 2x across cluster]",
+        "(RayWorkerWrapper pid=92234, ip=172.19.24.110) mlx5: host_unknown: got completion with error: "
+        "[repeated 2x across cluster]",
+        "(pid=12) step 3 loss 0.5\x1b[2m [repeated 7x across cluster] (Ray deduplicates logs by default. Set "
+        "RAY_DEDUP_LOGS=0 to disable log deduplication, or see https://docs.ray.io/en/master/ray-observability/"
+        "user-guides/configure-logging.html#log-deduplication for more options.)\x1b[0m",
+        "a log line [repeated 3x across cluster] with more after it",
+    ]
+    out = peel(pl.Series(lines))
+    assert out["body"].to_list() == [
+        "[E816 01:09:38.174648046 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 2] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=1) ran for 600034 milliseconds before timing out.",
+        "mlx5: host_unknown: got completion with error:",
+        "step 3 loss 0.5",
+        "a log line [repeated 3x across cluster] with more after it",
+    ]
+    assert out["prefix_host"].to_list() == [None, "172.19.24.110", None, None]
+    assert out["prefix_rank"].to_list() == [2, None, None, None]
+
+
+def test_console_copy_with_the_stamp_alone_on_its_line() -> None:
+    """The CloudWatch console's Timestamp | Message rows copied as text (SageMaker job logs): the stamp
+    line is the wrapper (body empty) and the next line's stamp; a message with its own wrapper stamp
+    keeps it; a stamp inside a line is content."""
+    lines = ["2024-12-04T05:26:25.055Z", "open files (-n) 65536", "2024-12-04T05:26:27.056Z",
+             "W1204 05:26:26.878000 17959 site-packages/torch/distributed/run.py:793]",
+             "  2024-01-12T19:26:34.787+08:00  ", "2024-01-12T19:26:35.000Z torch.cuda.OutOfMemoryError: CUDA out of memory.",
+             "started at 2024-12-04T05:26:25.055Z"]
+    out = peel(pl.Series(lines))
+    assert out["body"].to_list() == ["", "open files (-n) 65536", "",
+                                     "W1204 05:26:26.878000 17959 site-packages/torch/distributed/run.py:793]",
+                                     "", "torch.cuda.OutOfMemoryError: CUDA out of memory.",
+                                     "started at 2024-12-04T05:26:25.055Z"]
+    assert out["prefix_ts"].to_list() == ["2024-12-04T05:26:25.055Z", "2024-12-04T05:26:25.055Z",
+                                          "2024-12-04T05:26:27.056Z", "2024-12-04T05:26:27.056Z",
+                                          "2024-01-12T19:26:34.787+08:00", "2024-01-12T19:26:35.000Z", None]
+
+
+def test_a_task_label_is_not_read_inside_a_process_tag() -> None:
+    """srun's `N: ` is put on outside the task's output: after an MPI / gloo / Ray / torchrun tag, `0: [..]`
+    is the process's text (Horovod's stall inspector rows), while srun outside the tags still peels."""
+    lines = ["Fri Sep 18 03:11:09 2020[0]<stderr>:0: [broadcast_object_fn.sz]",
+             "[1,3]<stderr>:7: [allreduce.grad_0, allreduce.grad_1]",
+             "[default0]:2: x",
+             "3: [1,3]<stderr>:RuntimeError: boom"]
+    out = peel(pl.Series(lines))
+    assert out["body"].to_list() == ["0: [broadcast_object_fn.sz]", "7: [allreduce.grad_0, allreduce.grad_1]", "2: x",
+                                     "RuntimeError: boom"]
+    assert out["prefix_task"].to_list() == [None, None, None, 3]
+    assert out["prefix_rank"].to_list() == [0, 3, None, 3]

@@ -567,3 +567,94 @@ def test_device_side_assert_rows_family():
     assert da.filter(pl.col("line_no") == 10)["gpu"].to_list() == [3]
     claimed = set(ex.claimed.to_list())
     assert {1, 2, 3, 4, 6, 7, 8, 10} <= claimed and 5 not in claimed and 9 not in claimed
+
+
+WD_MAIN = ("[rank2]:[E816 01:09:38.174648046 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective operation "
+           "timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 "
+           "milliseconds before timing out.\n")
+WD_LOGGED = ("[rank2]:[E816 01:09:38.174648046 ProcessGroupNCCL.cpp:1515] [PG 0 (default_pg) Rank 2] Process group "
+             "watchdog thread terminated with exception: [Rank 2] Watchdog caught collective operation timeout: "
+             "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 "
+             "milliseconds before timing out.\n")
+
+
+def test_watchdog_restatement_is_the_timeout_when_the_main_line_is_missing():
+    # ncclCommWatchdog's `Process group watchdog thread terminated with exception: <what()>`: with the main
+    # line in the file it restates it (one timeout); alone (an excerpt, Ray's dedup) it is the record
+    both = ev(run(WD_MAIN + WD_LOGGED), "watchdog_timeout")
+    assert both["line_no"].to_list() == [1]
+    alone = ev(run(WD_LOGGED + WD_LOGGED.replace("[rank2]", "[rank3]").replace("Rank 2]", "Rank 3]")),
+               "watchdog_timeout")
+    assert list(zip(alone["line_no"].to_list(), alone["rank"].to_list(), alone["code"].to_list(), strict=True)) == [
+        (1, 2, "1"), (2, 3, "1")]
+    # 2.3 bare severity, behind an MPIJob launcher's host prefix (LlamaFactory#5558)
+    bare = ev(run("mpi-rc1ou1aw-launcher: [rank0]:[E ProcessGroupNCCL.cpp:1414] [PG 1 Rank 0] Process group watchdog "
+                  "thread terminated with exception: [Rank 0] Watchdog caught collective operation timeout: "
+                  "WorkNCCL(SeqNum=635, OpType=ALLREDUCE, NumelIn=576156928, NumelOut=576156928, Timeout(ms)=600000) "
+                  "ran for 600005 milliseconds before timing out.\n"
+                  "mpi-rc1ou1aw-launcher: frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57\n"),
+              "watchdog_timeout")
+    assert list(zip(bare["rank"].to_list(), bare["code"].to_list(), bare["host"].to_list(), strict=True)) == [
+        (0, "635", "mpi-rc1ou1aw-launcher")]
+    # the terminate handler's `what():` copy after the logged one stays a restatement
+    what = ev(run(WD_LOGGED + "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+                  "  what():  " + WD_LOGGED.split("]:", 1)[1].split("] ", 1)[1]), "watchdog_timeout")
+    assert what["line_no"].to_list() == [1]
+
+
+STALL_OLD = ("[2021-02-02 21:19:07.345988: W /tmp/pip-install-dxtho7yu/horovod/common/stall_inspector.cc:105] One or "
+             "more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting "
+             "for remainder of ranks for more than 10 seconds. This may indicate that different ranks are trying to "
+             "submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. \n"
+             "Missing ranks:\n"
+             "0: [cond_1/then/_10/cond_1/SGD/PartitionedCall/DistributedSGD_Allreduce/cond/HorovodAllreduce_grads_0]\n")
+STALL_NEW = ("[2023-05-01 10:00:00.000000: E /horovod/common/stall_inspector.cc:106] One or more tensors were submitted "
+             "to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more "
+             "than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that "
+             "only subset of ranks is submitting tensors, which will cause deadlock. \n"
+             "Stalled ranks:\n"
+             "1!: [allreduce.grad_0, allreduce.grad_1]\n"
+             "3!: [allreduce.grad_0]\n"
+             "One or more rank (marked by \"!\") is stalled for longer than 120 seconds. Will shutdown.\n")
+STALL_CERR = ("WARNING: One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and "
+              "are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are "
+              "trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause "
+              "deadlock. \n")
+
+
+@pytest.mark.parametrize(("text", "code", "rank"), [
+    (STALL_OLD, "warning", 0),       # one rank listed: that rank never submitted
+    (STALL_NEW, "shutdown", None),   # two ranks: no single one
+    (STALL_CERR, "warning", None),   # Horovod 0.16 operations.cc (std::cerr)
+])
+def test_horovod_stall_inspector(text: str, code: str, rank):
+    ex = run(text, rank_hint=5)
+    st_ = ev(ex, "stall_warning")
+    assert st_["line_no"].to_list() == [1]
+    assert st_["code"].to_list() == [code]
+    assert st_["rank"].to_list() == [rank]
+    n = text.count("\n")
+    assert set(range(1, n + 1)) <= set(ex.claimed.to_list())
+    check_accounting(ex, n)
+
+
+def test_horovod_stall_inspector_terminal_wrapped_is_one_report():
+    # hard-wrapped by the terminal (horovod#2285): the head line and its continuation are one report
+    ex = run("Fri Sep 18 03:11:09 2020[0]<stderr>:[2020-09-18 03:11:09.347196: W /tmp/pip-req-build-dc48wa7r/horovod/"
+             "common/stall_inspector.cc:105] One or more ten[283/1927]\n"
+             "submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of "
+             "ranks for more than 60 seconds. This may indicate that dif\n"
+             "ferent ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, "
+             "which will cause deadlock.\n"
+             "Fri Sep 18 03:11:09 2020[0]<stderr>:Missing ranks:\n"
+             "Fri Sep 18 03:11:09 2020[0]<stderr>:0: [broadcast_object_fn.sz]\n"
+             "Fri Sep 18 03:11:09 2020[0]<stderr>:8: [training/DistributedAdadelta_Allreduce/cond/HorovodAllreduce_0]\n")
+    st_ = ev(ex, "stall_warning")
+    assert st_["line_no"].to_list() == [1] and st_["rank"].to_list() == [None]
+    assert set(range(1, 7)) <= set(ex.claimed.to_list())
+
+
+def test_rank_rows_without_a_stall_report_are_not_claimed():
+    ex = run("0: [1, 2, 3]\nRuntimeError: boom\n")
+    assert ev(ex, "stall_warning").is_empty()
+    assert 1 not in set(ex.claimed.to_list())

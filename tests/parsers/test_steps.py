@@ -817,3 +817,21 @@ def test_nnunet_v2_epoch_time_lines() -> None:
                     {"step": 1, "step_time_s": 151.65, "framework": "nnunet"}]
     assert ex.tables["train_steps"]["ts"][0] == datetime(2023, 8, 14, 1, 46, 36, 118602, tzinfo=UTC)
     assert steps.sniff(NNUNET_V2) >= 0.9
+
+
+def test_horovod_example_step_lines() -> None:
+    # horovod/examples: tensorflow2_mnist.py `Step #%d\tLoss: %.6f`, the synthetic benchmarks' `Iter #%d: %.1f
+    # img/sec per GPU`; behind horovodrun's --timestamp-output + rank tag (kubeflow/mpi-operator#444)
+    text = ("Tue Dec  7 12:39:22 2021[2]<stdout>:Step #0     Loss: 2.122564\n"
+            "Tue Dec  7 12:39:22 2021[0]<stdout>:Step #0\tLoss: 2.105374\n"
+            "Tue Dec  7 12:39:24 2021[0]<stdout>:Step #10    Loss: 0.480093\n"
+            "Fri Sep 11 07:06:58 2020[0]<stdout>:Iter #12: 96.6 img/sec per GPU\n"
+            "[1]<stdout>:Iter #13: 97.0 img/sec per GPU\n")
+    assert steps.sniff("Step #0\tLoss: 2.1\n") > 0 and steps.sniff("Iter #1: 9.5 img/sec per GPU\n") > 0
+    x = parse(text)
+    got = [(r["step"], r["rank"], r["loss"], r["throughput"]) for r in rows(x, "train_steps")]
+    assert got == [(0, 2, 2.122564, None), (0, 0, 2.105374, None), (10, 0, 0.480093, None), (12, 0, None, 96.6),
+                   (13, 1, None, 97.0)]
+    check_shape(x, 5)
+    # not a step line: a step counter with no loss, a loss without the Horovod shape
+    assert rows(parse("Step #3 done\nIter #4: warming up\n"), "train_steps") == []

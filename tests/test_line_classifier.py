@@ -26,6 +26,11 @@ def test_artifact_is_current_with_the_catalog() -> None:
     digest = lc.training_digest(lc.training_set())
     assert model.meta["training_sha256"] == digest, "catalog changed: run `python -m forensics.line_classifier`"
     assert 0.3 <= model.meta["threshold"] <= 1.0 and lc.NONE in model.classes
+    # it names lines: a threshold of 1.0 (held-out precision never reached) makes it name nothing, and the
+    # verdicts that rest on it quietly become `unknown` (what a merge of two catalog changes once did)
+    cv = model.meta["cv"]
+    assert model.meta["threshold"] < 1.0 and cv["named_share"] > 0, cv
+    assert cv["named_precision"] >= lc.TARGET_PRECISION - 1e-9, cv
 
 
 def test_training_set_labels_context_and_benign_lines_none() -> None:

@@ -363,6 +363,21 @@ def _kv(name: str) -> pl.Expr:
     return pl.col("_kv").str.extract(rf"(?:^|, ){re.escape(name)}=([^,]+)", 1).str.strip_chars()
 
 
+def _work_fields(rows: pl.DataFrame, m: pl.Expr) -> pl.DataFrame:
+    """`rows` (watchdog timeout lines, message `m`) with the fields of their `WorkNCCL(...)` record and
+    the milliseconds the collective ran for."""
+    return rows.with_columns(
+        m.str.extract(WORK_RE, 1).alias("_kv"),
+        m.str.extract(r"ran for (\d+) milliseconds", 1).cast(pl.Int64, strict=False).alias("ran_for_ms"),
+    ).with_columns(
+        _kv("SeqNum").cast(pl.Int64, strict=False).alias("seq"),
+        _kv("OpType").alias("op_type"),
+        _kv("NumelIn").cast(pl.Int64, strict=False).alias("numel_in"),
+        _kv("NumelOut").cast(pl.Int64, strict=False).alias("numel_out"),
+        _kv("Timeout(ms)").cast(pl.Int64, strict=False).alias("timeout_ms"),
+    )
+
+
 def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
                 ) -> tuple[list[int], list[tuple[int, str]], list[int]]:
     """Claimed line numbers of tracebacks, (final_line_no, exception type) per traceback, and the
@@ -441,16 +456,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     wrapped = m.str.contains("terminated with exception", literal=True) | m.str.contains("what():", literal=True)
     is_to = (m.str.contains(TIMEOUT_MAIN, literal=True) & ~wrapped) | (
         m.str.contains("timed out in blocking wait", literal=True) & m.str.contains("WorkNCCL", literal=True))
-    to = cand.filter(is_to).with_columns(
-        m.str.extract(WORK_RE, 1).alias("_kv"),
-        m.str.extract(r"ran for (\d+) milliseconds", 1).cast(pl.Int64, strict=False).alias("ran_for_ms"),
-    ).with_columns(
-        _kv("SeqNum").cast(pl.Int64, strict=False).alias("seq"),
-        _kv("OpType").alias("op_type"),
-        _kv("NumelIn").cast(pl.Int64, strict=False).alias("numel_in"),
-        _kv("NumelOut").cast(pl.Int64, strict=False).alias("numel_out"),
-        _kv("Timeout(ms)").cast(pl.Int64, strict=False).alias("timeout_ms"),
-    )
+    to = _work_fields(cand.filter(is_to), m)
     add(to, "watchdog_timeout", "error", pl.col("seq"))
     # ProcessGroupNCCL's watchdog thread rethrows the timeout: ncclCommWatchdog logs `[PG ...] Process group
     # watchdog thread terminated with exception: <e.what()>` (2.2+; `NCCL watchdog thread terminated with
@@ -459,16 +465,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # excerpt; Ray's log deduplication printing only the repeat): then the first logged restatement of
     # each (rank, seq) is the timeout. The `what():` copy stays a restatement (it follows the logged one)
     logged = m.str.contains("terminated with exception", literal=True) & ~m.str.contains(r"^\s*what\(\):")
-    rest = cand.filter(m.str.contains(TIMEOUT_MAIN, literal=True) & logged).with_columns(
-        m.str.extract(WORK_RE, 1).alias("_kv"),
-        m.str.extract(r"ran for (\d+) milliseconds", 1).cast(pl.Int64, strict=False).alias("ran_for_ms"),
-    ).with_columns(
-        _kv("SeqNum").cast(pl.Int64, strict=False).alias("seq"),
-        _kv("OpType").alias("op_type"),
-        _kv("NumelIn").cast(pl.Int64, strict=False).alias("numel_in"),
-        _kv("NumelOut").cast(pl.Int64, strict=False).alias("numel_out"),
-        _kv("Timeout(ms)").cast(pl.Int64, strict=False).alias("timeout_ms"),
-    )
+    rest = _work_fields(cand.filter(m.str.contains(TIMEOUT_MAIN, literal=True) & logged), m)
     if not rest.is_empty():
         rest = rest.join(to.select("rank", "seq").unique(), on=["rank", "seq"], how="anti", nulls_equal=True)
         add(rest.unique(["rank", "seq"], keep="first", maintain_order=True), "watchdog_timeout", "error",

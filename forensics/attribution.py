@@ -387,6 +387,13 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             category = "unknown"
             summary = (f"Only teardown was seen ({first['summary']}, {first['path']}:{first['line_no']}): "
                        "the cause of the failure is not in the logs read")
+            # a hint that names a category but proves none (a worker SIGKILLed: OOM killer, cgroup or a
+            # hard kill) says more to a reader than the launcher's SIGTERM to the others: said beside it
+            hint = aj.filter((pl.col("role") == "context") & ~pl.col("category").is_in(["unknown", "none"])
+                             & pl.col("severity").is_in(["warning", "error", "critical"]))
+            if not hint.is_empty():
+                h = hint.sort("ts", "event_id", nulls_last=True).row(0, named=True)
+                summary += f"; also seen, not proof: {h['summary']} ({h['path']}:{h['line_no']})"
             conf = 0.3
             teardown_only = True
         else:

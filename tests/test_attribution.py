@@ -157,6 +157,21 @@ def test_teardown_only_names_no_category(job_of: Callable[[dict[str, str]], Path
     v = verdict(job_of({"node-a/nccl.log": log}), tmp_path)
     assert v["category"] == "unknown" and v["action"] == "investigate", v["summary"]
     assert v["summary"].startswith("Only teardown was seen") and "node-a/nccl.log:1" in v["summary"]
+    assert "also seen" not in v["summary"]  # no hint among these lines
+
+
+def test_teardown_only_says_the_hint_beside_it(job_of: Callable[[dict[str, str]], Path], tmp_path: Path) -> None:
+    """The launcher's SIGTERM to the others, then the worker it found SIGKILLed (torchelastic's order,
+    real excerpt fixtures/fresh/b8elastic/colossalai3172): still no category (a SIGKILL proves no OOM),
+    but the summary says what was seen beside the teardown, with its line."""
+    log = ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2410413 closing signal SIGTERM\n"
+           "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 2410412) of "
+           "binary: /usr/bin/python\n")
+    v = verdict(job_of({"torchrun.log": log}), tmp_path)
+    assert v["category"] == "unknown" and v["auto_recoverable"] is False, v["summary"]
+    assert v["summary"].startswith("Only teardown was seen (Launcher tearing down workers")
+    assert v["summary"].endswith("also seen, not proof: Worker killed (SIGKILL): host OOM killer, cgroup limit or a "
+                                 "hard kill (torchrun.log:2)")
 
 
 def test_a_same_time_tie_breaks_by_the_stated_keys_not_by_file_order(

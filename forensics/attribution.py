@@ -421,13 +421,14 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     else:
         category = root["category"]
         time = root["ts"]
-        host, rank, gpu, pci = _fill_culprit(root, rmap, set(ae["host"].drop_nulls().to_list()))
+        seen_hosts = set(ae["host"].drop_nulls().to_list())
+        host, rank, gpu, pci = _fill_culprit(root, rmap, seen_hosts)
         summary = root["summary"]
         root_code = root["code"]
         if host is None and rank is None and gpu is None and pci is None:
             sib = _sibling_location(root, roots)
             if sib is not None:
-                host, rank, gpu, pci = _fill_culprit(sib, rmap, set(ae["host"].drop_nulls().to_list()))
+                host, rank, gpu, pci = _fill_culprit(sib, rmap, seen_hosts)
                 notes.append(f"located by {sib['signature']} at {sib['path']}:{sib['line_no']}")
         server = _netfs_server(root, ip_host)
         if server is not None:

@@ -201,8 +201,10 @@ def classify_lines(events: pl.DataFrame, hits: pl.DataFrame, model: Model | None
             events.select("event_id", "file_id", "line_no"), on="event_id").select("file_id", "line_no").unique()
         cand = cand.join(judged, on=["file_id", "line_no"], how="anti")
     cand = cand.select("event_id", "message")
-    model = model or (load() if not cand.is_empty() else None)  # (the artifact is read only when a line needs it)
-    if model is None or cand.is_empty():
+    if cand.is_empty():
+        return pl.DataFrame(schema=HIT_SCHEMA)
+    model = model or load()  # (the artifact is read only when a line needs it)
+    if model is None:
         return pl.DataFrame(schema=HIT_SCHEMA)
     texts = [normalise_line(m or "") for m in cand["message"].to_list()]
     proba = model.predict_proba([{} for _ in texts], texts)

@@ -29,8 +29,17 @@ import re
 
 import polars as pl
 
-from parsers.records import (UTC_DT, Extraction, ParseContext, empty_events, empty_table, events_frame, line_host,
-                             rank_hint, table_frame)
+from parsers.records import (
+    UTC_DT,
+    Extraction,
+    ParseContext,
+    empty_events,
+    empty_table,
+    events_frame,
+    line_host,
+    rank_hint,
+    table_frame,
+)
 from parsers.spec import ParserSpec
 
 _LAUNCHER = r"(?:mpirun|mpiexec|orterun|prterun|prun|oshrun)"

@@ -59,6 +59,7 @@ PARSER_MODULES = (
     "nccl_tests",
     "nvrx",
     "pyspy",
+    "mpi",
 )
 
 

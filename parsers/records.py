@@ -72,7 +72,7 @@ TABLE_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "exits": {
         "line_no": pl.Int64, "ts": UTC_DT, "host": pl.Utf8, "rank": pl.Int64,
         "local_rank": pl.Int64, "pid": pl.Int64, "exitcode": pl.Int64, "signal": pl.Utf8,
-        "origin": pl.Utf8,  # elastic | deepspeed | slurm | k8s
+        "origin": pl.Utf8,  # elastic | deepspeed | slurm | k8s | mpi
         "first_observed": pl.Boolean, "error_file": pl.Utf8, "message": pl.Utf8,
     },
     "pod_nodes": {  # a Kubernetes pod and the node kubectl shows it on (parsers/k8s.py)

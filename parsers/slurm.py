@@ -3,7 +3,8 @@
 Kinds: `slurm_cancel` (`*** JOB|STEP n ON host CANCELLED AT t [DUE TO ...] ***`, `srun: Job step
 aborted`, `srun: Force Terminated`), `slurm_task_exit` (`srun: error: host: task(s) N: ...`,
 `*** STEP n ON host FAILED ... ***`), `slurm_oom` (`Detected N oom_kill event(s)`, `task N: Out Of
-Memory`) and `slurm_node_fail` (`Node failure on host`, `STEPD TERMINATED ... JOB NOT ENDING WITH
+Memory`, code MEM_LIMIT for jobacct_gather's `Job|Step N exceeded memory limit (X > Y), being killed` and
+slurmstepd's `Exceeded job|step memory limit`) and `slurm_node_fail` (`Node failure on host`, `STEPD TERMINATED ... JOB NOT ENDING WITH
 SIGNALS`). `*** REASON: ... ***` detail lines are claimed with the record above; other `srun:`
 informational lines are ignored.
 
@@ -54,6 +55,13 @@ STEP_FAIL_RE = r"\*\*\* STEP (?P<id>\S+) ON (?P<host>\S+) FAILED"
 NOT_ENDING_RE = r"\*\*\* (?:JOB|STEP|STEPD) .*?TERMINATED ON (?P<host>\S+) AT (?P<t>\S+) DUE TO JOB NOT ENDING WITH SIGNALS"
 TASK_RE = r"srun: error: (?P<host>[^\s:]+): tasks? (?P<tasks>[\d,\-\s]+?): (?P<what>.+?)\s*$"
 OOM_RE = r"Detected (?P<n>\d+) oom[-_]kill events?"
+# jobacct_gather's memory-limit kill (src/common/slurm_jobacct_gather.c, jobacct_gather_handle_mem_limit:
+# `Step %s exceeded memory limit (%"PRIu64" > %"PRIu64"), being killed`, before 20.02 `Job %u ...` / `Step %u.%u
+# ...`, and `exceeded virtual memory limit`), then slurmstepd's `Exceeded job memory limit` / `Exceeded step memory
+# limit` summary in the job's stderr. The task/cgroup `... memory limit at some point.` notice says only that the
+# limit was reached (memory.failcnt), not that a task was killed: not this.
+MEMLIMIT_RE = (r"\b(?:Job|Step) \S+ exceeded (?:virtual )?memory limit \(\d+ > \d+\), being killed"
+               r"|\bExceeded (?:job|step) memory limit\s*$")
 CG_OOM_RE = r"task/cgroup: .*oom[-_]kill event count: (?P<n>\d+)"
 EXECVE_RE = r"slurmstepd(?:-\S+)?: error: execve\(\): (?P<what>.*)$"
 PROLOG_RE = r"(?i)\b(?:prolog|epilog)(?: |_)?(?:failed|failure)|Prolog/Epilog failure"
@@ -104,7 +112,7 @@ def sniff(head: str) -> float:
 # every line `parse` reads holds one of these (the rows it works on are those lines only): SPEC.trigger
 CANDIDATES = ("***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", "pilog", "not responding", "preempted",
               "walltime", "exceeded limit", "Job deleted at request", "Exit_status=", "Exec host:", "failed node",
-              "failure of node", "count reported lower", "NodeName=", "this job is", "timed out. Ran")
+              "failure of node", "count reported lower", "NodeName=", "this job is", "timed out. Ran", "memory limit")
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
@@ -126,6 +134,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_notend = F("_ne").struct.field("host").is_not_null()
     is_task = F("_t").struct.field("host").is_not_null()
     is_oom = F("_o").struct.field("n").is_not_null()
+    is_memlimit = b.str.contains(MEMLIMIT_RE)
     is_nodefail = F("_nf").struct.field("host").is_not_null()
     is_ctld = F("_ctld_host").is_not_null()
     ctld_code = (pl.when(b.str.contains(CTLD_KILL_RE)).then(pl.lit("FAILED_NODE_KILL"))
@@ -166,7 +175,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.when(is_cancel).then(pl.lit("slurm_cancel"))
         .when(is_notend | is_nodefail | is_ctld | is_gpu_low).then(pl.lit("slurm_node_fail"))
         .when(is_stepfail).then(pl.lit("slurm_task_exit"))
-        .when(is_oom | (is_task & task_oom)).then(pl.lit("slurm_oom"))
+        .when(is_oom | (is_task & task_oom) | is_memlimit).then(pl.lit("slurm_oom"))
         .when(is_task).then(pl.lit("slurm_task_exit"))
         .when(is_force | is_aborted).then(pl.lit("slurm_cancel"))
         .when(cg_oom.is_not_null()).then(pl.lit("slurm_oom"))
@@ -185,6 +194,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_stepfail).then(pl.lit("STEP_FAILED"))
         .when(is_oom).then(F("_o").struct.field("n"))
         .when(is_task & task_oom).then(pl.lit("OUT_OF_MEMORY"))
+        .when(is_memlimit).then(pl.lit("MEM_LIMIT"))
         .when(is_task).then(task_code)
         .when(is_force).then(pl.lit("FORCE_TERMINATED"))
         .when(is_aborted).then(pl.lit("STEP_ABORTED"))
@@ -214,6 +224,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         sub_sig.struct.field("host"))], line_host(ctx))
     # a PBS mail names the job's first execution host above its notices (`Exec host:  gpu-2-17/5`)
     keys = [k for k in ("hint_file",) if k in cand.columns]
+    # the memory-limit kill names the job (`Job 7518 exceeded ...`, `Step 7518.0 ...`), not the node; the
+    # `*** JOB 7518 ON host CANCELLED ***` banner slurmstepd prints for that kill names it
+    mem_job = b.str.extract(r"\b(?:Job|Step) (\d+)[.\d]* exceeded (?:virtual )?memory limit", 1)
+    cancel_job = F("_c").struct.field("id").str.extract(r"^(\d+)", 1)
+    cancel_host = pl.when(F("_c").struct.field("host").str.contains(r"^[A-Za-z0-9]")).then(F("_c").struct.field("host"))
+    job_host = (pl.when(cancel_job == mem_job.drop_nulls().first()).then(cancel_host).drop_nulls().first()
+                .over(keys) if keys else
+                pl.when(cancel_job == mem_job.drop_nulls().first()).then(cancel_host).drop_nulls().first())
     exec_host = b.str.extract(r"^\s*Exec host:\s+([^/\s+]+)", 1)
     exec_host = exec_host.forward_fill().over(keys) if keys else exec_host.forward_fill()
     # a `scontrol show node` record names its node on its first line (`NodeName=H Arch=...`)
@@ -223,6 +241,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             .when(is_gpu_low).then(pl.coalesce(b.str.extract(INVAL_HOST_RE, 1), b.str.extract(r"\bnode=(\S+?):?\s", 1),
                                                node_name, line_host(ctx)))
             .when(not_resp.is_not_null()).then(not_resp.str.extract(r"^([^\[,]+)$", 1))  # a node list: no one host
+            .when(mem_job.is_not_null()).then(pl.coalesce(line_host(ctx), job_host))
             .otherwise(host))
     # slurmctld/slurmd's own line stamp (LogTimeFormat iso8601[_ms] or rfc5424[_ms]): `[2026-05-01T12:00:00.101] `
     own = b.str.extract(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ", 1)

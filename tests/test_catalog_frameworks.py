@@ -92,6 +92,57 @@ CASES = {
         "TensorShape=[51123456], TensorDtypes=BFloat16).Collectives differ in the following aspects:   "
         "Tensor Tensor shapes: 195812480vs 51123456\n"
     )}, "collective_desync", "train.log", 1),
+    # JAX/TF coordination service (signatures/tsl.toml): the start-up registration barrier, srun-labelled,
+    # newer wording; the older RegisterTask RPC deadline; a later user barrier (a hang signal); a task's own
+    # root fault with the survivors' `another task died` teardown; TF's collective abort alone (teardown: unknown)
+    "jax-coord-registration-failed-srun": ({"job.err": (
+        "0: I1101 10:00:00.000000 140000 distributed.py:90] Connecting to JAX distributed service on 10.0.0.1:1234\n"
+        "0: E1101 11:00:00.000000 140000 coordination_service.cc:1400] Stopping coordination service as cluster "
+        "registration failed. This may be due to 1) some tasks crashed earlier before connecting, 2) some tasks were "
+        "never scheduled, or 3) scheduling delays. Consider setting a longer initialization timeout if such delays "
+        "are expected, the timeout is currently set to: 1h.\n"
+    )}, "nccl_config", "job.err", 2),
+    "jax-coord-registertask-deadline": ({"task1.log": (
+        "Additional GRPC error information from remote target unknown_target_for_coordination_leader while calling "
+        "/tensorflow.CoordinationService/RegisterTask:\n"
+        ':{"created":"@1712965181.656280441","description":"Deadline Exceeded","grpc_status":4}\n'
+        "2024-04-12 23:39:41.656900: E external/xla/xla/pjrt/distributed/client.cc:96] Coordination service agent "
+        "in error status: DEADLINE_EXCEEDED: Deadline Exceeded\n"
+    )}, "nccl_config", "task1.log", 1),
+    "jax-user-barrier-timeout": ({"train.log": (
+        '  File "/home/u/levanter/src/levanter/utils/jax_utils.py", line 75, in multihost_broadcast_sync\n'
+        "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: "
+        "multihost_broadcast_sync0. Timed out task names:\n"
+        "/job:jax_worker/replica:0/task:3\n"
+    )}, "comm_hang_unknown", "train.log", 2),
+    "jax-task-oom-survivors-teardown": ({
+        "task3.log": "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+                     "allocate 6291456 bytes.\n",
+        "task0.log": (
+            "E0926 17:26:32.075402  157988 coordination_service_agent.cc:332] Polled an error from coordination "
+            "service (this can be an error from this or another task).\n"
+            "F0926 17:26:32.075587  157988 client.h:77] Terminating process because the JAX distributed service "
+            "detected fatal errors. This most likely indicates that another task died; see the other task logs for "
+            "more details. absl::Status: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):\n"
+            "/job:jax_worker/replica:0/task:3\n")}, "oom", "task3.log", 1),
+    "tf-collective-abort-alone": ({"worker.log": (
+        "INFO:tensorflow:loss = 3.7297182, step = 10300 (50.581 sec)\n"
+        "2019-05-19 15:08:13.128241: E tensorflow/core/common_runtime/ring_reducer.cc:369] Aborting RingReduce "
+        "with Unavailable: Socket closed\n"
+        "2019-05-19 15:08:13.128323: W tensorflow/core/common_runtime/base_collective_executor.cc:203] "
+        "BaseCollectiveExecutor::StartAbort Unavailable: Socket closed\n"
+    )}, "unknown", "worker.log", 2),
+    # Open MPI (parsers/mpi.py, signatures/mpi.toml): a lost daemon names its node; a rank's SIGSEGV is the root
+    "openmpi-remote-daemon-lost": ({"launcher.log": (
+        "ORTE has lost communication with a remote daemon.\n\n"
+        "  HNP daemon   : [[64112,0],0] on node wmaster-desktop\n"
+        "  Remote daemon: [[64112,0],1] on node 10.126.10.10\n\n"
+        "This is usually due to either a failure of the TCP network\n"
+    )}, "host_hardware", "launcher.log", 1),
+    "openmpi-rank-segfault": ({"out.log": (
+        "[1,0]<stdout>:epoch 1 step 10 loss 0.5\n"
+        "mpirun noticed that process rank 0 with PID 636815 on node fl98 exited on signal 11 (Segmentation fault).\n"
+    )}, "framework_bug", "out.log", 2),
 }
 
 
@@ -117,3 +168,9 @@ def test_loss_scale_warmup_is_not_a_numerics_failure(tmp_path: Path, job_of: Cal
         + "".join(f"Train iter       {i} loss {40.0 / (i - 16):.6f} Grad Norm 8.0 3.18s/it\n" for i in range(18, 25))})
     assert all(i["category"] != "numerics" for i in rep["interruptions"])
     assert rep["verdict"]["category"] != "numerics"
+
+
+def test_openmpi_lost_daemon_blames_the_remote_node(tmp_path: Path, job_of: Callable[[dict[str, str]], Path]) -> None:
+    files, *_ = CASES["openmpi-remote-daemon-lost"]
+    v = _analyze(job_of, tmp_path, files)["verdict"]
+    assert (v["culprit"]["host"], v["auto_recoverable"]) == ("10.126.10.10", True)

@@ -178,3 +178,27 @@ def test_submitit_signal_verdicts() -> None:
         (4, "slurm_cancel", "SUBMITIT_TIMEOUT", "warning", "learnfair0293")]
     assert ex.events["ts"][0] == datetime(2021, 4, 1, 2, 26, 27, tzinfo=UTC)
     assert ex.claimed.to_list() == [1, 2, 3, 4]
+
+
+def test_memory_limit_kill_every_wording_names_the_cancelled_node() -> None:
+    text = ("Epoch 0 |   Training | Steps: 93 | Loss: 24.580695\n"
+            "slurmstepd: error: Job 7518 exceeded memory limit (626359956 > 512000000), being killed\n"
+            "slurmstepd: error: Exceeded job memory limit\n"
+            "slurmstepd: error: *** JOB 7518 ON xantipa CANCELLED AT 2022-06-10T17:11:35 ***\n"
+            "slurmstepd: error: Step 7518.0 exceeded virtual memory limit (9437184 > 8388608), being killed\n"
+            "slurmstepd: error: Exceeded step memory limit\n"
+            "slurmstepd: error: Exceeded step memory limit at some point.\n")
+    ex = run(text)
+    check_contract(ex, 7)
+    e = ex.events.to_dicts()
+    assert [(x["line_no"], x["kind"], x["code"]) for x in e] == [
+        (2, "slurm_oom", "MEM_LIMIT"), (3, "slurm_oom", "MEM_LIMIT"), (4, "slurm_cancel", "CANCELLED"),
+        (5, "slurm_oom", "MEM_LIMIT"), (6, "slurm_oom", "MEM_LIMIT")]
+    # the kill line names job 7518, whose cancel banner names the node; the summary lines name no job
+    assert [x["host"] for x in e] == ["xantipa", None, "xantipa", "xantipa", None]
+
+
+def test_memory_limit_kill_of_another_job_takes_no_host() -> None:
+    (e, c) = run("slurmstepd: error: Step 99.0 exceeded memory limit (2 > 1), being killed\n"
+                 "slurmstepd: error: *** JOB 7518 ON xantipa CANCELLED AT 2022-06-10T17:11:35 ***\n").events.to_dicts()
+    assert (e["code"], e["host"], c["host"]) == ("MEM_LIMIT", None, "xantipa")

@@ -39,7 +39,7 @@ def test_the_rules_name_only_signatures_the_catalog_has() -> None:
     ids = {s.id for s in load_catalog().signatures}
     assert prec.signature_ids() and prec.signature_ids() <= ids, sorted(prec.signature_ids() - ids)
     assert {r.name for r in prec.outranks} == {"hardware-over-application-xid", "uncorrectable-over-contained",
-                                               "fabric-manager-cause-over-cuda-not-ready"}
+                                               "fabric-manager-cause-over-cuda-not-ready", "shm-exhaustion-over-enospc"}
 
 
 def test_a_broken_precedence_file_is_refused_with_every_problem() -> None:
@@ -364,3 +364,25 @@ def test_a_corrupt_data_file_is_storage_and_a_restart_reads_it_again(tmp_path: P
     v = verdict(job, tmp_path)
     assert (v["category"], v["evidence"][0]["signature"]) == ("storage", "data-file-corrupt"), v["summary"]
     assert v["auto_recoverable"] is restart
+
+
+@pytest.mark.parametrize(("files", "category", "signature"), [
+    # a DataLoader worker's SIGBUS beside the bare ENOSPC of the next SemLock: one /dev/shm exhaustion
+    ({"train.log": "RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible "
+                   "that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n",
+      "worker.log": "    sl = self._semlock = _multiprocessing.SemLock(\nOSError: [Errno 28] No space left on device\n"},
+     "oom", "pt-shm-exhausted"),
+    ({"train.log": "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
+                   "memory (shm).\nOSError: [Errno 28] No space left on device\n"}, "oom", "pt-shm-exhausted"),
+    # with no shared-memory sign, ENOSPC stays a full disk
+    ({"train.log": "OSError: [Errno 28] No space left on device\n"}, "storage", "pt-storage-full"),
+])
+def test_enospc_beside_shm_exhaustion_is_the_shm(tmp_path: Path, files: dict[str, str], category: str,
+                                                 signature: str) -> None:
+    """precedence.toml shm-exhaustion-over-enospc: a bare ENOSPC in an attempt that shows /dev/shm exhausted."""
+    job = tmp_path / "job"
+    job.mkdir()
+    for name, text in files.items():
+        (job / name).write_text(text)
+    v = verdict(job, tmp_path)
+    assert (v["category"], v["evidence"][0]["signature"]) == (category, signature), v["summary"]

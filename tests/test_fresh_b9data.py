@@ -17,7 +17,7 @@ FRESH = Path(__file__).resolve().parents[1] / "fixtures" / "fresh" / "b9data"
 # names; (file, line) of the deciding evidence; auto_recoverable, None where the thread states none)
 CASES: dict[str, tuple[str, str | None, tuple[str | None, int | None], tuple[str, int] | None, bool | None]] = {
     "megatronlm878-dataloader-bus-error-shm-atexit": (
-        "storage", "pt-storage-full", (None, None), ("train-part2.log", 13), None),
+        "oom", "pt-shm-exhausted", (None, None), ("train.log", 5), None),
     "webdataset142-tar-unexpected-end-of-data-rank18": (
         "storage", "data-file-corrupt", (None, None), ("train.log", 1), None),
     "tensorflow21772-tfrecord-dataloss-corrupted-record": (

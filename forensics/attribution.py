@@ -450,6 +450,10 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
                 notes.append(f"suspect peer address {', '.join(g.unmapped)} could not be mapped to a host "
                              "(no NCCL interface line for it)")
                 host, rank, gpu, pci = None, None, None, None
+        if root["signature"] in prec.outside_job and (host is not None or rank is not None):
+            notes.append(f"{root['signature']} names a service outside the job; the reporting rank/host is not "
+                         "the culprit")
+            host, rank, gpu, pci = None, None, None, None
         if category in prec.jobwide_categories and _jobwide(root, aj, prec):
             notes.append(f"every rank read reports {root['signature']}: a job-wide configuration fault, no culprit")
             host, rank, gpu, pci = None, None, None, None

@@ -94,10 +94,14 @@ class Precedence:
     # platform, not one rank's fault: no culprit
     jobwide_categories: tuple[str, ...] = ()
     jobwide_ranks: int = 2
+    # [outside_job]: signatures whose root names a service outside the job (a remote data store): the
+    # reporting rank or host is a victim, not the culprit
+    outside_job: tuple[str, ...] = ()
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
-        ids = {*self.teardown, *self.hang_signals, *self.app_fault_signatures, *self.actions, *self.after_completion}
+        ids = {*self.teardown, *self.hang_signals, *self.app_fault_signatures, *self.actions, *self.after_completion,
+               *self.outside_job}
         for r in self.outranks:
             ids |= {*r.winner.signatures, *r.loser.signatures}
         for p in self.phase:
@@ -182,6 +186,7 @@ def parse_precedence(doc: dict) -> Precedence:
         preproc_category=str(pre.get("category", "collective_desync")),
         after_completion=_t(doc.get("after_completion", {}).get("signatures")),
         jobwide_categories=_t(jw.get("categories")), jobwide_ranks=int(jw.get("ranks", 2)),
+        outside_job=_t(doc.get("outside_job", {}).get("signatures")),
     )
 
 

@@ -39,7 +39,7 @@ def test_the_rules_name_only_signatures_the_catalog_has() -> None:
     ids = {s.id for s in load_catalog().signatures}
     assert prec.signature_ids() and prec.signature_ids() <= ids, sorted(prec.signature_ids() - ids)
     assert {r.name for r in prec.outranks} == {"hardware-over-application-xid", "uncorrectable-over-contained",
-                                               "fabric-manager-cause-over-cuda-not-ready"}
+                                               "fabric-manager-cause-over-cuda-not-ready", "shm-exhaustion-over-enospc"}
 
 
 def test_a_broken_precedence_file_is_refused_with_every_problem() -> None:
@@ -330,3 +330,74 @@ def test_jobwide_applies_only_to_its_categories(job_of: Callable[[dict[str, str]
     oom = "[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU {r} has a total capacity of 79.15 GiB\n"
     v = verdict(job_of({"rank0.log": oom.format(r=0), "rank1.log": oom.format(r=1)}), tmp_path)
     assert v["category"] == "oom" and v["culprit"]["rank"] == 0, v["summary"]
+
+
+@pytest.mark.parametrize(("name", "text", "signature"), [
+    # srun -l + torch's [rankN]: prefix on urllib3's read timeout from the Hub (awsome-distributed-ai#445 shape)
+    ("slurm.out", " 7: [rank80]: urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='huggingface.co', "
+     "port=443): Read timed out. (read timeout=10)\n", "remote-store-unreachable"),
+    # the same family against S3, behind a bare [rankN]: prefix
+    ("train.log", "[rank3]: urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='my-bucket.s3.us-west-2."
+     "amazonaws.com', port=443): Read timed out.\n", "remote-store-unreachable"),
+    # the Hub's rate limit, raised on one rank
+    ("train.log", "[rank5]: huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
+     "https://huggingface.co/api/datasets/allenai/c4/paths-info/1588ec4\n", "hf-hub-rate-limited"),
+])
+def test_a_remote_store_failure_blames_no_rank_of_the_job(tmp_path: Path, name: str, text: str,
+                                                           signature: str) -> None:
+    """precedence.toml [outside_job]: the rank whose read of a remote data store failed is a victim of the store."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / name).write_text(text)
+    v = verdict(job, tmp_path)
+    assert (v["category"], v["evidence"][0]["signature"]) == ("storage", signature), v["summary"]
+    assert (v["culprit"]["host"], v["culprit"]["rank"]) == (None, None), v["summary"]
+    assert "names a service outside the job" in v["summary"]
+
+
+def test_outside_job_names_the_remote_store_signals() -> None:
+    """precedence.toml [outside_job] parses, and a file without it names none."""
+    assert set(load_precedence().outside_job) == {"hf-hub-rate-limited", "remote-store-unreachable"}
+    doc = tomllib.loads((ROOT / "forensics" / "signatures" / "precedence.toml").read_text(encoding="utf-8"))
+    del doc["outside_job"]
+    assert parse_precedence(doc).outside_job == ()
+
+
+@pytest.mark.parametrize(("text", "restart"), [
+    ("tensorflow.python.framework.errors_impl.DataLossError: truncated record at 40960\n", False),
+    ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+     "    for batch in loader:\nEOFError: Compressed file ended before the end-of-stream marker was reached\n", False),
+    ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+     "    img = Image.open(p).convert('RGB')\nOSError: image file is truncated (57 bytes not processed)\n", False),
+])
+def test_a_corrupt_data_file_is_storage_and_a_restart_reads_it_again(tmp_path: Path, text: str,
+                                                                     restart: bool) -> None:
+    """pytorch.toml data-file-corrupt outranks the generic user traceback; precedence [action] stop_and_fix."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.log").write_text(text)
+    v = verdict(job, tmp_path)
+    assert (v["category"], v["evidence"][0]["signature"]) == ("storage", "data-file-corrupt"), v["summary"]
+    assert v["auto_recoverable"] is restart
+
+
+@pytest.mark.parametrize(("files", "category", "signature"), [
+    # a DataLoader worker's SIGBUS beside the bare ENOSPC of the next SemLock: one /dev/shm exhaustion
+    ({"train.log": "RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible "
+                   "that dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n",
+      "worker.log": "    sl = self._semlock = _multiprocessing.SemLock(\nOSError: [Errno 28] No space left on device\n"},
+     "oom", "pt-shm-exhausted"),
+    ({"train.log": "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
+                   "memory (shm).\nOSError: [Errno 28] No space left on device\n"}, "oom", "pt-shm-exhausted"),
+    # with no shared-memory sign, ENOSPC stays a full disk
+    ({"train.log": "OSError: [Errno 28] No space left on device\n"}, "storage", "pt-storage-full"),
+])
+def test_enospc_beside_shm_exhaustion_is_the_shm(tmp_path: Path, files: dict[str, str], category: str,
+                                                 signature: str) -> None:
+    """precedence.toml shm-exhaustion-over-enospc: a bare ENOSPC in an attempt that shows /dev/shm exhausted."""
+    job = tmp_path / "job"
+    job.mkdir()
+    for name, text in files.items():
+        (job / name).write_text(text)
+    v = verdict(job, tmp_path)
+    assert (v["category"], v["evidence"][0]["signature"]) == (category, signature), v["summary"]

@@ -55,7 +55,6 @@ PARSER_MODULES = (
     "k8s",
     "ibstat",
     "ipmi",
-    "rasdaemon",
     "sagemaker",
     "nccl_tests",
     "nvrx",

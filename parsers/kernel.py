@@ -154,7 +154,8 @@ PREFIX_RE = (
     r"|(?P<mon>" + _MON + r")\s+(?P<day>\d{1,2})\s+"
     r"(?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?)\s+"
     r"(?:(?P<shost>[^\s\[:]+)\s+)?(?P<sproc>[^\s:\[]+)(?:\[\d+\])?:"
-    r"|(?P<bare>kernel):"
+    # `kernel:` pasted bare, or `kernel[pid]:` as a journald wall broadcast prints the record (see WALL_RE)
+    r"|(?P<bare>kernel)(?:\[\d+\])?:"
     # talosctl dmesg (Talos machined's Dmesg service, internal/app/machined/internal/server/v1alpha1/
     # v1alpha1_server.go: `"%s: %7s: [%s]: %s"` of the kmsg facility, the priority right-aligned to 7,
     # the time in Go's RFC3339Nano (trailing zeros of the fraction dropped), the message); talosctl puts
@@ -172,6 +173,13 @@ PREFIX_RE = (
 # the prefix is the blanks (tests/parsers/test_kernel.py checks it on every fixture line)
 PREFIX_START_RE = (r"^(?:[a-z][a-z0-9]{1,8}\s*:|\d|(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) "
                    r"|" + _MON + r"\s|\s*(?:<\d|\[(?:[A-Z][a-z]|\s*[+<\dTC]|[^\x00-\x7f]|[a-z]{2,4}[.,]? )))")
+# the emergency-message wall broadcasts a terminal shows, whose header names the host of the record under it:
+# rsyslog's RSYSLOG_WallFmt (runtime/conf.c / tools/rsyslogd.c template_WallFmt:
+# `\r\n\7Message from syslogd@%HOSTNAME% at %timegenerated% ...\r\n %syslogtag%%msg%`, the record on the
+# next line) and systemd-journald's ForwardToWall (`Broadcast message from systemd-journald@HOST (DATE):`,
+# a blank line, then `IDENT[PID]: MSG`)
+WALL_RE = (r"^\s*\x07?(?:Message from syslogd@(?P<wsys>[^\s]+) at "
+           r"|Broadcast message from systemd-journald@(?P<wjrn>[^\s]+) \()")
 # a journal's marker lines (kernel lines without a stamp)
 MARKER_RE = r"-- (?:Boot [0-9a-f]+|Reboot|Logs begin at|Journal begins|No entries)"
 
@@ -644,10 +652,24 @@ def _no_candidates(kernel_nos: pl.Series) -> Extraction:
                       claimed=pl.Series("line_no", [], dtype=pl.Int64), ignored=kernel_nos.sort().alias("line_no"))
 
 
+def _wall_hosts(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """`prefix_host` of a record under a wall broadcast header (WALL_RE): the host the header names, on the
+    line right under rsyslog's, two lines under journald's (after its blank line), where no wrapper named one."""
+    if not lines["body"].str.contains("essage from s", literal=True).any():
+        return lines
+    g = pl.col("body").str.extract_groups(WALL_RE)
+    keys = file_keys(ctx)
+    sys1 = g.struct.field("wsys").shift(1)
+    jrn2 = g.struct.field("wjrn").shift(2)
+    if keys:
+        sys1, jrn2 = sys1.over(keys), jrn2.over(keys)
+    return lines.with_columns(pl.coalesce(pl.col("prefix_host"), sys1, jrn2).alias("prefix_host"))
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return Extraction(events=empty_events(), tables={"xid_events": empty_table("xid_events")})
-    lines = _journal_json(lines)
+    lines = _wall_hosts(_journal_json(lines), ctx)
     df, kernel_line, rows = _screened(lines, ctx)
     m = pl.col("msg")
     # neighbour flags for the multi-line forms (literal checks on the rows `_screened` kept; a line

@@ -119,3 +119,48 @@ def test_end_to_end_sel_uncorrectable_ecc_names_the_node(job_of, tmp_path: Path)
     assert v["category"] == "host_hardware"
     assert v["culprit"]["host"] == "node-21"  # node-22 logged only warnings
     assert v["action"] == "exclude_node_and_restart"
+
+
+FREEIPMI = (
+    "ID   | Date        | Time     | Name                 | Type                        | State    | Event\n"
+    "1    | Nov-25-2024 | 21:47:47 | Chassis Intru        | Physical Security           | Critical | General Chassis Intrusion\n"
+    "2    | Dec-09-2024 | 21:12:29 | PS2 Status           | Power Supply                | Critical | Power Supply Failure detected\n"
+    "3    | Dec-10-2024 | 03:01:12 | DIMM_B2              | Memory                      | Critical | Uncorrectable memory error\n"
+    "4    | Dec-10-2024 | 03:01:13 | CPU1 Status          | Processor                   | Critical | IERR\n"
+    "5    | Dec-10-2024 | 03:01:14 | PCIe Slot 3          | Critical Interrupt          | Critical | Bus Fatal Error\n"
+    "6    | Dec-10-2024 | 03:02:00 | CPU1 Temp            | Temperature                 | Critical | Upper Critical - going high\n"
+    "7    | Dec-10-2024 | 03:05:30 | DIMM_A1              | Memory                      | Warning  | Correctable memory error\n"
+    "8    | PostInit    | 000012   | System Firmware      | System Firmware Progress    | Nominal  | System Firmware Progress\n"
+    "9    | Dec-10-2024 | 03:09:01 | OS Watchdog          | Watchdog 2                  | Critical | Hard Reset\n"
+)
+
+
+def test_freeipmi_ipmi_sel_table_maps_its_own_strings_onto_the_sel_families() -> None:
+    """FreeIPMI's ipmi-sel (libfreeipmi's short event strings, `%b-%d-%Y` dates, the State column)."""
+    ex = run(FREEIPMI)
+    assert rows(ex) == [
+        (3, "psu_failure", "error"), (4, "memory_uncorrectable", "critical"), (5, "cpu_ierr", "critical"),
+        (6, "bus_fatal", "critical"), (7, "temperature_critical", "error"), (8, "memory_correctable", "warning"),
+        (10, "watchdog_expired", "error"),
+    ]
+    assert ex.claimed.to_list() == list(range(1, 11))  # the header, intrusion and boot progress understood too
+    first = ex.events.row(0, named=True)
+    assert first["ts"] == datetime(2024, 12, 9, 21, 12, 29, tzinfo=UTC) and first["ts_raw"] == "Dec-09-2024 21:12:29"
+    assert set(ex.events["host"].to_list()) == {"node-21"}
+
+
+def test_freeipmi_default_columns_and_a_verbose_deassertion() -> None:
+    """Without --output-event-state there is no State column; `--verbose` adds the event direction."""
+    ex = run("ID  | Date        | Time     | Name      | Type       | Event\n"
+             "12  | Jan-03-2025 | 08:00:01 | CPU2      | Processor  | Machine Check Exception\n"
+             "13  | Jan-03-2025 | 08:00:09 | PSU1      | Power Supply | Power Supply input lost (AC/DC) | Assertion Event\n"
+             "14  | Jan-03-2025 | 08:10:09 | PSU1      | Power Supply | Power Supply input lost (AC/DC) | Deassertion Event\n")
+    assert rows(ex) == [(2, "cpu_mce_uncorrectable", "critical"), (3, "psu_ac_lost", "warning")]
+    assert ipmi.sniff("12  | Jan-03-2025 | 08:00:01 | CPU2 | Processor | IERR\n") > 0
+
+
+def test_end_to_end_freeipmi_cpu_ierr_names_the_node(job_of, tmp_path: Path) -> None:
+    job = job_of({"node-07/ipmi-sel.txt": FREEIPMI})
+    v = analyze(job, tmp_path / "out", html=False).report["verdict"]
+    assert v["category"] == "host_hardware" and v["culprit"]["host"] == "node-07"
+    assert v["evidence"][0]["signature"] == "ipmi-memory-uncorrectable"

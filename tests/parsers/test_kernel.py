@@ -928,3 +928,32 @@ def test_talosctl_dmesg_lines() -> None:
     assert got == [(2, "xid", "172.20.0.5", "0000:01:00", datetime(2024, 3, 2, 11, 20, 41, 7716, tzinfo=UTC)),
                    (3, "gpu_fell_off_bus", "172.20.0.5", "0000:01:00", datetime(2024, 3, 2, 11, 20, 41, 7820, tzinfo=UTC))]
     assert kernel.sniff("kern:    info: [2024-03-02T11:04:12.491238012Z]: usb 1-1: new device\n") > 0.5
+
+
+def test_wall_broadcast_headers_name_the_host_of_the_record_under_them() -> None:
+    """rsyslog's RSYSLOG_WallFmt (`Message from syslogd@HOST at ...`, the record on the next line) and
+    journald's ForwardToWall (`Broadcast message from systemd-journald@HOST (...):`, a blank line, then
+    `kernel[pid]: ...`) as a terminal shows them: the record is read and takes the header's host."""
+    ex = run("Message from syslogd@badass at Apr  3 04:50:06 ...\n"
+             " kernel:[2615390.401038] watchdog: BUG: soft lockup - CPU#20 stuck for 23s! [pytest:3756011]\n"
+             "\n"
+             "Broadcast message from systemd-journald@gpu-node-3 (Fri 2022-05-06 09:51:02 UTC):\n"
+             "\n"
+             "kernel[304]: [  224.240838] Kernel panic - not syncing: Fatal exception\n"
+             "[  225.000000] watchdog: BUG: soft lockup - CPU#2 stuck for 22s! [python:77]\n")
+    got = [(e["line_no"], e["kind"], e["host"]) for e in ev(ex)]
+    assert (2, "kernel_lockup", "badass") in got and (6, "kernel_panic", "gpu-node-3") in got
+    assert (7, "kernel_lockup", None) in got  # a record under no header keeps no host
+
+
+def test_wall_header_host_yields_to_a_wrapper_host_and_stays_in_its_file() -> None:
+    lines = frame("Message from syslogd@badass at Apr  3 04:50:06 ...\n"
+                  " kernel:[2615390.401038] watchdog: BUG: soft lockup - CPU#20 stuck for 23s! [pytest:3756011]\n"
+                  " kernel:[2615390.401038] watchdog: BUG: soft lockup - CPU#20 stuck for 23s! [pytest:3756011]\n")
+    lines = lines.with_columns(pl.Series("prefix_host", [None, None, "n9"], dtype=pl.Utf8),
+                               pl.Series("hint_host", [None, None, None], dtype=pl.Utf8),
+                               pl.Series("hint_rank", [None, None, None], dtype=pl.Int64),
+                               pl.Series("hint_file", [0, 0, 1]))
+    got = {e["line_no"]: e["host"] for e in kernel.parse(lines, ParseContext(path="", batched=True)).events
+           .iter_rows(named=True)}
+    assert got == {2: "badass", 3: "n9"}

@@ -35,6 +35,7 @@ from forensics.signatures import HIT_SCHEMA, Catalog, load_catalog, xid_table
 NONE = "none"
 SIGNATURE_ID = "line-classifier"
 KINDS = ("error_line", "exception")  # events the classifier reads when no signature claimed them
+BELOW_ERROR = ("warning", "info")  # error_line severities the classifier does not read
 TARGET_PRECISION = 0.8  # the threshold is the lowest probability at which held-out precision reaches this
 BENIGN_PRECISION = 0.95  # ... and the benign threshold the lowest at which held-out `none` reaches this
 BENIGN_FLOOR = 0.5
@@ -188,11 +189,13 @@ def classify_lines(events: pl.DataFrame, hits: pl.DataFrame, model: Model | None
     weight 1, when the predicted category reaches the artifact's threshold; role context (category
     `unknown`) when the line is read as no failure (`none`) at or above the benign threshold, so that
     an error-like word in a field name or a counter at zero is not taken for a failure seen. Warnings
-    are not read: an error_line of severity `warning` never becomes a root on the classifier's word."""
+    and informational lines are not read: an error_line whose emitter stated a level below error
+    (`warning`, or `info`: `NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.`) never
+    becomes a root on the classifier's word."""
     if events.is_empty():
         return pl.DataFrame(schema=HIT_SCHEMA)
     claimed = hits["event_id"].unique().implode() if not hits.is_empty() else pl.lit([], dtype=pl.List(pl.Int64))
-    cand = events.filter(pl.col("kind").is_in(list(KINDS)) & (pl.col("severity") != "warning").fill_null(True)
+    cand = events.filter(pl.col("kind").is_in(list(KINDS)) & ~pl.col("severity").is_in(list(BELOW_ERROR)).fill_null(False)
                          & ~pl.col("event_id").is_in(claimed))
     if not hits.is_empty() and {"file_id", "line_no"} <= set(events.columns):
         # a line a signature already read as a root or a cascade through another of its events (the

@@ -72,14 +72,16 @@ def test_classify_lines_respects_threshold_severity_and_claims() -> None:
     line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     ev = _events([(0, "error_line", "error", line), (1, "error_line", "warning", line),
                   (2, "error_line", "error", line), (3, "step", "info", line),
-                  (4, "error_line", "error", "UserWarning: this is deprecated")])
+                  (4, "error_line", "error", "UserWarning: this is deprecated"),
+                  (5, "error_line", "info", line), (6, "error_line", None, line)])
     claimed = pl.DataFrame([{"event_id": 2, "signature": "x", "category": "oom", "role": "root",
                              "severity": "error", "summary": "", "weight": 3}], schema=HIT_SCHEMA)
     got = lc.classify_lines(ev, claimed, model)
     # the unclaimed error line of a classified kind is a root; the benign line is set aside as
-    # context; the warning, the claimed line and the step are left alone
-    assert got["event_id"].to_list() == [0, 4]
-    assert got["role"].to_list() == ["root", "context"] and got["category"].to_list()[1] == "unknown"
+    # context; a line of no stated level is read too; the warning, the informational line (its
+    # emitter's level below error), the claimed line and the step are left alone
+    assert got["event_id"].to_list() == [0, 4, 6]
+    assert got["role"].to_list() == ["root", "context", "root"] and got["category"].to_list()[1] == "unknown"
     row = got.row(0, named=True)
     assert row["category"] == "oom" and row["signature"] == lc.SIGNATURE_ID and row["weight"] == 1
     assert row["role"] == "root" and "(p=" in row["summary"]

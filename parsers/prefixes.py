@@ -69,6 +69,9 @@ _NOT_HOST = (
     # rdma-core's user-space providers print `PFX "%s: got completion with error:"` with PFX "mlx5: " /
     # "mlx4: " (providers/mlx5/cq.c, providers/mlx4): the driver's name, then the host's
     r"|^mlx[45]: "
+    # slurmstepd built with MULTIPLE_SLURMD logs as `slurmstepd-<NodeName>: ` (src/slurmd/slurmstepd/
+    # slurmstepd.c, log_set_argv0): the daemon's name with its node, read by the Slurm parser, not pdsh
+    r"|^slurmstepd-[^\s:]+: "
     r"|^(?i:python|pip|perl|ruby|gcc|g\+\+|clang|nvcc|cc1plus|ld|bash|sh|zsh)[\d._-]*: "
     r"|^(?i:fp\d+|bf16|tf32|int\d+|uint\d+|float\d+|sha\d+|md5|utf-?8|x86_64|aarch64|ipv[46]|http\d?"
     r"|top-?\d+|acc@?\d+|resnet\d+|vgg\d+|gpt-?\d\w*|t5|layer\d+|conv\d+|stage\d+|block\d+|cuda\d*|sm_?\d+"
@@ -325,6 +328,10 @@ WRAPPERS: tuple[Wrapper, ...] = (
             ("node-017:   File \"train.py\", line 3", "  File \"train.py\", line 3", {"host": "node-017"}),
             ("slurmstepd: error: execve(): /tmp/slurm_script: No such file or directory",
              "slurmstepd: error: execve(): /tmp/slurm_script: No such file or directory", {}),
+            ("slurmstepd-gpu-node-07: error: Detected 1 oom_kill event in StepId=1234.batch.",
+             "slurmstepd-gpu-node-07: error: Detected 1 oom_kill event in StepId=1234.batch.", {}),
+            ("gpu-node-07: slurmstepd-gpu-node-07: error: *** STEP 1234.0 ON gpu-node-07 CANCELLED AT 2024",
+             "slurmstepd-gpu-node-07: error: *** STEP 1234.0 ON gpu-node-07 CANCELLED AT 2024", {"host": "gpu-node-07"}),
             ("kp-ddp-worker-0:3468:3905 [4] NCCL INFO proxy.cc:698 -> 6",
              "kp-ddp-worker-0:3468:3905 [4] NCCL INFO proxy.cc:698 -> 6", {}),
             ("INFO:root:Epoch[0] Batch [20]   Speed: 2015.42 samples/sec",

@@ -63,6 +63,7 @@ OOM_RE = r"Detected (?P<n>\d+) oom[-_]kill events?"
 MEMLIMIT_RE = (r"\b(?:Job|Step) \S+ exceeded (?:virtual )?memory limit \(\d+ > \d+\), being killed"
                r"|\bExceeded (?:job|step) memory limit\s*$")
 CG_OOM_RE = r"task/cgroup: .*oom[-_]kill event count: (?P<n>\d+)"
+STEPD_HOST_RE = r"^\s*slurmstepd-([A-Za-z0-9][^\s:]*): "
 EXECVE_RE = r"slurmstepd(?:-\S+)?: error: execve\(\): (?P<what>.*)$"
 PROLOG_RE = r"(?i)\b(?:prolog|epilog)(?: |_)?(?:failed|failure)|Prolog/Epilog failure"
 NOT_RESP_RE = r"error: Nodes? (?P<host>\S+) not responding"
@@ -217,11 +218,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(sub_code.is_not_null()).then(pl.lit("warning"))
         .otherwise(pl.lit("error"))
     )
+    # where the line was logged: slurmstepd built with MULTIPLE_SLURMD names its node in its log
+    # prefix (`slurmstepd-<NodeName>: `, slurmstepd.c log_set_argv0), before a wrapper's host or the path's
+    where = pl.coalesce(b.str.extract(STEPD_HOST_RE, 1), line_host(ctx))
     # a host the poster redacted (`ON ... CANCELLED`, `ON <node> CANCELLED`) names no node: null
     host = pl.coalesce(*[pl.when(h.str.contains(r"^[A-Za-z0-9]")).then(h) for h in (
         F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
         F("_t").struct.field("host"), F("_nf").struct.field("host"), F("_ctld_host"),
-        sub_sig.struct.field("host"))], line_host(ctx))
+        sub_sig.struct.field("host"))], where)
     # a PBS mail names the job's first execution host above its notices (`Exec host:  gpu-2-17/5`)
     keys = [k for k in ("hint_file",) if k in cand.columns]
     # the memory-limit kill names the job (`Job 7518 exceeded ...`, `Step 7518.0 ...`), not the node; the
@@ -239,9 +243,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     node_name = node_name.forward_fill().over(keys) if keys else node_name.forward_fill()
     host = (pl.when(is_pbs).then(pl.coalesce(exec_host, line_host(ctx)))
             .when(is_gpu_low).then(pl.coalesce(b.str.extract(INVAL_HOST_RE, 1), b.str.extract(r"\bnode=(\S+?):?\s", 1),
-                                               node_name, line_host(ctx)))
+                                               node_name, where))
             .when(not_resp.is_not_null()).then(not_resp.str.extract(r"^([^\[,]+)$", 1))  # a node list: no one host
-            .when(mem_job.is_not_null()).then(pl.coalesce(line_host(ctx), job_host))
+            .when(mem_job.is_not_null()).then(pl.coalesce(where, job_host))
             .otherwise(host))
     # slurmctld/slurmd's own line stamp (LogTimeFormat iso8601[_ms] or rfc5424[_ms]): `[2026-05-01T12:00:00.101] `
     own = b.str.extract(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ", 1)

@@ -202,3 +202,20 @@ def test_memory_limit_kill_of_another_job_takes_no_host() -> None:
     (e, c) = run("slurmstepd: error: Step 99.0 exceeded memory limit (2 > 1), being killed\n"
                  "slurmstepd: error: *** JOB 7518 ON xantipa CANCELLED AT 2022-06-10T17:11:35 ***\n").events.to_dicts()
     assert (e["code"], e["host"], c["host"]) == ("MEM_LIMIT", None, "xantipa")
+
+
+def test_multiple_slurmd_stepd_prefix_names_the_node() -> None:
+    # slurmstepd built with MULTIPLE_SLURMD logs as `slurmstepd-<NodeName>: ` (slurmstepd.c): the node
+    # every such line was logged on, unless the message names its own (a banner, srun's task line)
+    text = ("slurmstepd-gpu-st-p4d-3: error: Detected 1 oom_kill event in StepId=1234.batch. "
+            "Some of the step tasks have been OOM Killed.\n"
+            "slurmstepd-gpu-st-p4d-3: error: Exceeded step memory limit\n"
+            "slurmstepd-gpu-st-p4d-3: error: *** STEP 1234.0 ON gpu-st-p4d-9 CANCELLED AT 2024-03-01T10:00:00 ***\n"
+            "slurmstepd-gpu-st-p4d-3: error: execve(): /tmp/slurm_script: No such file or directory\n"
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=1235.batch.\n")
+    ex = run(text, host_hint="login-1")
+    check_contract(ex, 5)
+    e = ex.events.to_dicts()
+    assert [(x["line_no"], x["kind"], x["host"]) for x in e] == [
+        (1, "slurm_oom", "gpu-st-p4d-3"), (2, "slurm_oom", "gpu-st-p4d-3"), (3, "slurm_cancel", "gpu-st-p4d-9"),
+        (4, "slurm_error", "gpu-st-p4d-3"), (5, "slurm_oom", "login-1")]

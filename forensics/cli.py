@@ -23,7 +23,7 @@ from rich.markup import escape  # noqa: E402
 from forensics import __version__  # noqa: E402
 from forensics.cli_params import install as plain_params  # noqa: E402
 from forensics.outpaths import dir_problem, file_problem  # noqa: E402
-from forensics.terminal import console_for, interactive  # noqa: E402
+from forensics.terminal import console_for, interactive, stdout_gone  # noqa: E402
 
 plain_params()  # str / Path / bool options without pydantic's adapters (forensics/cli_params.py)
 
@@ -188,7 +188,11 @@ def _emit_json(path: str, data: dict) -> None:
     """--json PATH|-, the same in every command: '-' prints `data` on stdout, else writes it to PATH."""
     text = json.dumps(data, indent=2, default=str) + "\n"
     if path == "-":
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `--json - | head`: the reader took what it wanted
+            stdout_gone()
         return
     try:
         Path(path).write_text(text, encoding="utf-8")
@@ -236,7 +240,7 @@ def analyze(
         if prog is not None:
             prog.stop()
         if not quiet and json_path != "-":
-            _summary(rep, where, html=not no_html)
+            _summary(rep, where, html=not no_html)  # (a closed stdout silences it: terminal.py)
 
     try:
         if show_progress:

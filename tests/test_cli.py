@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +138,27 @@ def test_json_path_inside_job_dir_refused(tmp_path: Path) -> None:
     r = run("analyze", str(job), "--out", str(tmp_path / "out"), "--json", str(job / "r.json"))
     assert r.returncode == 2 and "inside the job directory" in r.stderr
     assert tree_hash(job) == before
+
+
+@pytest.mark.parametrize("extra", [[], ["--json", "-"]])
+def test_closed_stdout_still_writes_the_outputs(tmp_path: Path, extra: list[str]) -> None:
+    # `forensics analyze job | head -1`: the reader is gone before the verdict is printed; the report
+    # and the store are still written, with no traceback and no "cannot write the outputs"
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "slurm-1234.out").write_text(
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=1234.batch. Some of the step tasks have been OOM Killed.\n"
+        "srun: error: gpu-node-07: task 0: Out Of Memory\n")
+    out = tmp_path / "out"
+    r, w = os.pipe()
+    os.close(r)  # every write to stdout fails with EPIPE
+    try:
+        p = subprocess.run([sys.executable, "-m", "forensics.cli", "analyze", str(job), "--out", str(out),
+                            "--no-html", *extra], stdout=w, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(w)
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr and "cannot write" not in p.stderr and "Broken pipe" not in p.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["verdict"]["category"] == "oom"
+    assert (out / "forensics.duckdb").is_file() and (out / "report.md").is_file()

@@ -55,7 +55,8 @@ SEL_RE = (r"^\s*(?P<id>[0-9a-fA-F]{1,8})\s*\|\s*(?P<date>" + _DATE + r")\s*\|\s*
           r"\s*(?P<sensor>[^|]*?)\s*\|\s*(?P<event>[^|]*?)\s*\|\s*(?P<dir>Asserted|Deasserted)\s*"
           r"(?:\|\s*(?P<extra>.*?))?\s*$")
 TYPE_RE = r"^(" + "|".join(re.escape(t) for t in SENSOR_TYPES) + r")(?:\s|$)"
-_FI_DATE = r"[A-Z][a-z]{2}-\d\d-\d{4}|PostInit|Unknown"
+# ipmi-sel's date (strftime "%b-%d-%Y", C locale month names: a literal the triage screen can require)
+_FI_DATE = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d\d-\d{4}|PostInit|Unknown"
 FREEIPMI_RE = (r"^\s*(?P<id>\d{1,6})\s*\|\s*(?P<date>" + _FI_DATE + r")\s*\|\s*(?P<time>[^|]*?)\s*\|"
                r"\s*(?P<name>[^|]*?)\s*\|\s*(?P<type>[^|]*?)\s*\|(?:\s*(?P<state>Nominal|Warning|Critical|N/A)\s*\|)?"
                r"\s*(?P<event>[^|]*?)\s*(?:\|\s*(?P<extra>.*?))?\s*$")

@@ -89,3 +89,20 @@ def test_classify_lines_respects_threshold_severity_and_claims() -> None:
     strict = lc.Model.from_dict({**model.to_dict(), "meta": {**model.meta, "threshold": 1.01,
                                                              "benign_threshold": 1.01}})
     assert lc.classify_lines(ev, claimed, strict).is_empty()
+
+
+def test_folds_pool_repeats_and_keep_groups_where_they_were() -> None:
+    groups = [f"sig-{i}" for i in range(40)]
+    before = {g: [lc._fold_of(g, r, lc.FOLDS) for r in range(lc.REPEATS)] for g in groups}
+    # another signature in the catalog moves no other signature's fold (GroupKFold reshuffled them all)
+    assert {g: [lc._fold_of(g, r, lc.FOLDS) for r in range(lc.REPEATS)] for g in groups[:-1]} == \
+        {g: before[g] for g in groups[:-1]}
+    assert len({f for v in before.values() for f in v}) == lc.FOLDS  # every fold gets groups
+    assert any(len(set(v)) > 1 for v in before.values())  # the repeats assign differently
+    texts = [f"{'CUDA error' if i % 2 else 'NCCL WARN socket'} case {i}" for i in range(40)]
+    labels = ["cuda_error" if i % 2 else "network_fabric" for i in range(40)]
+    proba, classes, folds, pooled = lc._held_out_proba(texts, labels, groups)
+    assert proba.shape == (40 * lc.REPEATS, 2) and pooled == labels * lc.REPEATS and folds == lc.FOLDS
+    assert classes == ["cuda_error", "network_fabric"]
+    # each row is read by a model that never saw its group: the two families still tell apart
+    assert (np.asarray(classes)[proba.argmax(axis=1)] == np.asarray(pooled)).mean() == 1.0

@@ -34,9 +34,21 @@ MIN_CAPPED_BYTES = 64 * 1024 * 1024  # the ratio limit never stops a stream befo
 
 
 @dataclass(frozen=True)
+class ReadPath:
+    """Which of ingest's faster read routes run (forensics/ingest.py). Each gives what the plain
+    route gives, file by file; tests turn one off to compare the two."""
+
+    bulk: bool = True  # plain line logs parsed many files at a time (forensics/bulk.py)
+    beside: bool = True  # large CSV tables read in a thread beside the line logs, not after them
+    parse_bytes: bool = True  # a parser with `parse_bytes_many` reads whole plain files from their bytes
+    screen_small_files: bool = True  # small unrecognized files screened in batches
+    sniff_gate: bool = True  # the structured formats' sniffs skipped on heads without their SNIFF_NEEDS
+
+
+@dataclass(frozen=True)
 class Limits:
-    """Resource limits against hostile or broken input (docs/hostile.md). The defaults suit real
-    job bundles; tests pass small ones."""
+    """Resource limits against hostile or broken input (docs/hostile.md), and the read routes
+    (`read`). The defaults suit real job bundles; tests pass small ones."""
 
     max_expanded_bytes: int = 64 * 1024**3  # all members of one archive together, once unpacked
     max_ratio: float = 1000.0  # expanded / compressed, per archive and per compressed file ...
@@ -46,6 +58,7 @@ class Limits:
     max_line_bytes: int = MAX_LINE_CHARS  # longer lines are cut (and counted) while streaming
     chunk_bytes: int = CHUNK_BYTES  # bytes per piece handed to the parsers (memory per file)
     parse_rows: int = 500_000  # a large file's kept (not chatter) lines parsed together (`ingest.parse_one`)
+    read: ReadPath = ReadPath()
 
 
 @dataclass

@@ -62,8 +62,6 @@ from parsers.records import (
 from parsers.timestamps import derive_missing
 
 BATCH_BYTES = 8 * 1024 * 1024  # small files are screened together, up to this much per batch
-SCREEN_SMALL_FILES = True  # tests turn it off to compare with file-by-file parsing
-BULK = True  # plain line logs parsed many files at a time (forensics/bulk.py); tests compare both
 BULK_BATCH_BYTES = 16 * 1024 * 1024  # bytes of files per bulk batch (memory: ~3x this per worker)
 # screened lines parsed together (a parse call costs ~0.3 s whatever its size; what screening leaves
 # of NCCL INFO logs is small): at most this much in memory per worker, as 8 unscreened batches were
@@ -149,7 +147,6 @@ def peeled_head(head_text: str) -> str:
     return "\n".join(peel(pl.Series(head_text.split("\n"), dtype=pl.Utf8))["body"].to_list())
 
 
-SNIFF_GATE = True  # the structured formats' sniffs skipped on heads without their SNIFF_NEEDS; tests compare
 
 
 @dataclass(frozen=True)
@@ -181,14 +178,15 @@ def _gate(parsers: list[ParserInfo]) -> _Gate:
     return got
 
 
-def _may_sniff(head: bytes, parsers: list[ParserInfo]) -> tuple[frozenset[str] | None, bool]:
+def _may_sniff(head: bytes, parsers: list[ParserInfo], gate: bool = True) -> tuple[frozenset[str] | None, bool]:
     """Names of the structured parsers whose sniff can score on a head with these bytes (those
     without SNIFF_NEEDS, and those with one of theirs in the head), and whether the head can be an
     error JSON file (`sniff_error_json`). The literals are ASCII without a newline: in the bytes
-    exactly when in the decoded text `sniff_text` makes of them. (None, True) without SNIFF_GATE, or
+    exactly when in the decoded text `sniff_text` makes of them. (None, True) without the gate (`gate`:
+    `ReadPath.sniff_gate`), or
     when $FORENSICS_TRIAGE_ENGINE names no usable engine (every sniff then runs, as without the gate;
     the bulk screen that needs the engine hands its files to `parse_one` the same way)."""
-    if not SNIFF_GATE:
+    if not gate:
         return None, True
     try:
         g = _gate(parsers)
@@ -218,12 +216,12 @@ def _choose(head_text: str, parsers: list[ParserInfo], may: frozenset[str] | Non
     return line_parsers
 
 
-def _head_choice(head: bytes, cfg: JobConfig, parsers: list[ParserInfo]) -> list[ParserInfo]:
+def _head_choice(head: bytes, cfg: JobConfig, parsers: list[ParserInfo], gate: bool = True) -> list[ParserInfo]:
     """The parsers `parse_one` runs on a file with this head; [] for an empty, binary, boot-time
-    (`uptime -s`) or torchelastic error-JSON file, which it handles apart."""
+    (`uptime -s`) or torchelastic error-JSON file, which it handles apart. `gate`: `_may_sniff`'s."""
     if not head or looks_binary(head) or _boot_time_file(head, cfg) is not None:
         return []
-    may, error_json = _may_sniff(head, parsers)
+    may, error_json = _may_sniff(head, parsers, gate)
     if may is not None and not may and not error_json:
         return list(_gate(parsers).line_parsers)  # (`_choose` without decoding the head)
     text = head.decode("utf-8", errors="replace")
@@ -259,7 +257,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         res.lines = res.parsed = head.count(b"\n") or 1
         res.digest = _file_digest(sf)
         return res
-    may, error_json = _may_sniff(head, parsers)
+    may, error_json = _may_sniff(head, parsers, limits.read.sniff_gate)
     error_json = error_json and sniff_error_json(head_text)
     chosen = [] if error_json else _choose(head_text, parsers, may)
     hasher = new_hasher() if sf.compression is None else None
@@ -487,14 +485,13 @@ def _parse_table(sf: SourceFile, p: ParserInfo, layout: Any, ctx: ParseContext, 
     return res
 
 
-PARSE_BYTES = True  # a parser with `parse_bytes_many` reads whole plain files from their bytes; tests compare both
 WHOLE_BATCH_BYTES = 32 * 1024 * 1024  # bytes of such files read together
 
 
 def _whole_parser(sf: SourceFile, chosen: list[ParserInfo], limits: Limits) -> ParserInfo | None:
     """The structured parser that reads this file straight from its bytes (`bulk.parse_whole`),
     if the file is a plain one of at most one chunk and the one parser chosen for it can."""
-    if (PARSE_BYTES and len(chosen) == 1 and chosen[0].exclusive and _bulk_candidate(sf, limits)
+    if (limits.read.parse_bytes and len(chosen) == 1 and chosen[0].exclusive and _bulk_candidate(sf, limits)
             and chosen[0].spec.reads_bytes):
         return chosen[0]
     return None
@@ -504,14 +501,14 @@ def _whole_route(sf: SourceFile, cfg: JobConfig, parsers: list[ParserInfo], limi
                  chosen: list[ParserInfo] | None = None) -> ParserInfo | None:
     """`_whole_parser` from the file's head, as `parse_one` chooses (None for anything unusual);
     `chosen`: `_head_choice` of its head when known."""
-    if not PARSE_BYTES or not _bulk_candidate(sf, limits):
+    if not limits.read.parse_bytes or not _bulk_candidate(sf, limits):
         return None
     if chosen is None:
         try:
             head = read_head(sf, limits)
         except OSError:
             return None
-        chosen = _head_choice(head, cfg, parsers)
+        chosen = _head_choice(head, cfg, parsers, limits.read.sniff_gate)
     return _whole_parser(sf, chosen, limits)
 
 
@@ -551,7 +548,7 @@ def _file_digest(sf: SourceFile) -> str | None:
 
 
 def _small_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[ParserInfo],
-                     chosen: list[ParserInfo] | None = None) -> bool:
+                     chosen: list[ParserInfo] | None = None, gate: bool = True) -> bool:
     """A small plain text file that every line parser would read (no structured format, no error
     file, no boot-time file): it can be pre-screened in a batch with other small files.
     `chosen`: `_head_choice` of `head` when known."""
@@ -559,7 +556,7 @@ def _small_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[
         return False
     if head.count(b"\n") > 2 * SPAN_LINES:
         return False
-    chosen = _head_choice(head, cfg, parsers) if chosen is None else chosen
+    chosen = _head_choice(head, cfg, parsers, gate) if chosen is None else chosen
     return bool(chosen) and all(not p.exclusive for p in chosen)
 
 
@@ -712,7 +709,7 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
 
     for batch in group:
         try:
-            items, left = _bulk_items(batch, cfg, parsers, choices or {})
+            items, left = _bulk_items(batch, cfg, parsers, choices or {}, limits.read.sniff_gate)
             sc, more = screen(items, cfg, ref_year, max_line=limits.max_line_bytes)
             del items  # the batch's bytes: the screened frame holds its lines (a 59 MB dmesg stayed twice)
         except Exception:  # noqa: BLE001
@@ -729,7 +726,7 @@ def _bulk_group(group: list[list[tuple[int, SourceFile]]], cfg: JobConfig, ref_y
 
 
 def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: list[ParserInfo],
-                choices: dict[int, list[ParserInfo]]) -> tuple[list, list[int]]:
+                choices: dict[int, list[ParserInfo]], gate: bool = True) -> tuple[list, list[int]]:
     """Read the files of one batch: the plain line logs among them (for forensics/bulk.py), and the
     indices of the others (structured formats, error files, binary, unreadable, changed). A file
     whose head's choice is known (`choices`) and is not the line parsers is not read here."""
@@ -748,7 +745,7 @@ def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: li
         if len(data) != sf.size:
             chosen = []
         else:
-            chosen = known if known is not None else _head_choice(data[:HEAD_BYTES], cfg, parsers)
+            chosen = known if known is not None else _head_choice(data[:HEAD_BYTES], cfg, parsers, gate)
         if not chosen or any(p.exclusive for p in chosen):
             again.append(i)
             continue
@@ -756,7 +753,6 @@ def _bulk_items(batch: list[tuple[int, SourceFile]], cfg: JobConfig, parsers: li
     return items, again
 
 
-BESIDE = True  # large CSV tables read in a thread beside the line logs; tests compare with after them
 
 
 def _beside_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list[ParserInfo],
@@ -766,7 +762,7 @@ def _beside_candidate(sf: SourceFile, head: bytes, cfg: JobConfig, parsers: list
     (the thread beside the line logs), not how: a wrong guess costs time, never a different result."""
     if sf.compression is not None or sf.size <= limits.chunk_bytes or not head:
         return False
-    chosen = _head_choice(head, cfg, parsers)
+    chosen = _head_choice(head, cfg, parsers, limits.read.sniff_gate)
     return _table_layout(sf, chosen, head.decode("utf-8", errors="replace"), limits) is not None
 
 
@@ -800,8 +796,8 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     for i, sf in enumerate(disc.files):
         head = _safe_head(sf, limits)
         if _bulk_candidate(sf, limits):
-            choices[i] = _head_choice(head, cfg, parsers)
-        elif BESIDE and _beside_candidate(sf, head, cfg, parsers, limits):
+            choices[i] = _head_choice(head, cfg, parsers, limits.read.sniff_gate)
+        elif limits.read.beside and _beside_candidate(sf, head, cfg, parsers, limits):
             beside.append(i)
         if not cfg.year:
             years.add(head)
@@ -857,7 +853,7 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside") as side:
         tables = [side.submit(work, i) for i in order if i in beside_set]
         # plain line logs: many files at a time (forensics/bulk.py); what it leaves goes file by file
-        if BULK:
+        if limits.read.bulk:
             bulk_ids = [i for i in order if _bulk_candidate(disc.files[i], limits)]
             packs = [[(i, disc.files[i]) for i in p]
                      for p in _pack(bulk_ids, lambda i: disc.files[i].size, BULK_BATCH_BYTES)]
@@ -885,7 +881,8 @@ def ingest(disc: Discovery, cfg: JobConfig, limits: Limits | None = None,
     order_left = [i for i in order if results[i] is None]
     # small unrecognizable files are screened in batches (no per-file parser cost)
     cands = [i for i in order_left
-             if SCREEN_SMALL_FILES and _small_candidate(disc.files[i], heads[i], cfg, parsers, choices.get(i))]
+             if limits.read.screen_small_files
+             and _small_candidate(disc.files[i], heads[i], cfg, parsers, choices.get(i), limits.read.sniff_gate)]
     batches = [[(i, disc.files[i], heads[i]) for i in p] for p in _pack(cands, lambda i: len(heads[i]) + 1, BATCH_BYTES)]
     single = set(order_left) - set(cands)
     if len(cands) > 1:

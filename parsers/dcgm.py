@@ -935,7 +935,7 @@ _SAMPLE_NAMES = {"ts": "timestamp", "host": "hostname", "gpu": "gpu", "uuid": "u
 
 
 BLOCK_THREADS = 1  # blocks of a large CSV parsed at once (`read_csv_chunks`); one, since the CSV is read
-# in a thread beside the line logs (forensics/ingest.py BESIDE): with 2, the 1.4 GB job of bench/README.md
+# in a thread beside the line logs (forensics/ingest.py, `ReadPath.beside`): with 2, the 1.4 GB job of bench/README.md
 # peaked at 1,045 MiB and ran 8.8 s; with 1, 782 MiB and 8.3 s (same minutes). Results are the same for any
 # count (blocks are added in file order; tests/parsers/test_dcgm.py compares 1 and more)
 COMBINE_ROWS = 4_000_000  # partial bucket rows kept before they are folded (a block adds its buckets)

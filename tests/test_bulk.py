@@ -7,6 +7,7 @@ parsers' trigger contract (`spec.trigger`) holds on every fixture."""
 from __future__ import annotations
 
 import gzip
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ import pytest
 import forensics.ingest as ingest_mod
 from forensics.bulk import Item, clean, parse_batch
 from forensics.config import load_job_config
-from forensics.discovery import Limits, discover
+from forensics.discovery import Limits, ReadPath, discover
 from forensics.simulate import load_scenario, simulate
 from parsers import registry
 from parsers.lines import decode_lines, with_body
@@ -34,19 +35,19 @@ def _sorted(df: pl.DataFrame) -> pl.DataFrame:
     return df.sort(df.columns, nulls_last=True) if not df.is_empty() else df
 
 
-def _ingest(job: Path, on: bool, monkeypatch: pytest.MonkeyPatch, flag: str = "BULK") -> dict[str, ingest_mod.FileResult]:
-    monkeypatch.setattr(ingest_mod, flag, on)
-    monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
+def _ingest(job: Path, on: bool, flag: str = "bulk", base: Limits | None = None) -> dict[str, ingest_mod.FileResult]:
+    """Every file's result with one read route (`ReadPath` field `flag`) on or off, small files file by file."""
+    limits = replace(base or Limits(), read=ReadPath(**{flag: on, "screen_small_files": False}))
     disc = discover(job)
     try:
-        ing = ingest_mod.ingest(disc, load_job_config(job))
+        ing = ingest_mod.ingest(disc, load_job_config(job), limits)
     finally:
         disc.close()
     return {f.rel_path: f for f in ing.files}
 
 
-def _assert_same(job: Path, monkeypatch: pytest.MonkeyPatch, flag: str = "BULK") -> int:
-    fast, slow = _ingest(job, True, monkeypatch, flag), _ingest(job, False, monkeypatch, flag)
+def _assert_same(job: Path, flag: str = "bulk", base: Limits | None = None) -> int:
+    fast, slow = _ingest(job, True, flag, base), _ingest(job, False, flag, base)
     assert fast.keys() == slow.keys()
     for path, a in fast.items():
         b = slow[path]
@@ -67,8 +68,8 @@ def _assert_same(job: Path, monkeypatch: pytest.MonkeyPatch, flag: str = "BULK")
 
 
 @pytest.mark.parametrize("folder", PARSER_DIRS + JOB_DIRS, ids=lambda p: p.name)
-def test_bulk_equals_file_by_file_on_fixtures(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _assert_same(folder, monkeypatch)
+def test_bulk_equals_file_by_file_on_fixtures(folder: Path) -> None:
+    _assert_same(folder)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -81,7 +82,7 @@ def test_bulk_equals_file_by_file_on_simulated_info_logs(scenario: str, tmp_path
     # small batches: many of them, screened apart and parsed together, a few at a time (ingest._bulk_group)
     monkeypatch.setattr(ingest_mod, "BULK_BATCH_BYTES", 48 * 1024)
     monkeypatch.setattr(ingest_mod, "BULK_GROUP_REST_BYTES", 64 * 1024)
-    n_events = _assert_same(tmp_path / "case" / "job", monkeypatch)
+    n_events = _assert_same(tmp_path / "case" / "job")
     assert n_events > 10
 
 
@@ -105,7 +106,7 @@ def _dcgm_whole_files(monkeypatch: pytest.MonkeyPatch) -> list[int]:
                          ids=lambda p: p.name)
 def test_parse_bytes_equals_parse_on_fixtures(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     taken = _dcgm_whole_files(monkeypatch)
-    _assert_same(folder, monkeypatch, flag="PARSE_BYTES")
+    _assert_same(folder, flag="parse_bytes")
     if folder.name == "dcgm":
         assert sum(taken) == 1  # long_timeseries.csv (the other CSV quotes a cell: read as lines)
 
@@ -115,7 +116,7 @@ def test_parse_bytes_equals_parse_on_simulated_dcgm(tmp_path: Path, monkeypatch:
     job = tmp_path / "case" / "job"
     n_dcgm = len(list(job.rglob("dcgm.csv")))
     taken = _dcgm_whole_files(monkeypatch)
-    n_events = _assert_same(job, monkeypatch, flag="PARSE_BYTES")
+    n_events = _assert_same(job, flag="parse_bytes")
     assert sum(taken) == n_dcgm > 0 and n_events > 10
 
 
@@ -137,11 +138,11 @@ def test_parse_bytes_declines_unusual_dcgm_files(tmp_path: Path, monkeypatch: py
     (tmp_path / "node-5" / "dcgm.csv").write_bytes(hdr + b"\n" + body + b"2024-06-10T06:14:00Z,X," + b"9" * 3000 + b"\n")
     (tmp_path / "node-6").mkdir()
     (tmp_path / "node-6" / "dcgm.csv.gz").write_bytes(gzip.compress(base))
-    monkeypatch.setattr(ingest_mod, "Limits", lambda: Limits(max_line_bytes=2000))
+    short = Limits(max_line_bytes=2000)
     taken = _dcgm_whole_files(monkeypatch)
-    fast = _ingest(tmp_path, True, monkeypatch, "PARSE_BYTES")
+    fast = _ingest(tmp_path, True, "parse_bytes", short)
     assert sum(taken) == 1
-    _assert_same(tmp_path, monkeypatch, flag="PARSE_BYTES")
+    _assert_same(tmp_path, flag="parse_bytes", base=short)
     assert any("cut" in w for w in fast["node-5/dcgm.csv"].warnings)
     assert any("NUL" in w for w in fast["node-3/dcgm.csv"].warnings)
     assert all(f.parser == "dcgm" for f in fast.values())
@@ -297,7 +298,7 @@ def test_a_failing_batch_falls_back_to_file_by_file(tmp_path: Path, monkeypatch:
         raise RuntimeError("bug in the batched path")
 
     monkeypatch.setattr(bulk_mod, "parse_screened", broken)
-    files = _ingest(tmp_path, True, monkeypatch)
+    files = _ingest(tmp_path, True)
     r = files["node-1/rank-0.log"]
     assert (r.lines, r.parsed, r.parser) == (1, 1, "nccl")
     assert r.events["kind"].to_list() == ["nccl_ib_error"]

@@ -17,7 +17,7 @@ from polars.testing import assert_frame_equal
 from forensics import ingest
 from forensics.accounting import FileResult
 from forensics.config import load_job_config
-from forensics.discovery import Limits, discover, read_head
+from forensics.discovery import Limits, ReadPath, discover, read_head
 from parsers import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,9 +31,10 @@ def job(tmp_path_factory: pytest.TempPathFactory, bench_module: Callable[[str], 
     return out / "job"
 
 
-def _ingest(job: Path, chunk: int | None, spill: Path | None = None) -> tuple[list[FileResult], dict[str, str]]:
+def _ingest(job: Path, chunk: int | None, spill: Path | None = None,
+            beside: bool = True) -> tuple[list[FileResult], dict[str, str]]:
     """Every file's result, and the thread that read each file with a CSV table's reader or whole."""
-    limits = Limits(chunk_bytes=chunk) if chunk else Limits()
+    limits = Limits(chunk_bytes=chunk, read=ReadPath(beside=beside)) if chunk else Limits(read=ReadPath(beside=beside))
     disc = discover(job, limits)
     readers: dict[str, str] = {}
     table, whole = ingest._parse_table, ingest._whole_group
@@ -68,19 +69,17 @@ def _same(a: FileResult, b: FileResult) -> None:
 
 
 @pytest.mark.parametrize("chunk", [CHUNK, None], ids=["block-reader", "whole-bytes"])
-def test_the_table_read_beside_gives_what_reading_it_after_gives(job: Path, tmp_path: Path, chunk: int | None,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_table_read_beside_gives_what_reading_it_after_gives(job: Path, tmp_path: Path, chunk: int | None) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     beside, where = _ingest(job, chunk, tmp_path / "a")
-    monkeypatch.setattr(ingest, "BESIDE", False)
-    after, where_after = _ingest(job, chunk, tmp_path / "b")
+    after, where_after = _ingest(job, chunk, tmp_path / "b", beside=False)
     dcgm_files = [f for f in beside if f.rel_path.endswith(".csv")]
     assert len(dcgm_files) == 1 and dcgm_files[0].parser == "dcgm"
     csv = dcgm_files[0].rel_path
     assert dcgm_files[0].lines == (job / csv).read_bytes().count(b"\n")
     assert dcgm_files[0].parsed == dcgm_files[0].lines - 1  # every data row; the header ignored
-    # the large CSV went beside the line logs (the `beside` thread), after them without BESIDE; the
+    # the large CSV went beside the line logs (the `beside` thread), after them without it; the
     # one read whole from its bytes goes after them either way
     assert list(where) == [csv] and where[csv].startswith("beside") == (chunk is not None)
     assert list(where_after) == [csv] and not where_after[csv].startswith("beside")

@@ -15,7 +15,7 @@ import pytest
 import forensics.bulk as bulk_mod
 import forensics.ingest as ingest_mod
 from forensics.config import load_job_config
-from forensics.discovery import discover
+from forensics.discovery import Limits, ReadPath, discover
 from parsers import registry
 from parsers.lines import decode_lines, with_body
 from parsers.records import Extraction, ParseContext
@@ -81,11 +81,9 @@ def test_triggered_reads_the_body() -> None:
 def _ingest(job: Path, skip: bool, bulk: bool, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setattr(bulk_mod, "SKIP_UNTRIGGERED", skip)
     monkeypatch.setattr(bulk_mod, "TRIGGER_SCREEN_ROWS", 0)  # (the skip through the trigger screen on every batch)
-    monkeypatch.setattr(ingest_mod, "BULK", bulk)
-    monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
     disc = discover(job)
     try:
-        ing = ingest_mod.ingest(disc, load_job_config(job))
+        ing = ingest_mod.ingest(disc, load_job_config(job), Limits(read=ReadPath(bulk=bulk, screen_small_files=False)))
     finally:
         disc.close()
     return {f.rel_path: f for f in ing.files}

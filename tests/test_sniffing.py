@@ -90,7 +90,7 @@ def _heads() -> list[bytes]:
     return heads
 
 
-def test_sniff_gate_keeps_every_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sniff_gate_keeps_every_choice() -> None:
     """ingest skips a structured format's sniff on a head without its SNIFF_NEEDS literals (one
     `triage.LiteralGate` pass over the head): `_head_choice` is the same with and without the gate,
     on every fixture head and variants of them."""
@@ -99,8 +99,7 @@ def test_sniff_gate_keeps_every_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(heads) > 250
     got = {}
     for gate in (True, False):
-        monkeypatch.setattr(ingest_mod, "SNIFF_GATE", gate)
-        got[gate] = [[p.name for p in ingest_mod._head_choice(h, cfg, parsers)] for h in heads]
+        got[gate] = [[p.name for p in ingest_mod._head_choice(h, cfg, parsers, gate)] for h in heads]
     assert got[True] == got[False]
     structured = {p.name for p in parsers if p.exclusive}
     assert sum(1 for c in got[True] if len(c) == 1 and c[0] in structured) > 30
@@ -111,9 +110,7 @@ def test_an_unusable_triage_engine_leaves_every_sniff_to_run(monkeypatch: pytest
     choice is the one without the gate) instead of raising out of ingest's pass over the heads."""
     parsers, cfg = registry(), JobConfig()
     heads = _heads()[:80]
-    monkeypatch.setattr(ingest_mod, "SNIFF_GATE", False)
-    plain = [[p.name for p in ingest_mod._head_choice(h, cfg, parsers)] for h in heads]
-    monkeypatch.setattr(ingest_mod, "SNIFF_GATE", True)
+    plain = [[p.name for p in ingest_mod._head_choice(h, cfg, parsers, gate=False)] for h in heads]
     monkeypatch.setenv(triage.ENGINE_ENV, "no-such-engine")
     with pytest.raises(ValueError):
         triage.engine_name()

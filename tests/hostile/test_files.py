@@ -13,7 +13,7 @@ import pytest
 import forensics.ingest as ingest_mod
 from forensics.analysis import analyze
 from forensics.config import load_job_config
-from forensics.discovery import Limits, discover, iter_chunks
+from forensics.discovery import Limits, ReadPath, discover, iter_chunks
 from forensics.ingest import ingest
 from parsers.lines import MAX_LINE_CHARS
 
@@ -117,9 +117,8 @@ def test_file_that_disappears_or_changes_during_the_run(tmp_path: Path, monkeypa
             sf.real_path.unlink()
 
     monkeypatch.setattr(ingest_mod, "iter_chunks", racing)
-    monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
-    monkeypatch.setattr(ingest_mod, "BULK", False)  # the race is staged in the file-by-file reader
-    _, src = _run(job, tmp_path)
+    # the race is staged in the file-by-file reader
+    _, src = _run(job, tmp_path, limits=Limits(read=ReadPath(bulk=False, screen_small_files=False)))
     assert any("could not be read" in w for w in src["gone.log"]["warnings"])
     assert any("disappeared while it was being analyzed" in w for w in src["gone-late.log"]["warnings"])
     assert any("changed while it was being analyzed" in w for w in src["grows.log"]["warnings"])
@@ -239,7 +238,7 @@ def test_fifo_socket_and_symlink_loops_skipped(tmp_path: Path) -> None:
     assert latest.real_path == (job / "node-001" / "dmesg.log").resolve()
 
 
-def test_small_file_screening_matches_file_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_file_screening_matches_file_by_file(tmp_path: Path) -> None:
     """The batch pre-screen of small files gives the same per-file results as parsing each alone."""
     root = Path(__file__).resolve().parents[2] / "fixtures"
     job = tmp_path / "job"
@@ -249,17 +248,15 @@ def test_small_file_screening_matches_file_by_file(tmp_path: Path, monkeypatch: 
         (job / f"{k:03d}-junk.log").write_text(f"junk {k}\nerror {k}\n\n")
     cfg = load_job_config(job)
 
-    def run() -> dict:
+    def run(read: ReadPath | None = None) -> dict:
         d = discover(job)
         try:
-            ing = ingest(d, cfg)
+            ing = ingest(d, cfg, Limits(read=read or ReadPath()))
         finally:
             d.close()
         return {f.rel_path: (f.lines, f.parsed, f.ignored, f.unparsed, f.parser, f.digest, f.events.height,
                              f.unparsed_errors.to_dicts(), f.first_ts, f.last_ts, sorted(f.warnings)) for f in ing.files}
 
     batched = run()
-    monkeypatch.setattr(ingest_mod, "BULK", False)
-    screened = run()
-    monkeypatch.setattr(ingest_mod, "SCREEN_SMALL_FILES", False)
-    assert run() == batched == screened
+    screened = run(ReadPath(bulk=False))
+    assert run(ReadPath(bulk=False, screen_small_files=False)) == batched == screened

@@ -105,6 +105,8 @@ PREFIX = (
     # [stamp] [LVL] [f:l:fn] / Hydra job logging [stamp][logger][LVL] -
     rf"|DLL (?P<dts>{STAMP}) -"  # NVIDIA DLLogger stdout backend
     rf"|(?P<fts>{STAMP}) \| [A-Z]+ \| [\w.]+ \|"  # fairseq: stamp | LVL | logger |
+    # VITS utils.get_logger (so-vits-svc, Bert-VITS2, ...): "%(asctime)s\t%(name)s\t%(levelname)s\t%(message)s"
+    rf"|(?P<vts>{STAMP})\t[^\t]+\t(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\t"
     rf"|(?P<lts>{STAMP})(?: - [\w.]+ -)?:?"  # Python logging / TF `stamp: ` (a level word follows, below)
     r"|\[NeMo [A-Z] (?P<nts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?P<nrest>[^\]]*)\]"  # NeMo
     r"|\[titan\] (?P<tts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) - \S+ - [A-Z]+ -"  # torchtitan
@@ -319,6 +321,17 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
         (r"^Epoch (?P<ep>\d+):(?: :)?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+) \[(?P<inner>[^\]]*)\]",
          steprow("lightning", aux=pl.lit("bar"))),
         (r"^(?:Validation|Validating|Sanity Checking|Testing|Predicting)(?: DataLoader \d+)?:.*%\|", IGNORE),
+        # --- the speech-model trainers built on NVIDIA's tacotron2 / waveglow train.py and jaywalnut310's VITS
+        # utils.py (so-vits-svc, Bert-VITS2, GPT-SoVITS, RVC copy it): save_checkpoint prints `Saving model and
+        # optimizer state at iteration {} to {}` (some forks: `epoch`, tacotron2 forks append `. Validation
+        # score = ...`) before its torch.save, and prints no end; load_checkpoint prints VITS' `Loaded checkpoint
+        # '{}' (iteration {})` or tacotron2's `Loading checkpoint '{}'` then `Loaded checkpoint '{}' from
+        # iteration {}`. The iteration VITS prints is its epoch, so it is kept as the event's aux, not a step.
+        (r"^Saving model and optimizer state at (?:iteration|epoch) (?P<it>\d+) to (?P<path>\S+?)\.?(?:\s|$)",
+         ckpt("save_start", "vits", path=g("path"), aux=pl.lit("iteration:") + g("it"))),
+        (r"^Loading checkpoint '(?P<path>[^']+)'\s*$", ckpt("load_start", "vits", path=g("path"))),
+        (r"^Loaded checkpoint '(?P<path>[^']+)' (?:\((?:iteration|epoch) (?P<it>\d+)\)|from iteration (?P<it2>\d+))",
+         ckpt("load_end", "vits", path=g("path"), aux=pl.lit("iteration:") + pl.coalesce(g("it"), g("it2")))),
         # --- Hugging Face Trainer
         (r"^\*{5} Running training \*{5}", ev("train_start", "start", framework=pl.lit("hf"), aux=pl.lit("banner"))),
         (r"^Continuing training from global step (?P<step>\d+)",
@@ -533,6 +546,7 @@ def sniff(head: str) -> float:
     )
     weak = (
         r"saving checkpoint at iteration", r"successfully saved checkpoint", r"Saving model checkpoint",
+        r"Saving model and optimizer state at (?:iteration|epoch) \d+ to ", r"Loaded checkpoint '[^']+' (?:\((?:iteration|epoch) \d+\)|from iteration \d+)",
         r"Checkpoint \S+ is (?:about to be saved|begin to save|ready now)!", r"across ranks \(ms\):",
         r"Finished saving the checkpoint", r"Checkpoint save for step \d+", r"\[titan\]",
         r"^\[[^\]]+\] datetime: \d{4}-", r"will not load any checkpoints",
@@ -572,7 +586,7 @@ def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                              mdy.struct.field("2"), pl.lit(" "), mdy.struct.field("4")])
     raw = pl.coalesce(p.struct.field("bts"), p.struct.field("nts"), p.struct.field("tts"),
                       p.struct.field("hts"), mdy_iso, p.struct.field("dts"), p.struct.field("fts"),
-                      p.struct.field("lts"))
+                      p.struct.field("vts"), p.struct.field("lts"))
     rank_hint = pl.lit(ctx.rank_hint, dtype=pl.Int64)
     return cand.with_columns(
         pl.col("body").str.replace(PREFIX, "").str.strip_chars_end().alias("message_m"),

@@ -342,6 +342,16 @@ def test_jobwide_applies_only_to_its_categories(job_of: Callable[[dict[str, str]
     # the Hub's rate limit, raised on one rank
     ("train.log", "[rank5]: huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
      "https://huggingface.co/api/datasets/allenai/c4/paths-info/1588ec4\n", "hf-hub-rate-limited"),
+    # the object store a checkpoint is written to, throttling one rank's upload (botocore ClientError)
+    ("train.log", "[rank5]: botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the "
+     "PutObject operation (reached max retries: 4): Please reduce your request rate.\n", "ckpt-object-store-error"),
+    # ... unreachable from one rank of an srun -l job (botocore EndpointConnectionError)
+    ("slurm.out", " 3: [rank3]: botocore.exceptions.EndpointConnectionError: Could not connect to the endpoint URL: "
+     "\"https://ckpt.s3.us-east-1.amazonaws.com/run7/step_4000/__0_0.distcp\"\n", "ckpt-object-store-error"),
+    # ... timing out a read through TF's GCS file system, on one host of a pdsh run
+    ("pdsh.log", "node-07: 2019-05-02 10:11:12.000001: W tensorflow/core/platform/cloud/gcs_file_system.cc:1037] "
+     "Error executing an HTTP request: libcurl code 28 meaning 'Timeout was reached', error details: Operation "
+     "timed out\n", "ckpt-object-store-error"),
 ])
 def test_a_remote_store_failure_blames_no_rank_of_the_job(tmp_path: Path, name: str, text: str,
                                                            signature: str) -> None:
@@ -355,9 +365,23 @@ def test_a_remote_store_failure_blames_no_rank_of_the_job(tmp_path: Path, name: 
     assert "names a service outside the job" in v["summary"]
 
 
+def test_a_local_file_system_failure_keeps_its_host(tmp_path: Path) -> None:
+    """A TF checkpoint op failing on a file system the host mounts (tf-checkpoint-op-failed) is not [outside_job]:
+    the reporting host stays the culprit, unlike the object store's."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "pdsh.log").write_text("node-07: 2020-03-02 10:11:12.345678: W tensorflow/core/framework/op_kernel.cc:1651] "
+                                  "OP_REQUIRES failed at save_restore_v2_ops.cc:109 : Permission denied: "
+                                  "/ckpt/model.ckpt-100_temp; Permission denied\n")
+    v = verdict(job, tmp_path)
+    assert (v["category"], v["evidence"][0]["signature"]) == ("storage", "tf-checkpoint-op-failed"), v["summary"]
+    assert v["culprit"]["host"] == "node-07", v["summary"]
+
+
 def test_outside_job_names_the_remote_store_signals() -> None:
     """precedence.toml [outside_job] parses, and a file without it names none."""
-    assert set(load_precedence().outside_job) == {"hf-hub-rate-limited", "remote-store-unreachable"}
+    assert set(load_precedence().outside_job) == {"hf-hub-rate-limited", "remote-store-unreachable",
+                                                  "ckpt-object-store-error"}
     doc = tomllib.loads((ROOT / "forensics" / "signatures" / "precedence.toml").read_text(encoding="utf-8"))
     del doc["outside_job"]
     assert parse_precedence(doc).outside_job == ()

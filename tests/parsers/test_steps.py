@@ -835,3 +835,39 @@ def test_horovod_example_step_lines() -> None:
     check_shape(x, 5)
     # not a step line: a step counter with no loss, a loss without the Horovod shape
     assert rows(parse("Step #3 done\nIter #4: warming up\n"), "train_steps") == []
+
+
+# --------------------------------------------------------------------------- VITS / tacotron2 checkpoint lines
+
+def test_vits_logger_checkpoint_load_and_save() -> None:
+    """VITS utils.py behind its tab-separated logger (so-vits-svc#36): the load of a checkpoint and the saves,
+    the stamp read from the logger's asctime; the iteration VITS prints (its epoch) is kept apart from steps."""
+    x = parse("2023-02-01 22:27:30,272\t32k\tINFO\tLoaded checkpoint './logs\\32k\\G_1000.pth' (iteration 1)\n"
+              "2023-02-01 22:27:53,202\t32k\tINFO\tTrain Epoch: 1 [0%]\n"
+              "2023-02-01 22:27:56,096\t32k\tINFO\tSaving model and optimizer state at iteration 1 to "
+              "./logs\\32k\\G_0.pth\n"
+              "2023-02-01 22:27:56,974\t44k\tWARNING\tSaving model and optimizer state at epoch 12 to "
+              "logs/44k/D_12000.pth\n")
+    c = rows(x, "checkpoints")
+    assert [(r["line_no"], r["event"], r["path"]) for r in c] == [
+        (1, "load_end", "./logs\\32k\\G_1000.pth"), (3, "save_start", "./logs\\32k\\G_0.pth"),
+        (4, "save_start", "logs/44k/D_12000.pth")]
+    assert c[0]["ts"] == utc(2023, 2, 1, 22, 27, 30, 272000)
+    assert [k for _, k, _ in kinds(x)] == ["checkpoint_load", "checkpoint_save_start", "checkpoint_save_start"]
+
+
+def test_tacotron2_checkpoint_print_forms() -> None:
+    """NVIDIA tacotron2 / waveglow train.py print() forms: `Loading checkpoint '<p>'`, `Loaded checkpoint '<p>'
+    from iteration N`, and a save line with a trailing validation score (tacotron2 forks)."""
+    x = parse("Loading checkpoint 'outdir/checkpoint_4000'\n"
+              "Loaded checkpoint 'outdir/checkpoint_4000' from iteration 4000\n"
+              "Saving model and optimizer state at iteration 5000 to outdir/checkpoint_5000. Validation score = "
+              "0.41321, Attention score = 0.61234\n")
+    assert [(r["event"], r["path"]) for r in rows(x, "checkpoints")] == [
+        ("load_start", "outdir/checkpoint_4000"), ("load_end", "outdir/checkpoint_4000"),
+        ("save_start", "outdir/checkpoint_5000")]
+
+
+def test_vits_sniff_reads_a_checkpoint_only_head() -> None:
+    assert steps.sniff("2023-02-01 22:27:30,272\t32k\tINFO\tLoaded checkpoint './G_1000.pth' (iteration 1)\n") == 0.5
+    assert steps.sniff("Loaded checkpoint weights for the tokenizer\n") == 0.0

@@ -24,8 +24,12 @@ its events take its node; a file that names several nodes but no blocks gives it
 host, never another pod's node.
 
 Training-operator jobs (`kubectl describe tfjob|pytorchjob|mpijob`): a condition `Reason:
-TFJobFailed` / `PyTorchJobRestarting` / ... is a marker by itself and a `k8s_job_status` event
-(code = the reason).
+TFJobFailed` / `PyTorchJobRestarting` / mpi-operator's `MPIJobEvicted` / ... is a marker by itself and a
+`k8s_job_status` event (code = the reason).
+
+Kubelet device admission failures (`Allocate failed due to <device manager error>, which is unexpected`, reason
+`UnexpectedAdmissionError`) are a marker by themselves and a `k8s_pod_status` event of that code in any layout
+(describe, Events row, `get pods` STATUS, the bare message), the device manager's error kept in the message.
 
 Cloud interruption notices, wherever they appear (node-termination-handler logs, event dumps,
 metadata polls), are `cloud_preemption` events without any Kubernetes marker: AWS `EC2 Spot

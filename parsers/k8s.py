@@ -24,8 +24,12 @@ its events take its node; a file that names several nodes but no blocks gives it
 host, never another pod's node.
 
 Training-operator jobs (`kubectl describe tfjob|pytorchjob|mpijob`): a condition `Reason:
-TFJobFailed` / `PyTorchJobRestarting` / ... is a marker by itself and a `k8s_job_status` event
-(code = the reason).
+TFJobFailed` / `PyTorchJobRestarting` / mpi-operator's `MPIJobEvicted` / ... is a marker by itself and a
+`k8s_job_status` event (code = the reason).
+
+Kubelet device admission failures (`Allocate failed due to <device manager error>, which is unexpected`, reason
+`UnexpectedAdmissionError`) are a marker by themselves and a `k8s_pod_status` event of that code in any layout
+(describe, Events row, `get pods` STATUS, the bare message), the device manager's error kept in the message.
 
 Cloud interruption notices, wherever they appear (node-termination-handler logs, event dumps,
 metadata polls), are `cloud_preemption` events without any Kubernetes marker: AWS `EC2 Spot
@@ -51,21 +55,35 @@ POD_REASONS = ["Evicted", "Preempting", "Preempted", "NodeShutdown", "Terminated
 DISRUPTION = ["PreemptionByScheduler", "DeletionByTaintManager", "EvictionByEvictionAPI", "DeletionByPodGC",
               "TerminationByKubelet"]
 WAITING = ["CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError"]
-SEVERITY = {"MemoryPressure": "error", "DiskPressure": "error", "EphemeralStorageLimit": "error", "OOMKilled": "error", "Error": "error", "Completed": "info", "Evicted": "error",
+SEVERITY = {"UnexpectedAdmissionError": "error", "MemoryPressure": "error", "DiskPressure": "error", "EphemeralStorageLimit": "error", "OOMKilled": "error", "Error": "error", "Completed": "info", "Evicted": "error",
             "CrashLoopBackOff": "error", "ContainerCannotRun": "error", "StartError": "error"}
 
-JOB_REASON_RE = r"^(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)?Job(?:Failed|Restarting|Succeeded)$"
+# mpi-operator (kubeflow/mpi-operator v2 pkg/controller/mpi_job_controller.go) also fails the job with reason
+# `MPIJobEvicted` (message `%d/%d workers are evicted`, and a Warning event of that reason) when worker pods
+# were evicted: the cluster took the pods, as a pod's own `Evicted` says.
+JOB_REASON_RE = r"^(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)?Job(?:Failed|Restarting|Succeeded|Evicted)$"
 MARKERS = r'(?m)^[ \t]*kind:[ \t]*Pod\b|"kind":\s*"Pod"|containerStatuses|^Namespace:\s+\S|^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\b|' \
           r'^LAST SEEN\s+TYPE\s+REASON\b|The node was low on resource: |The node had condition: \[|' \
           r'exceeded its local ephemeral storage limit|ephemeral local storage usage exceeds the total limit|' \
           r'Usage of EmptyDir volume .* exceeds the limit|' \
-          r'^[ \t]*"?[Rr]eason"?:[ \t]*"?(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)Job(?:Failed|Restarting)\b'
+          r'Allocate failed due to .*, which is unexpected|' \
+          r'^[ \t]*"?[Rr]eason"?:[ \t]*"?(?:TF|PyTorch|MPI|XGBoost|Paddle|JAX|MX)Job(?:Failed|Restarting|Evicted)\b'
 # kubelet's eviction manager (pkg/kubelet/eviction/helpers.go): the evicted pod's message names the
 # starved resource (`The node was low on resource: %v. ` with memory, ephemeral-storage, pids or
 # inodes; newer kubelets add `Threshold quantity: ..., available: ...`) or, when admission is refused
 # under pressure, the node condition (`The node had condition: [%v]. `). The code is the node
 # condition the resource maps to, so a memory eviction is not read as a scheduler preemption (pids /
 # PIDPressure keep the plain `Evicted` code: no category of the taxonomy fits better).
+# kubelet's device admission (pkg/kubelet/cm/topologymanager and the resourceAllocator admit handler:
+# `Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)`, `Reason:
+# "UnexpectedAdmissionError"`; the pod's status message prefixes `Pod `): the kubelet could not hand the pod its
+# devices after the scheduler placed it. `%v` is the device manager's error (pkg/kubelet/cm/devicemanager/
+# manager.go: `requested number of devices unavailable for %s. Requested: %d, Available: %d`, `no healthy devices
+# present; cannot allocate unhealthy devices %s`, `cannot allocate unregistered device %s`, `unknown Device Plugin
+# %s`, `device plugin GetPreferredAllocation rpc failed with err: %v`, `device plugin PreStartContainer rpc failed
+# with err: %v`, or the plugin's Allocate rpc error verbatim), so the line names what failed; a marker by itself
+# (an Events row or a pasted message), code `UnexpectedAdmissionError`. The signatures read the cause.
+ADMISSION_RE = r"Allocate failed due to .*, which is unexpected"
 EVICT_RESOURCE_RE = r"The node was low on resource: \[?([A-Za-z-]+)"
 EVICT_CONDITION_RE = r"The node had condition: \[(MemoryPressure|DiskPressure)\]"
 EVICT_PRESSURE = {"memory": "MemoryPressure", "ephemeral-storage": "DiskPressure", "inodes": "DiskPressure"}
@@ -175,13 +193,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     pressure = pl.coalesce(
         b.str.extract(EVICT_RESOURCE_RE, 1).replace_strict(EVICT_PRESSURE, default=None, return_dtype=pl.Utf8),
         b.str.extract(EVICT_CONDITION_RE, 1),
-        pl.when(b.str.contains(EVICT_LIMIT_RE)).then(pl.lit("EphemeralStorageLimit")))
+        pl.when(b.str.contains(EVICT_LIMIT_RE)).then(pl.lit("EphemeralStorageLimit")),
+        pl.when(b.str.contains(ADMISSION_RE)).then(pl.lit("UnexpectedAdmissionError")))
     other = df.with_columns(
         pl.when(pressure.is_not_null()).then(pressure)
         .when(pod_reason | job_reason).then(val)
         .when(event_row.is_in(POD_REASONS + ["BackOff", "Killing", "OOMKilling", "FailedScheduling", "NodeNotReady"]))
         .then(event_row)
-        .when(table_row.is_in(TERM_REASONS + WAITING + ["ContainerStatusUnknown"]) & (table_row != "Completed"))
+        .when(event_row.str.contains(JOB_REASON_RE)).then(event_row)
+        .when(table_row.is_in(TERM_REASONS + WAITING + ["ContainerStatusUnknown", "UnexpectedAdmissionError"])
+              & (table_row != "Completed"))
         .then(table_row).alias("code"),
         pl.lit(None, dtype=pl.Int64).alias("exitcode"),
     ).filter(pl.col("code").is_not_null()).with_columns(

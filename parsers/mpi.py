@@ -3,7 +3,8 @@ job's processes and daemons, from its help texts (orte/tools/orterun/help-orteru
 orte/mca/errmgr/base/help-errmgr-base.txt, prrte src/mca/errmgr and src/prted help files):
 
 - `mpirun noticed that process rank N with PID P on node H exited on signal S (Name).`
-  ([orterun:proc-aborted-signal]; `mpiexec`, `orterun`, `prterun` as the launcher calls itself) is an
+  ([orterun:proc-aborted-signal]; `mpiexec`, `orterun`, `prterun`, or a wrapped/renamed binary such as
+  `mpirun.real` (Horovod, MPI Operator images) or `mpirun.openmpi` (Debian), as the launcher calls itself) is an
   `mpi_proc_exit` event: host H, rank N, pid P, code the signal's name (`SIGKILL`, `SIGSEGV`, ...).
   `... exited on signal S.` without a name (some builds), and `mpirun noticed that process rank N with PID P
   on node H exited with status N` likewise (code `EXIT_<n>`).
@@ -42,7 +43,10 @@ from parsers.records import (
 )
 from parsers.spec import ParserSpec
 
-_LAUNCHER = r"(?:mpirun|mpiexec|orterun|prterun|prun|oshrun)"
+# The launcher names itself by its argv[0] basename (orte_basename / prte_tool_basename), so a renamed or
+# alternatives-installed binary prints its own name: Horovod and the MPI Operator's images wrap Open MPI as
+# `mpirun.real`, Debian/Ubuntu install `mpirun.openmpi` / `orterun.openmpi`.
+_LAUNCHER = r"(?:mpirun|mpiexec|orterun|prterun|prun|oshrun)(?:\.[A-Za-z0-9_-]+)?"
 NOTICED_RE = (_LAUNCHER + r" noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<host>\S+?)"
               r" exited (?:on signal (?P<sig>\d+)(?: \((?P<name>[^)]+)\))?|with status (?P<status>-?\d+))")
 PROC_NAME_RE = r"^\s*Process name:\s*\[\[\d+,\d+\],(?P<rank>\d+)\]"

@@ -188,3 +188,41 @@ def test_a_file_naming_several_nodes_outside_pod_blocks_keeps_the_paths_host() -
     one = "Namespace:        x\nNode:             node-a/10.0.0.1\nContainers:\n  c:\n    State:          Terminated\n" \
           "      Reason:       OOMKilled\n      Exit Code:    137\n"
     assert rows(run(one)) == [(6, "k8s_terminated", "OOMKilled", "node-a")]
+
+
+def test_kubelet_admission_errors_are_events_whatever_the_layout() -> None:
+    """kubelet's `Allocate failed due to %v, which is unexpected` (reason UnexpectedAdmissionError): the
+    describe `Reason:` / `Message:` pair, an Events row, a `get pods` STATUS, and the bare message (a marker
+    by itself) are each a k8s_pod_status event of that code, the device manager's error kept in the message."""
+    text = ("Status:              Failed\n"
+            "Reason:            UnexpectedAdmissionError\n"
+            "Message:         Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. "
+            "Requested:1, Available: 0, which is unexpected\n"
+            "  Warning  UnexpectedAdmissionError  10s   kubelet  Allocate failed due to rpc error: code = Unavailable "
+            "desc = error reading from server: EOF, which is unexpected\n")
+    ex = run(text)
+    assert [(r[0], r[1], r[2]) for r in rows(ex)] == [(2, "k8s_pod_status", "UnexpectedAdmissionError"),
+                                                    (3, "k8s_pod_status", "UnexpectedAdmissionError"),
+                                                    (4, "k8s_pod_status", "UnexpectedAdmissionError")]
+    assert set(ex.events["severity"]) == {"error"}
+    assert "Requested:1, Available: 0" in ex.events["message"][1]
+    check_contract(ex, 4)
+    bare = run("Pod Allocate failed due to device plugin GetPreferredAllocation rpc failed with err: rpc error: code = "
+               "Unknown desc = error creating nvml.Device 3: nvml: GPU is lost, which is unexpected\n")
+    assert [(r[0], r[2]) for r in rows(bare)] == [(1, "UnexpectedAdmissionError")]
+    table = run("NAME          READY   STATUS                     RESTARTS   AGE\n"
+                "rojin-2q6ld   0/1     UnexpectedAdmissionError   0          4s\n")
+    assert [(r[0], r[2]) for r in rows(table)] == [(2, "UnexpectedAdmissionError")]
+
+
+def test_mpi_operator_evicted_condition_and_event() -> None:
+    """mpi-operator fails an MPIJob with reason MPIJobEvicted (`%d/%d workers are evicted`), as a condition
+    (yaml, a marker by itself) and as a Warning event row."""
+    ex = run("status:\n  conditions:\n  - message: 1/8 workers are evicted\n    reason: MPIJobEvicted\n"
+             "    status: \"True\"\n    type: Failed\n")
+    assert [(r[0], r[1], r[2]) for r in rows(ex)] == [(4, "k8s_job_status", "MPIJobEvicted")]
+    ev = run("LAST SEEN   TYPE      REASON          OBJECT          MESSAGE\n"
+             "2m          Warning   MPIJobEvicted   mpijob/bench    1/8 workers are evicted\n")
+    assert [(r[0], r[1], r[2]) for r in rows(ev)] == [(2, "k8s_job_status", "MPIJobEvicted")]
+    running = run("status:\n  conditions:\n  - reason: MPIJobRunning\n    type: Running\n")
+    assert rows(running) == []

@@ -85,3 +85,17 @@ def test_property_arbitrary_lines_never_raise(lines: list[str]) -> None:
     ex = run("\n".join(lines) + "\n")
     assert dict(ex.events.schema) == EVENT_SCHEMA
     assert all(1 <= n <= len(lines) + 1 for n in ex.claimed.to_list())
+
+
+def test_renamed_launcher_binaries_name_themselves() -> None:
+    """ORTE prints its argv[0] basename: Horovod / MPI Operator images wrap Open MPI as `mpirun.real`,
+    Debian installs `mpirun.openmpi`; the notice is read the same way (mpi-operator#90's launcher log)."""
+    ex = run("mpirun.real noticed that process rank 1 with PID 39 on node mpi-test-2-mpijob-worker-1 exited on "
+             "signal 9 (Killed).\n"
+             "mpirun.openmpi noticed that process rank 3 with PID 812 on node gpu-07 exited on signal 11 "
+             "(Segmentation fault).\n"
+             "orterun.openmpi noticed that process rank 0 with PID 7 on node n0 exited with status 2\n"
+             "mpirun.real detected that one or more processes exited with non-zero status, thus causing\n")
+    assert rows(ex)[:3] == [(1, "mpi_proc_exit", "SIGKILL", "mpi-test-2-mpijob-worker-1", 1),
+                            (2, "mpi_proc_exit", "SIGSEGV", "gpu-07", 3), (3, "mpi_proc_exit", "EXIT_2", "n0", 0)]
+    assert 4 in ex.claimed.to_list()

@@ -17,7 +17,9 @@ Output:
   which loss scaling recovers from), `loss_scale_min` (error: the scale is at its floor -- new scale
   not below the attempted one, or at most 1; for fairseq, whose floor is 1e-4, at most 8e-4 -- or the
   minimum-loss-scale abort), `overflow_persistent`
-  (error: a run of PERSISTENT_RUN or more skips that ends the file with nothing after it).
+  (error: a run of PERSISTENT_RUN or more skips that ends the file with nothing after it and has brought the
+  scale within NEAR_FLOOR_HALVINGS halvings of the floor, or prints no scale; a trailing run still at a high
+  scale is the scaler finding its level, a warning).
 
 Decisions:
 - Megatron timer blocks (`(min, max) time across ranks (ms):` and its variants) are claimed and

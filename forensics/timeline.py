@@ -126,10 +126,14 @@ def assign_attempts(events: pl.DataFrame, tables: dict[str, pl.DataFrame],
         closes = ~pl.col("kind").is_in(START_KINDS) & derived & pl.col("_prev_ts").is_not_null()
         key = ev.select(pl.when(opens).then(pl.col("_next_ts")).when(closes).then(pl.col("_prev_ts"))
                         .otherwise(pl.col("ts")).alias("k"))["k"]
-        # lines with no time at all keep the (single) attempt folder they were found in
+        # lines with no time at all keep the (single) attempt folder they were found in; with no boundary at
+        # all the job has one attempt, so a process log without stamps (a traceback saved on its own beside a
+        # stamped train log) belongs to it as well
+        single = len(cuts) == 0
         ev = ev.with_columns(
             pl.when(is_proc & pl.col("ts").is_not_null()).then(cut_times.search_sorted(key, side="right"))
-            .when(is_proc & pl.col("ts").is_null() & pl.col("attempt").is_not_null()).then(pl.lit(0))
+            .when(is_proc & pl.col("ts").is_null() & (pl.col("attempt").is_not_null() | pl.lit(single)))
+            .then(pl.lit(0))
             .otherwise(None).cast(pl.Int32).alias("attempt"))
         witnesses = {k + 1: w for k, (_, w) in enumerate(cuts)}
     # spans from stamped lines; derived times only for an attempt that has nothing else

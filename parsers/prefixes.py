@@ -343,6 +343,38 @@ WRAPPERS: tuple[Wrapper, ...] = (
         ),
     ),
     Wrapper(
+        # tqdm (tqdm/std.py format_meter): `{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<
+        # {remaining}, {rate_fmt}{postfix}]`, redrawn with `\r` and no newline, so a record another writer
+        # (logging, print) emits meanwhile lands on the bar's line: `  0%|▋   | 98/24128 [00:40<2:40:10,
+        # 2.50it/s][2021-11-27 00:36:55,194] [INFO] ...`. Peeled only when a log-looking record follows (a bar
+        # alone, or one with the HF Trainer's `{'loss': ...}` dict behind it, stays for the steps parser)
+        "tqdm progress bar with a log record glued behind it",
+        r"[^|\r\n]{0,100}?\d{1,3}%\|[^|\r\n]{0,400}\| *\d+(?:\.\d+)?[kMGTPEZY]?/(?:\d+(?:\.\d+)?[kMGTPEZY]?|\?)"
+        r" \[[^\]\r\n]{0,200}\]",
+        guard=_LOGLIKE,
+        examples=(
+            ("  0%|▋          | 98/24128 [00:40<2:40:10,  2.50it/s][2021-11-27 00:36:55,194] [INFO] "
+             "[stage2.py:1628:step] [deepscale] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 1, reducing to 1",
+             "[2021-11-27 00:36:55,194] [INFO] [stage2.py:1628:step] [deepscale] OVERFLOW! Rank 0 Skipping step. "
+             "Attempted loss scale: 1, reducing to 1", {}),
+            (" 14%|█▍        | 378/2724 [13:58:09<86:18:35, 132.44s/it][2023-06-07 22:16:00,018] [INFO] "
+             "[loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step.",
+             "[2023-06-07 22:16:00,018] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+             "Skipping step.", {}),
+            ("Training:  42%|####2     | 4.2k/10.0k [01:02<01:26, 67.1it/s, loss=2.31][rank3]:[E501 10:00:00.123 "
+             "ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout",
+             "[E501 10:00:00.123 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout",
+             {"rank": 3}),
+            (" 14%|█▍        | 380/2724 [14:02:33<86:01:24, 132.12s/it]",
+             " 14%|█▍        | 380/2724 [14:02:33<86:01:24, 132.12s/it]", {}),
+            (" 10%|█         | 10/100 [00:05<00:45,  2.00it/s]{'loss': 2.0491, 'learning_rate': 0.0002, 'epoch': 0.28}",
+             " 10%|█         | 10/100 [00:05<00:45,  2.00it/s]{'loss': 2.0491, 'learning_rate': 0.0002, 'epoch': 0.28}",
+             {}),
+            ("Epoch 0:  50%|#####     | 5/10 [00:01<00:01, v_num=0, loss=2.3]",
+             "Epoch 0:  50%|#####     | 5/10 [00:01<00:01, v_num=0, loss=2.3]", {}),
+        ),
+    ),
+    Wrapper(
         "uniq -c count (right-aligned in 7 columns, one space)",
         r"(?: {6}\d| {5}\d\d| {4}\d{3}| {3}\d{4}| {2}\d{5}| \d{6}|\d{7,}) ", guard=r"\S",
         first=r"[0-9 ]",

@@ -176,6 +176,10 @@ NAN = (
 # clip_grads, loss functions) and its rerun state machine `Rank 7, node host-a, device 7, iteration 9: ...`
 SELF_REPORT = (r"\bRank (\d+)(?::.*?,|,) node:? ([A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?)(?:[,;)'\"]|\s|$)")
 SELF_DEVICE = r"\bRank \d+[:,].*?(?:Device: |, device )(\d+)\b"
+# the same checks in the wording without the node (Megatron-core 0.5-0.7 param_and_grad_buffer.py / forks:
+# `Rank 11: found NaN in local grad norm in backward pass before data-parallel communication collective. Device: 3`;
+# `Rank 0: found Inf in local grad norm ...`): the rank that found it, still the reporter's own
+SELF_RANK = r"\bRank (\d+): found (?:NaN|Inf) in local\b"
 # Device memory exhaustion in every framework: PyTorch (CUDA/HIP/XPU/MPS caching allocator, cuBLAS/cuDNN
 # handles and workspaces), JAX/XLA (RESOURCE_EXHAUSTED, BFC allocator), TensorFlow (ResourceExhaustedError,
 # OOM when allocating), CUDA driver; host memory (CPU allocator, ENOMEM); shared memory (/dev/shm, used by
@@ -349,6 +353,7 @@ def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .alias("ts_raw"),
         pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"), pl.col("tag_rank").cast(pl.Int64, strict=False),
                     pl.col("msg").str.extract(SELF_REPORT, 1).cast(pl.Int64, strict=False),
+                    pl.col("msg").str.extract(SELF_RANK, 1).cast(pl.Int64, strict=False),
                     rank_hint(ctx)).alias("rank"),
         pl.col("prefix_local_rank").alias("local_rank"),
         pl.coalesce(pl.col("msg").str.extract(SELF_REPORT, 2), line_host(ctx)).alias("host"),

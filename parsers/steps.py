@@ -17,7 +17,9 @@ Output:
   which loss scaling recovers from), `loss_scale_min` (error: the scale is at its floor -- new scale
   not below the attempted one, or at most 1; for fairseq, whose floor is 1e-4, at most 8e-4 -- or the
   minimum-loss-scale abort), `overflow_persistent`
-  (error: a run of PERSISTENT_RUN or more skips that ends the file with nothing after it).
+  (error: a run of PERSISTENT_RUN or more skips that ends the file with nothing after it and has brought the
+  scale within NEAR_FLOOR_HALVINGS halvings of the floor, or prints no scale; a trailing run still at a high
+  scale is the scaler finding its level, a warning).
 
 Decisions:
 - Megatron timer blocks (`(min, max) time across ranks (ms):` and its variants) are claimed and
@@ -77,9 +79,11 @@ from parsers.timestamps import epoch_seconds, iso
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(?:inity)?)"
 STAMP = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"
-# a step skipped by dynamic loss scaling, as each fp16 optimizer prints it
+# a step skipped by dynamic loss scaling, as each fp16 optimizer prints it (DeepSpeed's ZeRO stage2.py /
+# stage3.py tagged it `[deepscale]` before 0.5, `[deepspeed]` since: `[deepscale] OVERFLOW! Rank 0 Skipping step.
+# Attempted loss scale: 16.0, reducing to 8.0`)
 OVERFLOW = (
-    r"^(?:\[deepspeed\] )?(?:OVERFLOW! (?:Rank \d+ )?Skipping step|fp16 dynamic loss scale overflow! Skipping step"
+    r"^(?:\[deep(?:speed|scale)\] )?(?:OVERFLOW! (?:Rank \d+ )?Skipping step|fp16 dynamic loss scale overflow! Skipping step"
     r"|Overflow detected\. Skipping step|Gradient overflow\.\s+Skipping step|OVERFLOW within closure! Skipping step"
     r"|Reducing dynamic loss scale from|AMP: overflow detected)"
 )
@@ -95,8 +99,18 @@ FAIRSEQ_NEAR_FLOOR_HALVINGS = 3
 # the scale an overflow line attempted and the one it fell to
 SCALE_FROM = rf"(?:Attempted loss scale: |loss scale from )({NUM})"
 SCALE_TO = rf"(?:reducing to |reducing loss scale to |setting loss scale to:? |setting scale to (?:to )?|from {NUM} to )({NUM})"
-# a run of skipped steps with nothing else after it, this long or longer, did not recover
+# a run of skipped steps with nothing else after it, this long or longer, did not recover -- when it has driven
+# the scale near the floor. DeepSpeed's DynamicLossScaler (deepspeed/runtime/fp16/loss_scaler.py, and Megatron's
+# legacy fp16 loss_scaler.py it was taken from: init_scale=2**32, scale_factor=2, scale_window=1000, min_scale=1;
+# DeepSpeed's config default initial_scale_power=16) halves the scale on each overflow and doubles it after
+# scale_window good steps; at min_scale it raises `Current loss scale already at minimum - cannot decrease scale
+# anymore. Exiting run.`; Megatron's DynamicGradScaler (--min-loss-scale 1.0) and apex's scalers likewise. A run of
+# skips halving down from a high scale is the scaler finding its level (the warm-up from 2**16 or 2**32 skips a
+# step per halving; a spike skips a few), which it leaves by itself: a log that ends inside one (an excerpt, a
+# job stopped for another reason) shows no collapse. A run ending within NEAR_FLOOR_HALVINGS halvings of the floor
+# (1 for these, fairseq's 1e-4) is the collapse the abort follows; a run whose lines carry no scale stays persistent.
 PERSISTENT_RUN = 3
+NEAR_FLOOR_HALVINGS = 3
 
 # Framework logging prefixes, stripped from `body` to give the message the rules match on.
 PREFIX = (
@@ -512,6 +526,13 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
          steprow("generic", step=inum(g("step")), loss=fnum(g("loss")))),
         (rf"^Iter #(?P<step>\d+): (?P<tp>{NUM}) img/sec per GPU\s*$",
          steprow("generic", step=inum(g("step")), throughput=fnum(g("tp")))),
+        # --- the same counter written number first, as custom loops print it (`000 epoch, 06000 iter, average time
+        # 0.6607, loss nan`, `[1200 iters] loss=2.10`, `epoch 3 | 450 steps | loss: 1.93`): the count directly
+        # before the word, then within 200 characters a numeric loss or a per-step time
+        (rf"^(?:.{{0,80}}?[\s|,;\[(])?(?P<step>\d+) ?(?i:iter(?:ation)?s?|steps?)\b(?:\s*[,:|\]])?"
+         rf".{{0,200}}?(?:{LOSS_KEY}\s*[:=]?\s*{NUM}|{NUM}\s*{TIME_UNIT})",
+         steprow("generic", step=inum(g("step")), loss=field(rf"{LOSS_KEY}\s*[:=]?\s*({NUM})"),
+                 step_time_s=_step_time(), grad_norm=field(rf"\bgrad[_ ]?norm\s*[:=]?\s*({NUM})"))),
         # --- generic step line: a step counter (`step 120/5000`, `Iteration 7`, `global_step=3`), then
         # within 200 characters a numeric loss or a per-step time. Last: every named rule wins over it.
         (rf"^(?:.{{0,80}}?[\s|,;\[(])?(?i:global[_ ]step|step|iter(?:ation)?)\s*[:=#]?\s*(?P<step>\d+)\b"
@@ -550,8 +571,9 @@ def sniff(head: str) -> float:
         r"Checkpoint \S+ is (?:about to be saved|begin to save|ready now)!", r"across ranks \(ms\):",
         r"Finished saving the checkpoint", r"Checkpoint save for step \d+", r"\[titan\]",
         r"^\[[^\]]+\] datetime: \d{4}-", r"will not load any checkpoints",
-        r"Straggler Report at Step \d+", r"global step \d+: .*saving model to", r"OVERFLOW! Skipping step",
+        r"Straggler Report at Step \d+", r"global step \d+: .*saving model to", r"OVERFLOW! (?:Rank \d+ )?Skipping step",
         r"(?i:\b(?:step|iter(?:ation)?)\s*[:=]?\s*\d+\b.{0,200}?\bloss\s*[:=]?\s*\d)",
+        r"(?i:(?:^|[\s,;|\[(])\d+ ?(?:iter(?:ation)?s?|steps?)\b.{0,200}?\bloss\s*[:=]?\s*-?\d)",
     )
     if not any(w in head for w in SNIFF_WORDS):
         return 0.0
@@ -567,7 +589,7 @@ def sniff(head: str) -> float:
 SNIFF_WORDS = ("iteration", "NeMo", "'loss'", "Running training", "RunningAvgSamplesPerSec", "steps: ", "titan",
                "Epoch ", "Training epoch", "step", "checkpoint", "Checkpoint", "across ranks", "datetime: ",
                "Epoch[", "num_updates", "DLL ", "/step", "Grad Norm", "Straggler", "loss = ", "saving model",
-               "OVERFLOW", "loss=", "Step", "Iteration", "epoch took", "Epoch time", "img/sec")
+               "OVERFLOW", "loss=", "Step", "Iteration", "epoch took", "Epoch time", "img/sec", "iter")
 
 
 @cache
@@ -879,7 +901,8 @@ def _overflow_states(m: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
     below the attempted one, or either is at most 1: every later step will overflow too; for fairseq, whose
     floor is 1e-4, a scale within FAIRSEQ_NEAR_FLOOR_HALVINGS halvings of it) -> `loss_scale_min`,
     or it belongs to the run of PERSISTENT_RUN or more skipped steps that ends the file with no other line
-    after it (the run never recovered) -> `overflow_persistent`."""
+    after it and has brought the scale within NEAR_FLOOR_HALVINGS halvings of the floor (or prints no scale):
+    the run never recovered -> `overflow_persistent`. A trailing run still at a high scale stays `overflow`."""
     aux = pl.col("aux").fill_null("")
     is_fs = aux == "ovf_fs"
     is_ovf = (aux == "ovf") | is_fs
@@ -895,8 +918,14 @@ def _overflow_states(m: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
     family = m.filter(aux.is_in(["ovf", "ovf_fs", "ovf_note"]) | (pl.col("code") == "loss_scale_min"))["line_no"]
     others = lines.filter(~pl.col("line_no").is_in(family.implode()) & (pl.col("body").str.strip_chars() != ""))
     last_other = others["line_no"].max() if not others.is_empty() else 0
-    trailing = m.filter(is_ovf & (pl.col("line_no") > last_other)).height
-    persistent = (pl.col("line_no") > last_other) & pl.lit(trailing >= PERSISTENT_RUN)
+    run = (m.filter(is_ovf & (pl.col("line_no") > last_other)).sort("line_no")
+           .with_columns(pl.coalesce(to, frm).alias("_scale"), is_fs.alias("_fs")))
+    near = False
+    if run.height >= PERSISTENT_RUN:
+        last_scale, last_fs = run["_scale"][-1], bool(run["_fs"][-1])
+        band = fs_floor if last_fs else 2.0 ** NEAR_FLOOR_HALVINGS
+        near = last_scale is None or last_scale != last_scale or last_scale <= band
+    persistent = (pl.col("line_no") > last_other) & pl.lit(near)
     return m.with_columns(
         pl.when(is_ovf & floor).then(pl.lit("loss_scale_min"))
         .when(is_ovf & persistent).then(pl.lit("overflow_persistent"))

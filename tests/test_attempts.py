@@ -178,3 +178,28 @@ def test_a_batch_counter_that_restarts_each_epoch_is_no_restart(job_of, tmp_path
     rep = analyze(job_of({"train.log": "\n".join(crash) + "\n"}), tmp_path / "b", html=False).report
     assert [(a["first_step"], a["last_step"]) for a in rep["attempts"]] == [(20, 80), (20, 80)]
     assert "step_reset" in rep["attempts"][1]["witnesses"]
+
+
+@pytest.mark.parametrize("error", [
+    ("Traceback (most recent call last):\n"
+     "  File \"/usr/lib/python3.9/site-packages/torch/serialization.py\", line 423, in save\n"
+     "    _save(obj, opened_zipfile, pickle_module, pickle_protocol)\n"
+     "RuntimeError: [enforce fail at inline_container.cc:445] . PytorchStreamWriter failed writing file data/176: "
+     "file write failed\n", "storage"),
+    ("Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB\n",
+     "oom"),
+])
+def test_an_unstamped_log_beside_a_stamped_one_belongs_to_the_single_attempt(tmp_path: Path, error: tuple) -> None:
+    """A job with one attempt (no boundary anywhere): a traceback saved on its own without stamps next to a stamped
+    train log is that attempt's evidence, not left out of every attempt."""
+    text, category = error
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.log").write_text(
+        "{'loss': 2.9043, 'learning_rate': 4.999641867738336e-05, 'epoch': 0.02}\n"
+        "[INFO|trainer.py:2926] 2023-10-19 09:48:54,430 >> Saving model checkpoint to out/checkpoint-10\n"
+        "[INFO|configuration_utils.py:458] 2023-10-19 09:48:55,234 >> Configuration saved in out/checkpoint-10/config.json\n")
+    (job / "error.log").write_text(text)
+    rep = analyze(job, tmp_path / "out", html=False).report
+    assert rep["verdict"]["category"] == category, rep["verdict"]["summary"]

@@ -480,6 +480,18 @@ def test_megatron_nan_checks_name_rank_node_and_device():
         (4, None, None, None)]
 
 
+def test_megatron_nan_checks_without_a_node_still_name_the_rank():
+    """The older / forked wording (`Rank 11: found NaN in local grad norm ... Device: 3`, no node; `found Inf`)
+    names the rank that found it; a bare `Rank N` elsewhere in a line is not a self-report."""
+    ex = run(
+        "AssertionError: Rank 11: found NaN in local grad norm in backward pass before data-parallel communication collective. Device: 3\n"
+        "AssertionError: Rank 0: found Inf in local grad norm in backward pass before data-parallel communication collective. Device: 0\n"
+        "ValueError: Rank 5: found NaN in local forward loss calculation. Device: 5\n"
+        "RuntimeError: Function 'SolveBackward' returned nan values in its 0th output. Rank 4 of 8\n")
+    assert ev(ex, "nan").select("line_no", "host", "rank", "gpu").rows() == [
+        (1, None, 11, 3), (2, None, 0, 0), (3, None, 5, 5), (4, None, None, None)]
+
+
 def test_cpp_terminate_what_line_is_the_exception():
     # libstdc++'s verbose terminate handler: the thrown type, then `what():` with the error itself.
     # Non-c10 types become exception events (code = the type); c10:: errors restate lines PyTorch

@@ -544,13 +544,50 @@ def test_loss_scale_at_its_floor_is_a_numerics_error() -> None:
     assert 1 in x.claimed.to_list()  # the 'Grad overflow on iteration' companion line
 
 
-def test_skips_that_run_to_the_end_of_the_log_are_persistent() -> None:
+def test_skips_that_run_to_the_end_of_the_log_near_the_floor_are_persistent() -> None:
+    """A trailing run of skips that has halved the scale to within three halvings of DeepSpeed's min_scale 1
+    (here 64 -> 4) is the collapse `Current loss scale already at minimum` follows."""
     x = parse(
         "[2024-03-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=1000, skipped=3, lr=[1e-4], mom=[(0.9, 0.95)]\n"
         + "".join(f"[2024-03-01 10:00:0{i},000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 "
-                  f"Skipping step. Attempted loss scale: {2 ** (16 - i)}, reducing to {2 ** (15 - i)}\n" for i in range(1, 5))
+                  f"Skipping step. Attempted loss scale: {2 ** (7 - i)}, reducing to {2 ** (6 - i)}\n" for i in range(1, 5))
         + "\n")
     assert [k for k in kinds(x) if k[1] == "nan"] == [(n, "nan", "overflow_persistent") for n in range(2, 6)]
+
+
+def test_skips_that_end_the_log_at_a_high_scale_are_the_scaler_finding_its_level() -> None:
+    """DeepSpeed's DynamicLossScaler halves from 2**16 / 2**32 one skipped step at a time at warm-up (and after
+    a spike): a log ending inside such a run (32768 -> 2048; the warm-up from 2**32; the terminal-wrapped
+    hysteresis lines) shows no collapse, each line stays a warning."""
+    runs = [
+        "[2024-03-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=1000, skipped=3, lr=[1e-4], mom=[(0.9, 0.95)]\n"
+        + "".join(f"[2024-03-01 10:00:0{i},000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+                  f"Skipping step. Attempted loss scale: {2 ** (16 - i)}, reducing to {2 ** (15 - i)}\n" for i in range(1, 5)),
+        "".join(f"[2024-09-11 17:52:1{i},030] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+                f"Skipping step. Attempted loss scale: {2 ** (32 - i)}, reducing to {2 ** (31 - i)}\n" for i in range(6)),
+        "Beginning of Epoch 1/16, Total Micro Batches 1840\n"
+        "[2023-04-28 06:51:29,903] [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+        "Attempted loss scale: 65536, but hysteresis is 2. Reducing hysteresis to 1\n"
+        + "".join(f"[2023-04-28 06:51:3{i},648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+                  f"Skipping step. Attempted loss scale: {2 ** (16 - i)}, reducing to {2 ** (15 - i)}\n" for i in range(3)),
+        "".join(f"[2024-11-04 11:4{i}:27,623] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping "
+                f"step. Attempted loss scal{' ' * 33}e: 8192, reducing to 4096\n" for i in range(4)),
+    ]
+    for text in runs:
+        x = parse(text)
+        nan = [c for _, k, c in kinds(x) if k == "nan"]
+        assert nan and set(nan) == {"overflow"}, text
+        assert set(x.events.filter(pl.col("kind") == "nan")["severity"]) == {"warning"}
+
+
+def test_old_deepscale_tag_behind_tqdm_bars_is_read() -> None:
+    """DeepSpeed < 0.5 ZeRO stage2.py / stage3.py tagged the line `[deepscale]`; glued behind tqdm bars (the prefix
+    layer peels them) a run at scale 1 -> 1 is the floor."""
+    bar = "  0%|\u258b" + " " * 40 + "| {}/24128 [00:40<2:40:10,  2.50it/s]"
+    line = "[2021-11-27 00:36:5{},800] [INFO] [stage2.py:1628:step] [deepscale] OVERFLOW! Rank 0 Skipping step. " \
+           "Attempted loss scale: 1, reducing to 1\n"
+    x = parse(line.format(4) + "".join(bar.format(98 + i) + line.format(5 + i) for i in range(3)))
+    assert [c for _, k, c in kinds(x) if k == "nan"] == ["loss_scale_min"] * 4
 
 
 def test_nan_loss_that_recovers_is_a_warning() -> None:
@@ -722,9 +759,13 @@ def test_fairseq_overflow_family_and_its_floor() -> None:
     assert ev["severity"].to_list() == ["warning"] * 3 + ["error"] * 2
 
 
-def test_fairseq_overflow_run_to_the_end_of_the_log_is_persistent() -> None:
-    x = parse("".join(f"| WARNING: overflow detected, setting loss scale to: {2.0 ** (6 - i)}\n" for i in range(4)))
-    assert [(n, c) for n, k, c in kinds(x) if k == "nan"] == [(n, "overflow_persistent") for n in range(1, 5)]
+def test_fairseq_overflow_run_to_the_end_of_the_log_is_persistent_near_its_floor() -> None:
+    """fairseq's floor is 1e-4: a trailing run ending at 64 -> 8 is the scaler at work; one that has fallen to
+    within three halvings of 1e-4 is persistent, its last line at the floor band."""
+    high = parse("".join(f"| WARNING: overflow detected, setting loss scale to: {2.0 ** (6 - i)}\n" for i in range(4)))
+    assert [(n, c) for n, k, c in kinds(high) if k == "nan"] == [(n, "overflow") for n in range(1, 5)]
+    low = parse("".join(f"| WARNING: overflow detected, setting loss scale to: {0.0064 / 2 ** i}\n" for i in range(4)))
+    assert [c for _, k, c in kinds(low) if k == "nan"] == ["overflow_persistent"] * 3 + ["loss_scale_min"]
 
 
 def test_every_rule_pattern_holds_a_rule_literal() -> None:
@@ -871,3 +912,22 @@ def test_tacotron2_checkpoint_print_forms() -> None:
 def test_vits_sniff_reads_a_checkpoint_only_head() -> None:
     assert steps.sniff("2023-02-01 22:27:30,272\t32k\tINFO\tLoaded checkpoint './G_1000.pth' (iteration 1)\n") == 0.5
     assert steps.sniff("Loaded checkpoint weights for the tokenizer\n") == 0.0
+
+
+def test_counter_first_step_lines_of_custom_loops() -> None:
+    """Custom loops that print the count before the word (`06000 iter`, `1200 iters]`, `450 steps |`) are step
+    rows with their loss; a NaN loss there with no good row after it is a `nan` error. A count of something else
+    (`3 steps` without a loss near it, DeepSpeed's `Rank 0 Skipping step`) is no step."""
+    x = parse(
+        "000 epoch, 00000 iter, average time 7.0951, loss 37.2266\n"
+        "000 epoch, 02000 iter, average time 0.6359, loss -403.4386\n"
+        "[1200 iters] loss=2.10 lr=1e-4\n"
+        "epoch 3 | 450 steps | loss: 1.93 | 0.41 s/step\n"
+        "Warmup done after 3 steps\n"
+        "000 epoch, 06000 iter, average time 0.6607, loss nan\n")
+    s = rows(x, "train_steps")
+    assert [(r["line_no"], r["step"]) for r in s] == [(1, 0), (2, 2000), (3, 1200), (4, 450), (6, 6000)]
+    assert [r["loss"] for r in s][:4] == [37.2266, -403.4386, 2.10, 1.93] and math.isnan(s[4]["loss"])
+    assert s[3]["step_time_s"] == 0.41
+    assert [k for k in kinds(x) if k[1] == "nan"] == [(6, "nan", "nan")]
+    assert steps.sniff("000 epoch, 02000 iter, average time 0.6359, loss -403.4386\n") > 0

@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 
 from forensics import line_classifier as lc
+from forensics.features import normalise_line
 from forensics.signatures import HIT_SCHEMA
 from parsers.records import EVENT_SCHEMA
 
@@ -106,3 +107,15 @@ def test_folds_pool_repeats_and_keep_groups_where_they_were() -> None:
     assert classes == ["cuda_error", "network_fabric"]
     # each row is read by a model that never saw its group: the two families still tell apart
     assert (np.asarray(classes)[proba.argmax(axis=1)] == np.asarray(pooled)).mean() == 1.0
+
+
+def test_thresholds_count_only_the_lines_read_at_run_time() -> None:
+    # classify_lines reads an error line whose severity is error: an error word, no stated lower level
+    norm = normalise_line
+    assert lc.read_at_run_time(norm("RuntimeError: CUDA error: an illegal memory access was encountered"))
+    assert lc.read_at_run_time(norm("host:12:34 [0] NCCL WARN NET/IB : Got completion with error 12"))
+    assert not lc.read_at_run_time(norm("NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol."))
+    assert not lc.read_at_run_time(norm("warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)"))
+    assert not lc.read_at_run_time(norm("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536"))
+    meta = lc.load().meta["cv"]
+    assert 0 < meta["read_samples"] < meta["samples"]

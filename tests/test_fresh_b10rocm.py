@@ -116,6 +116,14 @@ VARIANTS = {
         ":0:rocdevice.cpp            :3018: 62491722575d us:  Callback: Queue 0x7fa730c00000 aborting with error : "
         "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION: The agent attempted to execute an illegal shader instruction. code: 0x2a\n"
         "Aborted (core dumped)\n"), "cuda_error", "hip-kernel-fault"),
+    # RCCL's hipified p2p transport: the IPC export of a local peer's buffer failed (rccl#908 / rccl#2188 shape)
+    "rccl-hipipcgetmemhandle-failed": ("rank0.log", (
+        "RCCL version 2.18.3+hip5.5 develop:6ecf771+\n"
+        "sharbox-ultra:204802:204836 [1] /home/elias/rccl/build/release/hipify/src/transport/p2p.cc:220 NCCL WARN "
+        "hipIpcGetMemHandle failed : invalid argument\n"
+        "sharbox-ultra:204802:204836 [1] NCCL INFO /home/elias/rccl/build/release/hipify/src/transport/p2p.cc:474 -> 1\n"
+        "sharbox-ultra: Test NCCL failure common.cu:1285 'internal error - please report this issue to the NCCL "
+        "developers'\n"), "nccl_config", "nccl-cuda-ipc-failed"),
 }
 
 

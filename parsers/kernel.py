@@ -282,6 +282,49 @@ POWER_PROCS = ["systemd-logind", "acpid"]
 FM_PROCS = ["nv-fabricmanager", "nvidia-fabricmanager", "nvidia-fabricmanager-start.sh"]
 FM_UNIT_RE = r"nvidia-fabricmanager\.service|(?i:NVIDIA fabric ?manager)"
 
+# amdgpu (drivers/gpu/drm/amd/amdgpu), the AMD GPU kernel driver's fault, hang, reset and RAS records, as
+# dev_err/dev_info print them (`amdgpu 0000:c6:00.0: amdgpu: <text>`, older kernels without the second
+# `amdgpu:`, DRM_ERROR's `[drm:<func> [amdgpu]] *ERROR* <text>`, `[drm] <text>`); code = which record:
+# - PAGE_FAULT: gmc_v9_0.c / gmc_v10_0.c / gmc_v11_0.c / gmc_v12_0.c process_interrupt, `[gfxhub0] no-retry
+#   page fault (src_id:0 ring:24 vmid:3 pasid:32769, for process <comm> pid N thread <comm> pid N)` (gfx9:
+#   `retry` / `no-retry`; gfx10+: `[gfxhub] page fault (...)`; since 6.9 the process on its own line, printed by
+#   amdgpu_vm_print_task_info); the `in page starting at`, `*_L2_PROTECTION_FAULT_STATUS` and decoded-field
+#   lines after it are continuations
+# - RING_TIMEOUT: amdgpu_job.c amdgpu_job_timedout, `ring <name> timeout, signaled seq=N, emitted seq=N`
+# - RAS_UE / RAS_UE_UMC / RAS_CE: amdgpu_ras.c, `uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT)
+#   detected!` (the global RAS interrupt: a fatal error, the GPU is reset), `N uncorrectable hardware errors
+#   detected in <block> block` / `socket: S, die: D, N new uncorrectable hardware errors detected in <block>
+#   block` (umc = the GPU's memory), the correctable counterparts; amdgpu_aca.c's `[Hardware Error]:
+#   Accelerator Check Architecture events logged` and its `aca entry[NN].STATUS=...` bank dump (ACA_LOGGED)
+# - RESET_FAILED: amdgpu_device.c's failed recovery, `GPU mode1 reset failed`, `ASIC reset failed with error, N
+#   for drm dev, <pci>`, `GPU reset(N) failed`, `GPU reset end with ret = -N`, the IP resume after a reset,
+#   `resume of IP block <psp> failed -N`, psp_v*'s `PSP resume failed`: the GPU did not come back (node reboot)
+# - MES_FAILED: mes_v11_0.c / mes_v12_0.c, `MES failed to respond to msg=REMOVE_QUEUE` (older `MES failed to
+#   response msg=3`), `MES might be in unrecoverable state, issue a GPU reset`
+# - GPU_LOST: `device lost from bus!` (the PCIe reads return all ones)
+# - GPU_RESET: the recovery itself, `GPU reset begin!`, `GPU reset(N) succeeded!`, `GPU reset succeeded, trying to
+#   resume`, `VRAM is lost due to GPU reset!`, `Ring <name> reset succeeded`, `device wedged, but recovered
+#   through reset`
+AMDGPU_CODES = [
+    (r"\[(?:gfx|mm)hub\d*\] (?:(?:no-)?retry )?page fault \(src_id:", "PAGE_FAULT"),
+    (r"ring \S+ timeout, signaled seq=\d+, emitted seq=\d+", "RING_TIMEOUT"),
+    (r"\d+ (?:new )?uncorrectable hardware errors? detected in (?:umc|UMC) block", "RAS_UE_UMC"),
+    (r"uncorrectable hardware error\(\w+\) detected|\d+ (?:new )?uncorrectable hardware errors? detected in \S+ block",
+     "RAS_UE"),
+    (r"\d+ (?:new )?correctable hardware errors? detected in \S+ block", "RAS_CE"),
+    (r"\[Hardware Error\]: Accelerator Check Architecture events logged", "ACA_LOGGED"),
+    (r"device lost from bus!", "GPU_LOST"),
+    (r"GPU mode[12] reset failed|ASIC reset failed with error|GPU reset\(\d+\) failed|GPU reset end with ret = -\d"
+     r"|resume of IP block <\w+> failed|PSP resume failed", "RESET_FAILED"),
+    (r"MES failed to respon(?:d|se) (?:to )?msg=|MES might be in unrecoverable state", "MES_FAILED"),
+    (r"GPU reset begin!|GPU reset\(\d+\) succeeded|GPU reset succeeded, trying to resume|VRAM is lost due to GPU reset"
+     r"|Ring \S+ reset succeeded|device wedged, but recovered through reset", "GPU_RESET"),
+]
+# the page-fault record's continuation lines (same gmc_v*_0.c handlers and amdgpu_vm_print_task_info)
+AMDGPU_CONT_RE = (r"(?:in page starting at address 0x|\bProcess \S.* pid \d+ thread |for process .* pid \d+ thread "
+                  r"|VM_L2_PROTECTION_FAULT_STATUS:|Faulty UTCL2 client ID:|\bMORE_FAULTS: |\bWALKER_ERROR: "
+                  r"|\bPERMISSION_FAULTS: |\bMAPPING_ERROR: |\bRW: 0x)")
+
 # literal pre-filter: a line needs one of these to be worth a regex
 KEYWORDS = [
     "NVRM", "SXid", "AER", "PCIe Bus Error", "pcieport", "error status/mask", "mlx", "ib", "IB",
@@ -293,6 +336,9 @@ KEYWORDS = [
     "Lustre",
     "read-only", "journal", "I/O error", "nvme", "Power key", "button/power", "Heartbeat", "Cable",
     "hung_task_timeout_secs", "segfault at ", "trap ", "unhandled ",
+    "amdgpu", "page fault", "hardware error", "GPU reset", "VRAM is lost", "reset failed", "PSP resume",
+    "resume of IP block", "MES ", "device lost from bus", "Ring ", "PROTECTION_FAULT", "UTCL2", "_FAULTS: ",
+    "WALKER_ERROR", "MAPPING_ERROR", "RW: 0x", "Process ", "for process ",
 ]
 
 
@@ -322,6 +368,12 @@ RULE_LITERALS = [
     " not responding", "LustreError: ", "Connection to ", "evicted", "I/O error", " error, dev ", " timeout", ": controller is down",
     " kgspHealthCheck", "RPC event history", "RPC history", "GSP RPC buffer contains",
     "segfault at ", "trap ", "general protection fault ", "unhandled ", "NV_WARN_", "NV_ERR_", "fabricmanager",
+    "page fault (src_id:", " timeout, signaled seq=", "hardware error", "hardware errors detected",
+    "Accelerator Check Architecture", "aca entry[", "device lost from bus!", "reset failed", "GPU reset",
+    "resume of IP block <", "PSP resume failed", "MES failed to respon", "MES might be in unrecoverable state",
+    "VRAM is lost due to GPU reset", "reset succeeded", "device wedged, but recovered",
+    "in page starting at address 0x", "Process ", "for process ", " thread ", "VM_L2_PROTECTION_FAULT_STATUS:",
+    "Faulty UTCL2 client ID:", "MORE_FAULTS: ", "WALKER_ERROR: ", "PERMISSION_FAULTS: ", "MAPPING_ERROR: ", "RW: 0x",
 ]
 RULE_LITERALS_CI = [
     "NVIDIA fabric",
@@ -869,6 +921,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         | (F("_thegpu_prev") & m.str.contains(r"^NVRM: (?:\(PCI ID:|fallen off the bus)"))
     )
     mce_cont = hw_err
+    amd_code = _when_chain([(m.str.contains(rx), pl.lit(code)) for rx, code in AMDGPU_CODES])
+    amd_sev = _when_chain([
+        (amd_code.is_in(["GPU_LOST", "RAS_UE", "RAS_UE_UMC", "RESET_FAILED"]), pl.lit("critical")),
+        (amd_code.is_in(["RAS_CE", "ACA_LOGGED", "GPU_RESET"]), pl.lit("warning")),
+    ], pl.lit("error"))
+    amd_cont = m.str.contains(AMDGPU_CONT_RE)
     oops_cont = pl.lit(False)
 
     kind = _when_chain([
@@ -881,6 +939,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (is_aer, pl.lit("pcie_aer")),
         (ib_dev & ib_code.is_not_null(), pl.lit("ib_port")),
         (mce_code.is_not_null(), pl.lit("mce")),
+        (amd_code.is_not_null(), pl.lit("amdgpu")),
         (is_oom, pl.lit("host_oom_kill")),
         (panic_code.is_not_null(), pl.lit("kernel_panic")),
         (is_hung, pl.lit("hung_task")),
@@ -891,7 +950,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (boot_code.is_not_null(), pl.lit("boot")),
         (is_fm, pl.lit("fabric_manager")),
     ])
-    cont = is_nvrm_cont | is_aer_cont | is_oom_cont | mce_cont | oops_cont | hung_cont
+    cont = is_nvrm_cont | is_aer_cont | is_oom_cont | mce_cont | oops_cont | hung_cont | amd_cont
     xid_num = F("_x").struct.field("xid").cast(pl.Int64, strict=False)
     pci_raw = _when_chain([
         (is_xid, F("_x").struct.field("pci")),
@@ -918,6 +977,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (is_aer, pl.lit("RECOVERY_FAILED")),
             (ib_dev & ib_code.is_not_null(), ib_code),
             (mce_code.is_not_null(), mce_code),
+            (amd_code.is_not_null(), amd_code),
             (is_oom, oom_name),
             (panic_code.is_not_null(), panic_code),
             (is_hung, F("_hung").struct.field("name")),
@@ -940,6 +1000,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             (is_aer, pl.lit("error")),
             (ib_dev & ib_code.is_not_null(), ib_sev),
             (mce_code.is_not_null(), mce_sev),
+            (amd_code.is_not_null(), amd_sev),
             (is_oom, pl.lit("error")),
             (panic_code == "panic", pl.lit("critical")),
             (panic_code.is_not_null(), pl.lit("error")),
@@ -1011,7 +1072,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 SPEC = ParserSpec(
     name="kernel",
     scope="node",
-    description="Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, OOM killer, "
+    description="Kernel logs (dmesg/journalctl/syslog): NVRM Xid, GSP, PCIe AER, SXid, IB, MCE, amdgpu, OOM killer, "
                 "hung tasks, lockups, filesystem / I/O errors, power key, Fabric Manager journal lines",
     formats=(
         "dmesg (uptime stamps, optional caller id)",
@@ -1028,7 +1089,7 @@ SPEC = ParserSpec(
     ),
     kinds=("xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer", "nvswitch_sxid",
            "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key", "user_fault",
-           "kernel_panic", "boot", "fabric_manager"),
+           "kernel_panic", "boot", "fabric_manager", "amdgpu"),
     tables=("xid_events",),
     batch=True,
     roles=("uptime_clock",),

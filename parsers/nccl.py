@@ -82,7 +82,9 @@ SOCKET_TEST = (
     r"(?i)socket|Connection closed|Connection reset|Connection refused|Connection timed out|Broken pipe"
     r"|message truncated|Service thread|Proxy Call|no interface found|Bootstrap|Call to (?:bind|connect|recv|send|accept|listen)"
 )
-CUDA_TEST = r"Cuda failure|Failed to CUDA|CUDA error|cuda failure|cudaMalloc"
+# RCCL (ROCm/rccl, hipified at build time: `build/.../hipify/src/...`) prints the same checks with HIP's names:
+# src/include/checks.h CUCHECK `HIP failure '%s' at %s:%d`, transport/p2p.cc `hipIpcGetMemHandle failed : %s`
+CUDA_TEST = r"Cuda failure|Failed to CUDA|CUDA error|cuda failure|cudaMalloc|HIP failure|hipMalloc"
 ABORT_TEST = r"is in abort state|commReclaim|ncclCommSetAsyncError"
 
 
@@ -470,7 +472,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     cuda_code = pl.coalesce(
         # the cudaGetErrorString text: `Cuda failure 'x'` (checks.h), `Cuda failure 1 'x'` (cudawrap.h),
         # `... CUDA error 401 'x'` (nvls.cc)
-        m.str.extract(r"(?:Cuda failure|CUDA error) (?:\d+ )?'([^']+)'", 1),
+        m.str.extract(r"(?:Cuda failure|CUDA error|HIP failure) (?:\d+ )?'([^']+)'", 1),
         m.str.extract(r"Cuda failure (\d+)", 1),
         pl.when(m.str.contains("Failed to CUDA", literal=True)).then(pl.lit("cuda_alloc_failed")),
     )

@@ -107,7 +107,10 @@ RESULT_BY_TEXT = [
 # CUDA_SUCCESS)` copies; glog prints `Check failed: <a> == <b> (<va> vs. <vb>) <message>`.
 CUDA_CHECK = (r"Check failed: .*\b(?:cudaSuccess|CUDA_SUCCESS|CUBLAS_STATUS_SUCCESS|CUDNN_STATUS_SUCCESS"
               r"|CURAND_STATUS_SUCCESS|CUSPARSE_STATUS_SUCCESS|CUSOLVER_STATUS_SUCCESS|CUFFT_SUCCESS)\b")
-CUDA_ERR = (r"CUDA error: |cuda runtime error \(\d+\)|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|uncorrectable ECC error|"
+# PyTorch on ROCm raises the same check through hipify: c10/hip's C10_HIP_CHECK prints `HIP error: <hipGetErrorString>`
+# (`RuntimeError: HIP error: invalid device function`, `torch.AcceleratorError: HIP error: ...`, followed by
+# `Search for `hipErrorInvalidDeviceFunction' in ...` and the `AMD_SERIALIZE_KERNEL=3` / `TORCH_USE_HIP_DSA` hints)
+CUDA_ERR = (r"(?:CUDA|HIP) error: |cuda runtime error \(\d+\)|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|uncorrectable ECC error|"
             + CUDA_CHECK)
 # a kernel's own failed assert(), printed by the device runtime once per failing thread before the host sees
 # `device-side assert triggered`: NVIDIA's `<file>:<line>: <function>: block: [x,y,z], thread: [x,y,z] Assertion
@@ -319,7 +322,7 @@ TB_HEADER = "Traceback (most recent call last):"
 def sniff(head: str) -> float:
     if "ProcessGroupNCCL" in head or "WorkNCCL(" in head:
         return 0.9
-    if TB_HEADER in head or re.search(r"CUDA error: |CUDA out of memory|NCCL error", head):
+    if TB_HEADER in head or re.search(r"(?:CUDA|HIP) error: |(?:CUDA|HIP) out of memory|NCCL error", head):
         return 0.6
     return 0.0
 
@@ -579,8 +582,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.when(m.str.contains(CUDA_CHECK)).then(pl.coalesce(
             m.str.extract(r"== \w+ \((-?\d+) vs\. 0\)", 1), m.str.extract(r"\(0 vs\. (-?\d+)\)", 1))),
         m.str.extract(r"(CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+)", 1),
-        m.str.extract(r"CUDA error: ([^.\n]+?)\.?\s*$", 1),
-        m.str.extract(r"CUDA error: ([^.]+)", 1),
+        m.str.extract(r"(?:CUDA|HIP) error: ([^.\n]+?)\.?\s*$", 1),
+        m.str.extract(r"(?:CUDA|HIP) error: ([^.]+)", 1),
         m.str.extract(r"cuda runtime error \((\d+)\)", 1),
         m.str.extract(r"(CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+)", 1),
         m.str.extract(r"(uncorrectable ECC error encountered)", 1),

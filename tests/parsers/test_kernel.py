@@ -957,3 +957,49 @@ def test_wall_header_host_yields_to_a_wrapper_host_and_stays_in_its_file() -> No
     got = {e["line_no"]: e["host"] for e in kernel.parse(lines, ParseContext(path="", batched=True)).events
            .iter_rows(named=True)}
     assert got == {2: "badass", 3: "n9"}
+
+
+def test_amdgpu_records_by_code() -> None:
+    """The amdgpu driver's fault / hang / RAS / reset records (parsers/kernel.py AMDGPU_CODES) in the formats the
+    driver versions print: one event per record, code the record, the GPU's PCI address; the page-fault block's
+    decoded lines and the ACA bank dump are its continuation, claimed but no event."""
+    ex = run(
+        "[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)\n"
+        "[ 4778.916081] amdgpu 0000:c6:00.0: amdgpu:  for process pt_main_thread pid 12924 thread pt_main_thread pid 12924)\n"
+        "[ 4778.916571] amdgpu 0000:c6:00.0: amdgpu:   in page starting at address 0x0000ae8570611000 from IH client 0x1b (UTCL2)\n"
+        "[ 4778.917054] amdgpu 0000:c6:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00301031\n"
+        "[ 4778.917532] amdgpu 0000:c6:00.0: amdgpu: \t Faulty UTCL2 client ID: TCP (0x8)\n"
+        "[ 4778.918012] amdgpu 0000:c6:00.0: amdgpu: \t MORE_FAULTS: 0x1\n"
+        "[ 5071.443221] amdgpu 0000:c2:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:153 vmid:8 pasid:32772)\n"
+        "[ 5071.443234] amdgpu 0000:c2:00.0: amdgpu:  Process python pid 15426 thread python pid 15426\n"
+        "[ 5072.1] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=159760, emitted seq=159762\n"
+        "[ 5072.2] amdgpu 0000:03:00.0: amdgpu: ring comp_1.1.0 timeout, signaled seq=7, emitted seq=9\n"
+        "[ 5073.1] amdgpu 0000:68:00.0: {1}uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!\n"
+        "[ 5073.2] amdgpu 0000:9e:00.0: {1}[Hardware Error]: Accelerator Check Architecture events logged\n"
+        "[ 5073.3] amdgpu 0000:9e:00.0: {1}[Hardware Error]: aca entry[00].STATUS=0x98000800003e0000\n"
+        "[ 5074.1] amdgpu 0000:05:00.0: amdgpu: socket: 0, die: 1, 2 new uncorrectable hardware errors detected in umc block\n"
+        "[ 5074.2] amdgpu 0000:05:00.0: amdgpu: 12 correctable hardware errors detected in umc block\n"
+        "[ 5075.1] amdgpu 0000:03:00.0: amdgpu: GPU mode1 reset failed\n"
+        "[ 5075.2] [drm:psp_resume [amdgpu]] *ERROR* PSP resume failed\n"
+        "[ 5075.3] [drm:amdgpu_device_fw_loading [amdgpu]] *ERROR* resume of IP block <psp> failed -62\n"
+        "[ 5076.1] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE\n"
+        "[ 5076.2] [drm:mes_v11_0_submit_pkt_and_poll_completion.constprop.0 [amdgpu]] *ERROR* MES failed to response msg=3\n"
+        "[ 5077.1] amdgpu 0000:04:00.0: device lost from bus!\n"
+        "[ 5078.1] amdgpu 0000:2f:00.0: amdgpu: GPU reset begin!\n"
+        "[ 5078.2] amdgpu 0000:2f:00.0: amdgpu: GPU reset(2) succeeded!\n"
+        "[ 5078.3] [drm] VRAM is lost due to GPU reset!\n"
+        "[ 5079.1] amdgpu 0000:2f:00.0: amdgpu: ring gfx_0.0.0 uses VM inv eng 0 on hub 0\n")
+    assert [(e["line_no"], e["code"], e["pci_bus_id"]) for e in ev(ex, "amdgpu")] == [
+        (1, "PAGE_FAULT", "0000:c6:00"), (7, "PAGE_FAULT", "0000:c2:00"), (9, "RING_TIMEOUT", None),
+        (10, "RING_TIMEOUT", "0000:03:00"), (11, "RAS_UE", "0000:68:00"), (12, "ACA_LOGGED", "0000:9e:00"),
+        (14, "RAS_UE_UMC", "0000:05:00"), (15, "RAS_CE", "0000:05:00"), (16, "RESET_FAILED", "0000:03:00"),
+        (17, "RESET_FAILED", None), (18, "RESET_FAILED", None), (19, "MES_FAILED", "0000:c5:00"),
+        (20, "MES_FAILED", None), (21, "GPU_LOST", "0000:04:00"), (22, "GPU_RESET", "0000:2f:00"),
+        (23, "GPU_RESET", "0000:2f:00"), (24, "GPU_RESET", None)]
+    assert {e["code"]: e["severity"] for e in ev(ex, "amdgpu")} == {
+        "PAGE_FAULT": "error", "RING_TIMEOUT": "error", "RAS_UE": "critical", "ACA_LOGGED": "warning",
+        "RAS_UE_UMC": "critical", "RAS_CE": "warning", "RESET_FAILED": "critical", "MES_FAILED": "error",
+        "GPU_LOST": "critical", "GPU_RESET": "warning"}
+    # the page-fault blocks' detail lines and the ACA bank line are claimed as the records' continuation
+    assert {2, 3, 4, 5, 6, 8, 13} <= set(ex.claimed.to_list())
+    assert 25 not in set(ex.events["line_no"].to_list())

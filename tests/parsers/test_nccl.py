@@ -379,3 +379,15 @@ def test_rccl_version_banner_is_a_version_event():
              "ROCm version : 6.3.3.0-74-cbc70b5\nz292:58192:58192 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n")
     v = ev(ex, "nccl_version")
     assert v["line_no"].to_list() == [1, 4] and v["code"].to_list() == ["2.21.5", "2.18.3"]
+
+
+def test_rccl_hip_failures_are_cuda_errors():
+    """RCCL's hipified checks (src/include/checks.h CUCHECK `HIP failure '%s' at %s:%d`, transport/p2p.cc
+    `hipIpcGetMemHandle failed : %s`): nccl_cuda_error events with the error string as code, like `Cuda failure`."""
+    ex = run(
+        "RCCL version 2.18.3+hip5.5 develop:6ecf771+\n"
+        "node1:3812:3901 [2] NCCL WARN HIP failure 'an illegal memory access was encountered' at "
+        "/src/rccl/build/hipify/src/transport/p2p.cc:612\n"
+        "node1:3812:3901 [2] NCCL WARN HIP failure 'out of memory' at /src/rccl/build/hipify/src/misc/alloc.cc:80\n")
+    assert ev(ex, "nccl_cuda_error").select("line_no", "code").rows() == [
+        (2, "an illegal memory access was encountered"), (3, "out of memory")]

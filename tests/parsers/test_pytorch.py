@@ -670,3 +670,18 @@ def test_rank_rows_without_a_stall_report_are_not_claimed():
     ex = run("0: [1, 2, 3]\nRuntimeError: boom\n")
     assert ev(ex, "stall_warning").is_empty()
     assert 1 not in set(ex.claimed.to_list())
+
+
+def test_hip_errors_are_cuda_error_events():
+    """PyTorch on ROCm raises the hipified check as `HIP error: <hipGetErrorString>`: the same cuda_error event,
+    code the error string (RuntimeError and ROCm 7's torch.AcceleratorError), its hint lines no event."""
+    ex = run("RuntimeError: HIP error: invalid device function\n"
+             "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+             "might be incorrect.\n"
+             "For debugging consider passing AMD_SERIALIZE_KERNEL=3\n"
+             "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.\n"
+             "torch.AcceleratorError: HIP error: an illegal memory access was encountered\n"
+             "RuntimeError: HIP error: out of memory\n")
+    assert ev(ex, "cuda_error").select("line_no", "code").rows() == [
+        (1, "invalid device function"), (5, "an illegal memory access was encountered"), (6, "out of memory")]
+    assert pytorch.sniff("RuntimeError: HIP error: invalid device function\n") > 0

@@ -584,9 +584,11 @@ def _explain_attempts(report: dict, attempts: pl.DataFrame, events: pl.DataFrame
     epoch = timed["start"].min() if not timed.is_empty() else None
     shares, ivs = explain.attempt_downtime(down, epoch)
     evidence = explain.attempt_evidence(attempts, events, tables, files, by_attempt)
+    timed_ids = set(timed["index"].to_list()) if down.measured else set()
     for a in report["attempts"]:
         i = a["index"]
-        a["downtime"] = shares.get(i, {f"{b}_s": 0.0 for b in dt.BUCKETS})
+        # an attempt with no time span has an unknown share (null), not a share of zero
+        a["downtime"] = shares.get(i, {f"{b}_s": 0.0 if i in timed_ids else None for b in dt.BUCKETS})
         a["intervals"] = ivs.get(i, [])
         a["evidence"] = evidence.get(i, {})
 

@@ -48,12 +48,17 @@ class Downtime:
     by_attempt: dict[tuple[str, int], float] = field(default_factory=dict)
     # the labelled intervals before precedence: (start, end, bucket, interruption id, attempt index)
     intervals: list[tuple[float, float, str, str | None, int]] = field(default_factory=list)
+    # False when no attempt has a time span (no line carried a time): the wall time and every bucket
+    # are unknown (null in the report), not zero
+    measured: bool = True
 
     @property
     def goodput(self) -> float | None:
         return self.buckets["productive"] / self.wall_s if self.wall_s > 0 else None
 
     def as_report(self) -> dict:
+        if not self.measured:
+            return {"wall_s": None, **{f"{b}_s": None for b in BUCKETS}, "goodput": None, "gpu_hours_lost": None}
         out: dict = {"wall_s": round(self.wall_s, 3)}
         for b in BUCKETS:
             out[f"{b}_s"] = round(self.buckets[b], 3)
@@ -138,7 +143,7 @@ def label_pieces(ivs: Sequence[tuple], cuts: list[float]) -> list[tuple[float, f
 def account(spans: list[AttemptSpan], gpus: int | None,
             slowdown_ids: dict[int, str | None] | None = None) -> Downtime:
     if not spans:
-        return Downtime(0.0, {b: 0.0 for b in BUCKETS}, {}, gpus)
+        return Downtime(0.0, {b: 0.0 for b in BUCKETS}, {}, gpus, measured=False)
     t0 = min(s.start for s in spans)
     t1 = max(s.end for s in spans)
     wall = max(t1 - t0, 0.0)

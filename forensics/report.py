@@ -207,10 +207,16 @@ def culprit_text(c: dict | None) -> str:
     return ", ".join(parts) or "not localized"
 
 
+def _known(value: object) -> str:
+    """A value for the prose of report.md: null (unknown, never guessed) reads `unknown`, not `None`."""
+    return "unknown" if value is None else str(value)
+
+
 def _md_table(header: list[str], rows: list[list]) -> list[str]:
-    """A Markdown table; cells are rendered with str() (escape log text before passing it)."""
+    """A Markdown table; cells are rendered with str(), a null one as `—` (escape log text before
+    passing it)."""
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return out + ["| " + " | ".join("—" if c is None else str(c) for c in r) + " |" for r in rows]
 
 
 def write_markdown(rep: dict, path: Path) -> None:
@@ -237,8 +243,8 @@ def write_markdown(rep: dict, path: Path) -> None:
         for e in v["evidence"]:
             lines.append(f"- `{e['path']}:{e['line']}` [{e['role']}, {e['signature']}] {md_escape(e['text'] or '')}")
         lines.append("")
-    lines += ["## Job", "", f"- Directory: {md_escape(j['dir'])}", f"- Hosts: {len(j['hosts'])}; ranks: {j['ranks']}",
-              f"- Start: {stamp(j['start'])}; end: {stamp(j['end'])} (all times UTC)", ""]
+    lines += ["## Job", "", f"- Directory: {md_escape(j['dir'])}", f"- Hosts: {len(j['hosts'])}; ranks: {_known(j['ranks'])}",
+              f"- Start: {_known(stamp(j['start']))}; end: {_known(stamp(j['end']))} (all times UTC)", ""]
     if rep["interruptions"]:
         lines += ["## Interruptions", ""] + _md_table(
             ["id", "attempt", "time", "kind", "category", "culprit", "action", "confidence"],
@@ -254,7 +260,7 @@ def write_markdown(rep: dict, path: Path) -> None:
                "slowdown_s")
     lines += ["## Downtime", ""] + _md_table(["bucket", "duration", "seconds"],
                                              [[k[:-2], duration(d[k]), d[k]] for k in buckets])
-    lines += ["", f"Goodput: {d['goodput']}; GPU-hours lost: {d['gpu_hours_lost']}", ""]
+    lines += ["", f"Goodput: {_known(d['goodput'])}; GPU-hours lost: {_known(d['gpu_hours_lost'])}", ""]
     adv = rep.get("advice") or {}
     ck, to = adv.get("checkpoint") or {}, adv.get("collective_timeout") or {}
     if ck or to:

@@ -130,3 +130,13 @@ def test_save_intervals_pair_starts_and_ends() -> None:
     saves, durable = save_intervals(ck, t0)
     assert saves == [(60.0, 90.0), (288.0, 300.0)]  # paired with its start; else end minus duration
     assert durable == [90.0, 300.0]  # an end without a time stamp is skipped
+
+
+def test_no_timed_attempt_is_unknown_not_zero() -> None:
+    # no line carried a time: the wall time and every bucket are unknown (null), never 0 s
+    d = account([], gpus=8)
+    assert not d.measured
+    rep = d.as_report()
+    assert rep == {"wall_s": None, **{f"{b}_s": None for b in BUCKETS}, "goodput": None, "gpu_hours_lost": None}
+    timed = account([AttemptSpan(0, 0.0, 100.0, 10.0, 100.0, False)], gpus=8).as_report()
+    assert timed["wall_s"] == 100.0 and timed["startup_s"] == 10.0 and timed["productive_s"] == 90.0

@@ -161,3 +161,18 @@ def test_an_error_no_signature_knows_is_a_failure_of_unknown_cause(tmp_path: Pat
     assert (v["kind"], v["category"], v["action"]) == ("unknown", "unknown", "investigate")
     (x,) = rep["interruptions"]
     assert x["summary"].startswith("A failure was seen (error_line at rank-5.log:3)")
+
+
+def test_a_job_without_times_reports_unknown_downtime(tmp_path: Path) -> None:
+    # a k8s admission error and an nvidia-smi line, neither stamped: no span was measured
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "nvidia-smi.txt").write_text("Unable to determine the device handle for GPU 0000:C1:00.0: GPU is lost.  "
+                                        "Reboot the system to recover this GPU\n")
+    rep = analyze(job, tmp_path / "out", html=False).report
+    assert rep["verdict"]["category"] == "gpu_lost"
+    assert set(rep["downtime"].values()) == {None}
+    assert all(set(a["downtime"].values()) == {None} for a in rep["attempts"])
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| wall | unknown | — |" in md and "Goodput: unknown; GPU-hours lost: unknown" in md
+    assert "Start: unknown; end: unknown" in md and "None" not in md

@@ -55,6 +55,7 @@ PARSER_MODULES = (
     "k8s",
     "ibstat",
     "ipmi",
+    "rasdaemon",
     "sagemaker",
     "nccl_tests",
     "nvrx",

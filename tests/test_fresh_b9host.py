@@ -43,10 +43,6 @@ XFAIL = {
         "(ipmi.toml ipmi-host-warning: redundant supplies keep the node up); the log shows no node going down"),
     "illinoisscicomp66-edac-ce-overflow-dmesg-T-dunkel": _CE.format("that it did not come back after a reboot"),
     "radiasoft134-edac-sbridge-ce-scrubbing-fnl226b": _CE.format("that the RAM was replaced"),
-    "nixosinfra523-ras-mc-ctl-corrected-mce-healthy": (
-        "no parser reads rasdaemon's ras-mc-ctl report: its prompt line is taken for an error line (unknown). "
-        "A rasdaemon parser was written and reverted (see git log): its catalog entries moved the line "
-        "classifier's held-out precision under its 0.8 target at every threshold"),
 }
 
 

@@ -54,6 +54,7 @@ ANCHORS = (
     r"|socket|TCPStore|Rendezvous|rendezvous|store|segmentation fault|floating-point"
     r"|\(\): |double free|corrupted |Signal: |Signal code: |Failing at address: "
     r"|is deprecated; use |environment variable is thus deprecated"
+    r"|Warning: |warnings\.warn\(|^grad\.sizes\(\) = |^bucket_view\.sizes\(\) = |find_unused_parameters=True was specified|bucket view strides"
     r"|examples/s|ba/s|exampl|^Clustering \d+ points in "
     r"|Assertion `|Device-side assertion `|device-side assertion failures"
     r"|stall_inspector|submitted to be reduced|^\s*\d+!?: \[|Will shutdown"
@@ -312,6 +313,27 @@ COMPANION = (
     # (TCPStore / libuv backend start, socket connect attempts, store waits). An `I` line is progress,
     # never a fault; the `W`/`E` lines of the same files stay store_error events (STORE_BY_TEXT)
     r"|^\[I(?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? (?:\d+ )?| )[^\s\]]+:\d+\] \[c10d(?: - (?:debug|trace))?\] "
+    # warnings, never a failure by themselves (a run that a warned-about condition then kills dies by an
+    # exception, an error line or a signal, which the rules above read):
+    # - c10's TORCH_WARN / TORCH_WARN_ONCE through the default warning handler (c10/util/Warning.cpp,
+    #   c10/util/Logging.cpp): `[W file:line] Warning: msg (function f)` (< 2.2), `[W<mmdd> hh:mm:ss.us
+    #   pid file:line] Warning: msg (function f)` (2.2+), often behind `[rankN]:`. glog-style `W` lines
+    #   without the `Warning: ` word (C10D_WARNING, LOG(WARNING): TCPStore, socket) are not this: they
+    #   stay the store / socket events above
+    r"|^\[W(?:\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)? (?:\d+ )?| )[^\s\]]+:\d+\] Warning: "
+    # - Python's warnings module (Lib/warnings.py formatwarning: `file:line: Category: message`, then the
+    #   warned-at source line, indented), also when a TORCH_WARN reaches Python (`UserWarning: msg
+    #   (Triggered internally at file:line.)`) or a paste drops the `file:line: ` head; the category is a
+    #   Warning subclass (UserWarning, FutureWarning, DeprecationWarning, RuntimeWarning, ...), never an
+    #   exception (`RuntimeError: ...` stays an exception line)
+    r"|^(?:\S+:\d+: )?[A-Z]\w*Warning: |^\s+warnings\.warn\("
+    # - the bodies of the DDP reducer's TORCH_WARN_ONCE performance notices (torch/csrc/distributed/c10d/
+    #   reducer.cpp: check_grad_layout's `Grad strides do not match bucket view strides. ... This is not an
+    #   error, but may impair performance.` with its `grad.sizes() = ...` / `bucket_view.sizes() = ...`
+    #   lines; `find_unused_parameters=True was specified in DDP constructor, but did not find any unused
+    #   parameters in the forward pass.`), when posted without the warning's head
+    r"|^Grad strides do not match bucket view strides\.|^grad\.sizes\(\) = \[|^bucket_view\.sizes\(\) = \["
+    r"|^find_unused_parameters=True was specified in DDP constructor, but did not find any unused parameters"
 )
 TERMINATE_TYPE = r"terminate called after throwing an instance of '([^']+)'"
 WATCHDOG_RESTATED = TIMEOUT_MAIN + "|" + HEARTBEAT + r"|watchdog thread terminated with exception"

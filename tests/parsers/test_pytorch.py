@@ -304,7 +304,10 @@ def test_lone_exception_lines_and_cut_traceback():
         "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.\n")
     assert ev(ex, "exception").select("line_no", "code").rows() == [
         (2, "KeyError"), (3, "ResourceExhaustedError"), (7, "ValueError")]
-    assert 8 not in ex.claimed.to_list() and 1 not in ex.claimed.to_list()
+    # the `UserWarning:` line is no exception (no event); it is claimed as a Python warning (fresh/b12ok), the
+    # plain `Start training ...` line is not claimed
+    assert 8 not in ex.events["line_no"].to_list() and 8 in ex.claimed.to_list()
+    assert 1 not in ex.claimed.to_list()
 
 
 def test_checkpoint_write_failure_in_save_frames():
@@ -685,3 +688,34 @@ def test_hip_errors_are_cuda_error_events():
     assert ev(ex, "cuda_error").select("line_no", "code").rows() == [
         (1, "invalid device function"), (5, "an illegal memory access was encountered"), (6, "out of memory")]
     assert pytorch.sniff("RuntimeError: HIP error: invalid device function\n") > 0
+
+
+def test_warnings_are_claimed_without_events_but_store_warnings_and_exceptions_stay():
+    """TORCH_WARN through c10's handler (`[W file:line] Warning: ...`, unstamped < 2.2 and stamped 2.2+ behind
+    `[rankN]:`), Python's warnings module (with and without the `file:line: ` head, and the echoed
+    `warnings.warn(` source line) and the DDP reducer notices' bodies (posted without a head) are warnings:
+    claimed, no event (fresh/b12ok sam2-492, segformer73, modelscope192, hypertorch121). A C10D_WARNING glog `W`
+    line without `Warning: ` (TCPStore) stays a store event, and an exception line stays an exception."""
+    text = (
+        "[W reducer.cpp:347] Warning: Grad strides do not match bucket view strides. This is not an error, "
+        "but may impair performance.\n"
+        "grad.sizes() = [19, 256, 1, 1], strides() = [256, 1, 256, 256]\n"
+        "bucket_view.sizes() = [19, 256, 1, 1], strides() = [256, 1, 1, 1] (function operator())\n"
+        "[rank1]:[W1126 10:00:01.123456789 reducer.cpp:1400] Warning: find_unused_parameters=True was specified in "
+        "DDP constructor, but did not find any unused parameters in the forward pass. (function operator())\n"
+        "/opt/x/dataloader.py:554: UserWarning: This DataLoader will create 8 worker processes in total.\n"
+        "  warnings.warn(_create_warning_msg(\n"
+        "FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated and will fail in a future release.\n"
+        "find_unused_parameters=True was specified in DDP constructor, but did not find any unused parameters in "
+        "the forward pass.\n"
+        "Grad strides do not match bucket view strides. This may indicate grad was not created according to the "
+        "gradient layout contract.\n"
+        "[W506 00:43:56.240378877 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, addr=[h]:1, "
+        "remote=[h]:2): Connection reset by peer\n"
+        "RuntimeError: Warning: expected all tensors to be on the same device\n"
+    )
+    ex = run(text)
+    check_accounting(ex, 11)
+    assert set(range(1, 10)) <= set(ex.claimed.to_list())
+    assert sorted(ex.events["line_no"].to_list()) == [10, 11]
+    assert ev(ex, "exception")["line_no"].to_list() == [11]

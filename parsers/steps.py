@@ -147,6 +147,8 @@ KEYWORDS = [
     # generic step readers (MXNet, Keras, fairseq, DLLogger, tqdm, FlagScale, custom loops)
     "Epoch[", "Speed:", "/step", "s/it", "/batch", "num_updates", "DLL ", "Iteration", "Step ",
     "Straggler Report", "Grad Norm", "ETA:", "epoch took", "epoch: ", "img/sec",
+    # the experiment tracker's terminal lines (wandb), claimed by the rule below
+    "wandb: ",
 ]
 
 # The rules' own literals: every match of a rule's pattern holds one of these (RULE_LITERALS
@@ -160,7 +162,7 @@ RULE_LITERALS = [
     "samples/sec", "overflow", "OVERFLOW", "datetime: ", "memory (MB)", "metadata file", "[GC]", "Dumping",
     "RunningAvgSamplesPerSec", "zero partition", "ReduceLROnPlateau", "early stopping", "did not improve",
     "was not in top", "[Torch] ", "- ", " : ", "'eval_", "NaN", "saved!", "save!", "ready now!", "skipped=",
-    "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime", "img/sec",
+    "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime", "img/sec", "wandb: ",
 ]
 RULE_LITERALS_CI = ["step", "iter"]
 
@@ -277,6 +279,15 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
     on first use (a few hundred polars expressions: a bundle without step lines never builds them)."""
     mloss = pl.coalesce(field(rf"\|\s*lm loss:\s*({NUM})"), field(rf"\|\s*[^|:]*loss:\s*({NUM})"))
     return (
+        # --- the experiment tracker beside the loop: every line of wandb's terminal printer (wandb/sdk
+        # termlog / termwarn / termerror and the Go core's printer: a `wandb: ` head, then the text or
+        # `WARNING ` / `ERROR `): run start / sync / summary, and the tracker's own troubles (`wandb: ERROR
+        # Error while calling W&B API: ... (<Response [500]>)`, `wandb: Network error (ReadTimeout),
+        # entering retry loop.`, `wandb: 500 encountered (...), retrying request`). They are about the
+        # metrics upload, not the job: training goes on while wandb retries, and a run the tracker does end
+        # (wandb.init timing out, a CommError) dies by a Python exception that the traceback rules read.
+        # Claimed, no row
+        (r"^wandb: ", CLAIM),
         # --- Megatron-LM
         (r"^iteration\s+(?P<it>\d+)\s*/\s*(?P<tot>\d+)\s*\|", steprow(
             "megatron", step=inum(g("it")), total_steps=inum(g("tot")),

@@ -931,3 +931,24 @@ def test_counter_first_step_lines_of_custom_loops() -> None:
     assert s[3]["step_time_s"] == 0.41
     assert [k for k in kinds(x) if k[1] == "nan"] == [(6, "nan", "nan")]
     assert steps.sniff("000 epoch, 02000 iter, average time 0.6359, loss -403.4386\n") > 0
+
+
+def test_wandb_terminal_lines_are_claimed_without_rows() -> None:
+    """wandb's terminal printer (`wandb: `, `wandb: WARNING `, `wandb: ERROR `: run start, retries, the
+    tracker's API errors) is claimed without a row or event; the step lines around it stay steps (fresh/b12ok
+    wandb4537, wandb8683). Only the printer's head is claimed: a loop's own line that mentions wandb is read
+    as what it is (here a step row)."""
+    text = (
+        "wandb: Currently logged in as: someone. Use `wandb login --relogin` to force relogin\n"
+        "Epoch 0:   1%|▋         | 44/4943 [00:11<21:31,  3.79it/s, loss=7.11, v_num=z34s]\n"
+        "wandb: ERROR Error while calling W&B API: internal database error (<Response [500]>)\n"
+        "wandb: Network error (ReadTimeout), entering retry loop.\n"
+        'wandb: 500 encountered ({"errors":[{"message":"An internal error occurred."}]}), retrying request\n'
+        "Epoch 0:   1%|▉         | 60/4943 [00:14<20:16,  4.01it/s, loss=6.37, v_num=z34s]\n"
+        "Saving the run to wandb: step 60 loss 6.37\n"
+    )
+    x = parse(text)
+    check_shape(x, 7)
+    assert {1, 3, 4, 5} <= set(x.claimed.to_list())
+    assert not x.events.filter(pl.col("line_no").is_in([1, 3, 4, 5])).height
+    assert [(r["line_no"], r["step"]) for r in rows(x, "train_steps")] == [(2, 44), (6, 60), (7, 60)]

@@ -119,13 +119,22 @@ def _lagging_rank(attempt_events: pl.DataFrame, timeouts: pl.DataFrame | None,
     missing = sorted(known - reporters)
     if reporters and len(missing) == 1:
         return missing[0], f"rank {missing[0]} never reported the collective timeout that every other rank hit"
-    lc = timeouts.filter(pl.col("last_completed").is_not_null()).group_by("rank").agg(pl.col("last_completed").max())
-    if lc.height >= 2:
-        lo = lc["last_completed"].min()
-        lagging = lc.filter(pl.col("last_completed") == lo)
-        if lagging.height == 1 and lc["last_completed"].max() > lo:
-            r = int(lagging["rank"][0])
-            return r, f"rank {r} has the lowest last completed collective ({lo})"
+    # sequence numbers count one process group's collectives: compared only within a group (its GUID, the
+    # parser's `pg`), never across groups (rank 13's SeqNum 216 in one sub-group and rank 15's 57 in another
+    # say nothing of who lags); a rank whose group is unknown is compared only with others of unknown group
+    lc = (timeouts.filter(pl.col("last_completed").is_not_null() & pl.col("rank").is_not_null())
+          .group_by("pg", "rank").agg(pl.col("last_completed").max()))
+    found: list[tuple[int, int]] = []
+    for (_pg,), grp in lc.group_by(["pg"], maintain_order=True):
+        if grp.height < 2:
+            continue
+        lo = grp["last_completed"].min()
+        lagging = grp.filter(pl.col("last_completed") == lo)
+        if lagging.height == 1 and grp["last_completed"].max() > lo:
+            found.append((int(lagging["rank"][0]), int(lo)))
+    if len({r for r, _ in found}) == 1:
+        r, lo = found[0]
+        return r, f"rank {r} has the lowest last completed collective ({lo})"
     return None, ""
 
 
@@ -334,6 +343,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     graph_decided = False
     hang_signals = cascades.filter(pl.col("signature").is_in(list(prec.hang_signals)))
     teardown_only = False
+    exit_hang = False
     if root is None and cascades.is_empty():
         if ae.is_empty():
             return None
@@ -375,6 +385,13 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             summary = (f"Collective timed out before training started while one rank was still preparing data "
                        f"({prep['path']}:{prep['line_no']}): the other ranks waited past the timeout for it")
             conf = 0.6
+        elif not hang_signals.is_empty() and (ex := _exit_wait(ae, hang_signals, prec)) is not None:
+            category = prec.exit_category
+            summary = (f"Collective watchdog fired after the job's processes began exiting without destroying their "
+                       f"process groups ({ex['path']}:{ex['line_no']}): the work was done, the exit hung in the "
+                       "process-group teardown")
+            conf = 0.6
+            exit_hang = True
         elif not hang_signals.is_empty():
             category = "comm_hang_unknown"
             summary = ("Communication hang: collectives timed out and no root event was found"
@@ -483,7 +500,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     category, conf, method = arbitrate(category, conf, None if teardown_only else classify_incident(aj, ae, a))
     cat = info(category)
     kind = cat.default_kind
-    if category in prec.may_hang and not hang_signals.is_empty() and not _process_failed(ae, aj):
+    if (category in prec.may_hang and not hang_signals.is_empty() and not _process_failed(ae, aj)) or exit_hang:
         kind = "hang"
     action = cat.default_action
     if root is not None and category == root["category"]:
@@ -512,6 +529,26 @@ def _preprocessing_wait(ae: pl.DataFrame, prec: Precedence) -> dict | None:
     if prep.is_empty():
         return None
     return prep.sort("line_no").row(-1, named=True)
+
+
+def _exit_wait(ae: pl.DataFrame, hang_signals: pl.DataFrame, prec: Precedence) -> dict | None:
+    """precedence.toml [exit_wait]: the first exit notice (a process tearing its groups down without
+    destroy_process_group) that comes before the attempt's first hang signal: by time where both are
+    stamped, by line where both lie in one file and either is unstamped. None when no notice precedes
+    the hang (the notice after it is the hung process's own abort, no evidence of an exit hang)."""
+    if not prec.exit_kinds or ae.is_empty() or hang_signals.is_empty():
+        return None
+    ex = ae.filter(pl.col("kind").is_in(list(prec.exit_kinds)))
+    if ex.is_empty():
+        return None
+    first = hang_signals.sort("ts", "event_id", nulls_last=True).row(0, named=True)
+    for r in ex.sort("ts", "event_id", nulls_last=True).iter_rows(named=True):
+        if r["ts"] is not None and first["ts"] is not None:
+            if r["ts"] <= first["ts"]:
+                return r
+        elif r["path"] == first["path"] and r["line_no"] < first["line_no"]:
+            return r
+    return None
 
 
 def _sibling_location(root: dict, roots: pl.DataFrame) -> dict | None:

@@ -88,6 +88,9 @@ class Precedence:
     preproc_kinds: tuple[str, ...] = ()
     preproc_codes: tuple[str, ...] = ()
     preproc_category: str = "collective_desync"
+    # [exit_wait]: context event kinds after which a rootless hang is a hang in the program's exit
+    exit_kinds: tuple[str, ...] = ()
+    exit_category: str = "framework_bug"
     # [after_completion]: signals that are no failure in an attempt whose training is seen to end
     after_completion: tuple[str, ...] = ()
     # [jobwide]: categories whose root, reported alike by several ranks, is the job's configuration or
@@ -167,6 +170,8 @@ def parse_precedence(doc: dict) -> Precedence:
     _check_categories("restart.needs_spare_node", spare, errors)
     pre = doc.get("preprocessing_wait", {})
     _check_categories("preprocessing_wait", _t(pre.get("category", "collective_desync")), errors)
+    ew = doc.get("exit_wait", {})
+    _check_categories("exit_wait", _t(ew.get("category", "framework_bug")), errors)
     jw = doc.get("jobwide", {})
     _check_categories("jobwide", _t(jw.get("categories")), errors)
     if errors:
@@ -184,6 +189,7 @@ def parse_precedence(doc: dict) -> Precedence:
         needs_spare_node=spare,
         preproc_kinds=_t(pre.get("context_kinds")), preproc_codes=_t(pre.get("context_codes")),
         preproc_category=str(pre.get("category", "collective_desync")),
+        exit_kinds=_t(ew.get("context_kinds")), exit_category=str(ew.get("category", "framework_bug")),
         after_completion=_t(doc.get("after_completion", {}).get("signatures")),
         jobwide_categories=_t(jw.get("categories")), jobwide_ranks=int(jw.get("ranks", 2)),
         outside_job=_t(doc.get("outside_job", {}).get("signatures")),

@@ -280,6 +280,21 @@ WRAPPERS: tuple[Wrapper, ...] = (
         ),
     ),
     Wrapper(
+        # a log console's export stamped to the minute, one space before it (NVIDIA/nccl#1610: a cloud
+        # training platform's viewer); only before a process's own tag (`[rankN]:`, `[E...`) or an NCCL
+        # `host:pid:tid [dev]` prefix, so a record whose own stamp merely lacks seconds stays whole
+        "log-console export stamped to the minute ( <YYYY-MM-DD HH:MM> , before a tag or an NCCL prefix)",
+        r" ?\d{4}-\d\d-\d\d \d\d:\d\d ", guard=r"(?:\[|[A-Za-z0-9][\w.-]*:\d+:\d+ \[\d+\] )",
+        first=r"[0-9 ]",
+        examples=(
+            (" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught",
+             "[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught", {"rank": 13}),
+            (" 2025-02-18 12:54 ncivki7qpk7pmo1btv0h0:180:915 [7] NCCL INFO misc/socket.cc:47 -> 3",
+             "ncivki7qpk7pmo1btv0h0:180:915 [7] NCCL INFO misc/socket.cc:47 -> 3", {}),
+            ("2025-02-18 12:54 loss went down", "2025-02-18 12:54 loss went down", {}),
+        ),
+    ),
+    Wrapper(
         "web-UI log export (<row> | <epoch ms> | )",
         r" *\d+ \| (?P<stamp>\d{13}) \| ", stamp="epoch_ms",
         first=r"[0-9 ]",

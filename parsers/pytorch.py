@@ -335,6 +335,8 @@ COMPANION = (
     r"|^Grad strides do not match bucket view strides\.|^grad\.sizes\(\) = \[|^bucket_view\.sizes\(\) = \["
     r"|^find_unused_parameters=True was specified in DDP constructor, but did not find any unused parameters"
 )
+PG_EXIT = (r"process group has NOT been destroyed before (?:it is being destructed|we destruct ProcessGroupNCCL)"
+           r"|destroy_process_group\(\) was not called before program exit")
 TERMINATE_TYPE = r"terminate called after throwing an instance of '([^']+)'"
 WATCHDOG_RESTATED = TIMEOUT_MAIN + "|" + HEARTBEAT + r"|watchdog thread terminated with exception"
 EXC_LINE = r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?::.*)?$"
@@ -366,6 +368,21 @@ def _prep(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     return out.with_columns(stream.alias("stream"))
 
 
+def _default_group() -> pl.Expr:
+    """Whether a line's `[PG ... Rank N]` tag is the default (world) group's, whose rank is the global rank.
+    ProcessGroupNCCL::createLogPrefix (2.4+) writes `[PG ID <local_id_> PG GUID <pg_uid_>(<pg_desc_>) Rank
+    <rank_>] `: local_id_ counts the groups this process created (0: the default group, made first), pg_uid_
+    is the group's name, the same on every member rank ("a global unique ID across ranks"), and rank_ is the
+    rank inside that group; 2.3 wrote `[PG <uid> Rank <rank>] `. In a sub-group (`[PG ID 11 PG GUID 119
+    Rank 1]`, `(EXPERT_MODEL_PARALLEL_GROUP)`) `Rank N` is not the global rank, so it names no rank; a bare
+    `[Rank N]` (the watchdog's own lines, older releases) is read as before. The group's key is its GUID
+    (the member ranks share it; the local ID they do not), or the 2.3 uid."""
+    guid = pl.col("guid").str.replace(r"\(.*$", "").str.strip_chars()
+    return (pl.col("pg").is_null()
+            | pl.col("guid").str.contains("(default_pg)", literal=True).fill_null(False)
+            | pl.when(guid.is_not_null()).then(guid == "0").otherwise(pl.col("pg") == "0"))
+
+
 def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """ts, host, rank, pg columns for candidate lines."""
     g = pl.col("msg").str.extract_groups(GLOG_RE)
@@ -376,14 +393,15 @@ def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.coalesce(glog_ts, iso(pl.col("prefix_ts"), ctx.tz)).alias("ts"),
         pl.coalesce(pl.concat_str([pl.col("mmdd"), pl.col("hms")], separator=" "), pl.col("prefix_ts"))
         .alias("ts_raw"),
-        pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"), pl.col("tag_rank").cast(pl.Int64, strict=False),
+        pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"),
+                    pl.when(_default_group()).then(pl.col("tag_rank").cast(pl.Int64, strict=False)),
                     pl.col("msg").str.extract(SELF_REPORT, 1).cast(pl.Int64, strict=False),
                     pl.col("msg").str.extract(SELF_RANK, 1).cast(pl.Int64, strict=False),
                     rank_hint(ctx)).alias("rank"),
         pl.col("prefix_local_rank").alias("local_rank"),
         pl.coalesce(pl.col("msg").str.extract(SELF_REPORT, 2), line_host(ctx)).alias("host"),
         pl.col("body").alias("message"),
-        pl.coalesce(pl.col("pg"), pl.col("guid")).alias("pg"),
+        pl.coalesce(pl.col("guid").str.replace(r"\(.*$", "").str.strip_chars(), pl.col("pg")).alias("pg"),
     ).with_columns(
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality")
     )
@@ -641,6 +659,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     add(bar, "data_preprocess", "info",
         pl.when(m.str.contains(PREPROC_BAR) & (m.str.extract(PREPROC_BAR, 2) == m.str.extract(PREPROC_BAR, 3)))
         .then(pl.lit("done")).otherwise(pl.lit("running")))
+    # the process group torn down without destroy_process_group(): ProcessGroupNCCL's destructor / exit
+    # notice in its three wordings (PG_EXIT), printed while the process exits. Context (`pg_exit`, info):
+    # on a healthy run the last line; a watchdog firing after it hung in that exit (precedence.toml
+    # [exit_wait])
+    add(cand.filter(m.str.contains(PG_EXIT)), "pg_exit", "info", pl.lit("exit"))
     store_code = pl.lit(None, dtype=pl.Utf8)
     for pattern, name in reversed(STORE_BY_TEXT):
         store_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(store_code)
@@ -699,7 +722,7 @@ SPEC = ParserSpec(
     formats=("pytorch_log", "python_traceback"),
     kinds=("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error", "ecc_error",
            "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error", "data_preprocess",
-           "stall_warning"),
+           "stall_warning", "pg_exit"),
     tables=("collective_timeouts",),
     batch=True,
     trigger=ANCHORS,  # `parse` returns nothing when no line matches it

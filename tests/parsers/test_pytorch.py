@@ -435,19 +435,24 @@ def test_trainers_raising_on_a_non_finite_loss_are_nan():
     assert ev(ex, "nan")["line_no"].to_list() == [1, 3, 4, 5]
 
 
-def test_processgroupnccl_exit_and_barrier_warnings_are_claimed_without_an_event():
+def test_processgroupnccl_exit_and_barrier_warnings_are_claimed_without_an_error():
     """ProcessGroupNCCL's warnings of a normal run (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp; the
     line numbers are the ones the logs print): the destructor's shutdown notice in the 2.4-2.5 wording
     (`process group has NOT been destroyed before we destruct ProcessGroupNCCL`, :1250) and the 2.6+ one
     (`destroy_process_group() was not called before program exit`, :1496), and barrier()'s
     `using GPU N to perform barrier as devices used by this process are currently unknown` (:4115), are
-    claimed companions, not errors; a real error next to them is still read."""
+    claimed companions, not errors (the exit notice is an info `pg_exit` context event: precedence.toml
+    [exit_wait] reads a watchdog firing after it as a hang in the exit); a real error next to them is still
+    read."""
     ex = run(
         "[rank1]:[W414 16:54:27.214824770 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed before we destruct ProcessGroupNCCL. On normal program exit, the application should call destroy_process_group to ensure that any pending NCCL operations have finished in this process. In rare cases this process can exit before this point and block the progress of another member of the process group. This constraint has always been present,  but this warning has only been added since PyTorch 2.4 (function operator())\n"
         "[rank2]:[W219 03:41:15.167016385 ProcessGroupNCCL.cpp:4115] [PG ID 0 PG GUID 0 Rank 2]  using GPU 2 to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect.Specify device_ids in barrier() to force use of a particular device,or call init_process_group() with a device_id.\n"
         "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
         "[rank0]:[W604 08:55:15.856186408 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources. For more info, please see https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())\n")
-    assert set(ex.events["line_no"].to_list()) == {3} and "cuda_error" in ex.events["kind"].to_list()
+    errors = ex.events.filter(pl.col("severity").is_in(["error", "critical"]))
+    assert set(errors["line_no"].to_list()) == {3} and "cuda_error" in errors["kind"].to_list()
+    assert ev(ex, "pg_exit")["line_no"].to_list() == [1, 4]
+    assert set(ex.events["line_no"].to_list()) == {1, 3, 4}
     assert {1, 2, 4} <= set(ex.claimed.to_list())
 
 
@@ -719,3 +724,36 @@ def test_warnings_are_claimed_without_events_but_store_warnings_and_exceptions_s
     assert set(range(1, 10)) <= set(ex.claimed.to_list())
     assert sorted(ex.events["line_no"].to_list()) == [10, 11]
     assert ev(ex, "exception")["line_no"].to_list() == [11]
+
+
+def test_pg_tag_group_key_is_the_guid_and_sub_group_ranks_are_not_global():
+    """ProcessGroupNCCL::createLogPrefix: `[PG ID <local id> PG GUID <uid>(<desc>) Rank <group rank>]`. The
+    group's key is the GUID (the same on its member ranks; the local ID counts this process's groups); the
+    tag's rank is the global rank only in the default group, and `[rankN]:` names the global rank anyway."""
+    ex = run(
+        "[E501 10:00:00.000000000 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 6] Exception "
+        "(either an error or timeout) detected by watchdog at work: 9, last enqueued NCCL work: 9, last completed "
+        "NCCL work: 8.\n"
+        "[E501 10:00:00.000000000 ProcessGroupNCCL.cpp:1785] [PG ID 12 PG GUID 99(EXPERT_MODEL_PARALLEL_GROUP) "
+        "Rank 4] Exception (either an error or timeout) detected by watchdog at work: 3, last enqueued NCCL work: "
+        "3, last completed NCCL work: 2.\n"
+        "[rank15]:[E501 10:00:00.000000000 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 112 Rank 0] Exception "
+        "(either an error or timeout) detected by watchdog at work: 57, last enqueued NCCL work: 57, last "
+        "completed NCCL work: 56.\n"
+        "[E501 10:00:00.000000000 ProcessGroupNCCL.cpp:1414] [PG 5 Rank 2] Exception (either an error or timeout) "
+        "detected by watchdog at work: 7, last enqueued NCCL work: 7, last completed NCCL work: 6.\n")
+    ct = ex.tables["collective_timeouts"]
+    assert ct.select("line_no", "rank", "pg", "seq").rows() == [
+        (1, 6, "0", 9), (2, None, "99", 3), (3, 15, "112", 57), (4, None, "5", 7)]
+
+
+def test_exit_notice_is_a_pg_exit_context_event():
+    ex = run(
+        "[rank0]:[W616 21:29:33.762196891 ProcessGroupNCCL.cpp:1496] Warning: WARNING: destroy_process_group() was "
+        "not called before program exit, which can leak resources. For more info, please see "
+        "https://pytorch.org/docs/stable/distributed.html#shutdown (function operator())\n"
+        "[rank1]:[W515 07:06:42.829549331 ProcessGroupNCCL.cpp:1117] WARNING: process group has NOT been destroyed "
+        "before it is being destructed. On normal program exit, the application should call destroy_process_group\n")
+    assert ev(ex, "pg_exit").select("line_no", "rank", "severity", "code").rows() == [
+        (1, 0, "info", "exit"), (2, 1, "info", "exit")]
+    check_accounting(ex, 2)

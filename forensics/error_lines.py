@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from forensics.accounting import ERRORISH
 from parsers import timestamps as ts
 from parsers.lines import with_body
 from parsers.records import EVENT_SCHEMA
@@ -34,6 +35,15 @@ ERROR_WORDS = r"(?i)error|fail|fatal|exception|abort|panic|\bkilled\b|traceback|
 # `warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)` and let the call
 # return; gcc, ld, nvcc) or Python's warnings module (`file.py:12: UserWarning: ...`).
 INFO_LEVEL = r"\bNCCL (?:INFO|TRACE)\b|^\[?I\d{4} \d\d:\d\d:\d\d"
+# ... and a count of zero failures is no failure: an error word that only labels a counter whose value
+# is 0 (a JSON/YAML/logfmt key `"failed": 0`, `errors: 0`, `failures=0`, `error_count: 0`, `"error_code": 0`, a tally
+# `0 errors` / `0 failed`), as burn tests, diagnostics' summaries (NVSentinel's preflight `Diagnostic
+# summary`, gpu_burn's `errors: 0` progress lines) and test runners print on every healthy run. Such a
+# line is `info`: kept, read by the signatures, but not a failure by itself and not sent to the line
+# classifier. A line with any other error word (or a non-zero count) keeps its level. (The line classifier's
+# `read_at_run_time` estimate cannot tell a zero from other counts: its text is normalised, digits to 0.)
+ZERO_COUNT = (r"(?i)[\"']?\b(?:errors?|fail(?:ed|ures?|s)?|faults?|exceptions?|aborts?|fatals?)(?:[_ ]?(?:counts?|codes?))?[\"']?"
+              r"\s*[:=]\s*[\"']?0+(?:\.0+)?(?:[\"',;\s)\]}]|$)|\b0+ (?:errors?|failures?|failed|faults?)\b")
 WARNING_LEVEL = r"^\s*warning: |^\S+:\d+: [A-Z]\w*Warning: "
 _ISO = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 _GLOG = r"^\[?[IWEF](\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
@@ -65,6 +75,8 @@ def error_line_events(unparsed: pl.DataFrame, paths: dict[int, str], hosts: dict
         pl.lit(SOURCE).alias("source"),
         pl.lit(KIND).alias("kind"),
         pl.when(pl.col("body").str.contains(INFO_LEVEL)).then(pl.lit("info"))
+        .when(pl.col("body").str.contains(ZERO_COUNT)
+              & ~pl.col("body").str.replace_all(ZERO_COUNT, "").str.contains(ERRORISH)).then(pl.lit("info"))
         .when(pl.col("body").str.contains(WARNING_LEVEL)).then(pl.lit("warning"))
         .when(pl.col("body").str.contains(ERROR_WORDS)).then(pl.lit("error")).otherwise(pl.lit("warning"))
         .alias("severity"),

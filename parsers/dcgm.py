@@ -669,6 +669,20 @@ def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
         df = df.with_columns(
             pl.when(detail).then(pl.lit("detail")).when(res.is_in(["Fail", "Warn"])).then(res).alias("code"),
             pl.when(detail).then(dgpu).otherwise(gpus).alias("gpu"))
+        # a test's result row that names no GPU (`Fail - All`, or DCGM 4.x `Fail` with `GPU0: Fail` rows
+        # below it) is the GPU its Warning / Error rows name, when they name exactly one: the rows up to
+        # the next test (a named result row) or section banner are its details (nvvs prints each test's
+        # result, then its warnings and infos; `Info` rows are no fault and often name the passing GPUs)
+        named = (left != "") & left.is_not_null() & res.is_not_null()
+        block = (named | t.str.contains(DIAG_SECTION_RE)).cum_sum().alias("_blk")
+        df = df.with_columns(block)
+        one = (df.filter(pl.col("code") == "detail").group_by("_blk")
+               .agg(pl.col("gpu").drop_nulls().unique().alias("_g"))
+               .filter(pl.col("_g").list.len() == 1)
+               .select("_blk", pl.col("_g").list.first().alias("_dg")))
+        df = df.join(one, on="_blk", how="left").with_columns(
+            pl.when(pl.col("code").is_in(["Fail", "Warn"]) & named & pl.col("gpu").is_null())
+            .then(pl.col("_dg")).otherwise(pl.col("gpu")).alias("gpu")).drop("_blk", "_dg").sort("line_no")
         ev = df.filter(pl.col("code").is_not_null()).with_columns(
             pl.lit("dcgm_diag").alias("kind"),
             pl.when(pl.col("code") == "Warn").then(pl.lit("warning")).otherwise(pl.lit("error")).alias("severity"))
@@ -719,12 +733,47 @@ def _dcgmi_json(lines: pl.DataFrame, ctx: ParseContext, kind: str) -> Extraction
                       claimed=claimed, ignored=ignored, warnings=warnings)
 
 
+# An excerpt of `dcgmi diag -j` (users paste the failing result, not the whole document; the JSON does
+# not parse): its result records read line by line, in the key names of dcgmi's JSON (nvvs/include/
+# NvvsJsonStrings.h: `"gpu_id"` / `"gpu_ids"` (<= 3.x), `"entity_id"` (4.x), `"status"`, `"warnings"` /
+# `"warning"`, `"info"`): a `"status"` of Fail | Warn is a `dcgm_diag` event (code Fail | Warn) and each
+# warning text a `detail` event, both of the GPU the record names above them. The rest of the excerpt is
+# JSON structure: ignored.
+DIAG_JSON_STATUS_RE = r'^\s*"status"\s*:\s*"(?:Pass|Fail|Warn|Skip)"\s*,?\s*$'
+DIAG_JSON_GPU_RE = r'^\s*"(?:gpu_ids?|entity_id)"\s*:\s*"?\d+'
+_DIAG_JSON_WARN_RE = r'^\s*"warnings?"\s*:\s*"(.+)$'
+
+
+def _dcgmi_json_excerpt(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
+    t = pl.col("text")
+    df = lines.select("line_no", "text").with_columns(
+        t.str.extract(r'^\s*"(?:gpu_ids?|entity_id)"\s*:\s*"?(\d+)', 1).cast(pl.Int64, strict=False)
+        .forward_fill().alias("gpu"),
+        t.str.extract(r'^\s*"status"\s*:\s*"(Pass|Fail|Warn|Skip)"', 1).alias("_st"),
+        t.str.extract(_DIAG_JSON_WARN_RE, 1).str.strip_chars_end('",').alias("_w"))
+    code = pl.when(pl.col("_st").is_in(["Fail", "Warn"])).then(pl.col("_st")) \
+        .when(pl.col("_w").is_not_null()).then(pl.lit("detail"))
+    ev = df.with_columns(code.alias("code")).filter(pl.col("code").is_not_null()).with_columns(
+        pl.lit("dcgm_diag").alias("kind"),
+        pl.when(pl.col("code") == "Warn").then(pl.lit("warning")).otherwise(pl.lit("error")).alias("severity"),
+        pl.lit(SPEC.name).alias("source"), pl.lit("missing").alias("ts_quality"),
+        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
+        pl.coalesce(pl.col("_w"), t.str.strip_chars()).alias("message"))
+    events = events_frame(ev).sort("line_no") if not ev.is_empty() else empty_events()
+    claimed = events["line_no"].unique().sort() if not events.is_empty() else pl.Series("line_no", [], dtype=pl.Int64)
+    # the rest: JSON structure, and the continuation of a string the paste wrapped (dcgmi's own texts
+    # hold no newline; the poster's terminal or editor broke them)
+    structure = df.filter(~pl.col("line_no").is_in(claimed.implode()))["line_no"]
+    return Extraction(events=events, tables={"dcgm_samples": empty_table("dcgm_samples")},
+                      claimed=claimed, ignored=structure.sort(), warnings=[])
+
+
 # --------------------------------------------------------------------------------------------
 
 
 # Every head `sniff` scores above 0 holds one of these (its first, cheap exit): ingest looks for the
 # literals of every parser's SNIFF_NEEDS in one pass over a head and skips the sniffs it rules out.
-SNIFF_NEEDS = tuple((w, False) for w in ("DCGM_", "dcgm_", "#Entity", HEALTH_MARK, "Diagnostic", "| Pass",
+SNIFF_NEEDS = tuple((w, False) for w in ("DCGM_", "dcgm_", "#Entity", HEALTH_MARK, "Diagnostic", "| Pass", '"status"',
                                          "| Fail", "| Warn", "| Skip", "-  Integration", "-  Deployment",
                                          "-  Hardware", "-  Stress", "in health system"))
 # a literal each match of these `(?m)` searches holds (`triage.literal_factor`, checked by
@@ -744,6 +793,8 @@ def sniff(head: str) -> float:
         return 0.95
     if dcgmi_json.kind_of(s) is not None:
         return 0.95
+    if '"status"' in head and re.search(DIAG_JSON_STATUS_RE, head, re.M) and re.search(DIAG_JSON_GPU_RE, head, re.M):
+        return 0.9  # an excerpt of `dcgmi diag -j` (no whole document): its result records
     if "#Entity" in head and re.search(r"(?m)^#Entity\s+\S", head):
         return 0.95
     if HEALTH_MARK in head or ("Diagnostic" in head and re.search(r"(?m)" + DIAG_HDR_RE, head)) \
@@ -785,6 +836,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             return _json(lines, ctx, text)
     if lines["text"].str.starts_with("#Entity").any():
         return _dmon(lines, ctx)
+    if lines["text"].str.contains(DIAG_JSON_STATUS_RE).any() and lines["text"].str.contains(DIAG_JSON_GPU_RE).any():
+        return _dcgmi_json_excerpt(lines, ctx)
     if lines["text"].str.contains(HEALTH_MARK, literal=True).any():
         return _dcgmi(lines, ctx, health=True)
     if lines["text"].str.contains(DIAG_ANY_RE).any():

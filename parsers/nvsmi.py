@@ -76,6 +76,9 @@ NO_DRIVER = "NVIDIA-SMI has failed because it couldn't communicate with the NVID
 NO_DEVICES_RE = r"^\s*No devices were found\s*$"
 
 Q_MARKER_RE = r"^=+\s*NVSMI LOG\s*=+\s*$"
+# a section of `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER` pasted without the log's header (users
+# post the block that matters): the section's heading at the GPU block's indent, then its key : value rows
+Q_SECTION_RE = r"^ {4}(?:Remapped Rows|Retired Pages|ECC Errors)\s*$"
 KV_RE = r"^(?P<ind> *)(?P<key>\S.*?)\s+:\s?(?P<val>.*?)\s*$"
 HDR_RE = r"^(?P<ind> *)(?P<key>\S.*?)\s*$"
 Q_GPU_RE = rf"^GPU (?P<pci>{_PCI})\s*$"
@@ -159,7 +162,7 @@ def _unnamed(rx: str) -> str:
 
 NVL_ANY_RE = _unnamed(rf"{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}")
 # Parsed file by file (query blocks, tables), only in files with a line matching _TRIGGER.
-_TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{DMON_HDR_RE}"
+_TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{Q_SECTION_RE}|{DMON_HDR_RE}"
                    rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}"
                    rf"|{nvsmi_xml.MARKER_RE}|{QCSV_TRIGGER}")
 DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
@@ -302,8 +305,9 @@ def _query(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Dat
     t = pl.col("body")
     kv = t.str.extract_groups(KV_RE)
     hd = t.str.extract_groups(HDR_RE)
+    headed = lines.select(t.str.contains(Q_MARKER_RE).any()).item()
     df = lines.select("line_no", "body").with_columns(
-        t.str.contains(Q_MARKER_RE).alias("_mark"),
+        (t.str.contains(Q_MARKER_RE) | (pl.lit(not headed) & t.str.contains(Q_SECTION_RE))).alias("_mark"),
         (t.str.strip_chars() == "").alias("_blank"),
         kv.struct.field("key").alias("key"),
         kv.struct.field("val").alias("val"),
@@ -649,6 +653,8 @@ def sniff(head: str) -> float:
         return 0.9
     if re.search(r"Unable to determine the device handle for|Failed to initialize NVML|" + re.escape(NO_DRIVER), head):
         return 0.8
+    if re.search(r"(?m)" + Q_SECTION_RE.removesuffix("$") + r"\n {8}\S.*?\s+:\s", head):
+        return 0.8  # a `-q -d` section without the log's header
     first = next((ln for ln in head.splitlines() if ln.strip()), "")
     if re.match(QCSV_HDR_RE, first) and _qcsv_names(first) is not None:
         return 0.85  # a query CSV starts with its header (noheader output carries no names: not sniffed)
@@ -661,7 +667,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     warnings: list[str] = []
     b = pl.col("body")
     flags = lines.select(
-        b.str.contains(Q_MARKER_RE).any().alias("q"),
+        (b.str.contains(Q_MARKER_RE).any() | b.str.contains(Q_SECTION_RE).any()).alias("q"),
         b.str.contains("NVIDIA-SMI", literal=True).any().alias("t"),
         b.str.contains(DMON_HDR_RE).any().alias("d"),
     ).row(0, named=True)

@@ -87,3 +87,15 @@ def test_an_emitters_own_level_below_error_wins_over_its_error_words() -> None:
                             _events([]), tz=UTC_TZ)
     assert out["severity"].to_list() == ["info", "info", "info", "warning", "warning",
                                          "error", "error", "error", "error"]
+
+
+def test_a_zero_count_of_failures_is_no_failure() -> None:
+    """An error word that only labels a counter of 0 (`"failed": 0`, `errors: 0`, `error_code: 0`, `0 errors`)
+    makes an `info` line; a non-zero count, or another error word on the line, keeps it an error."""
+    texts = ['  "failed": 0,', "60.0%  proc'd: 10 (2047 Gflop/s)   errors: 0   temps: 46 C",
+             '  "error_code": 0,', "Tests run: 12, Failures: 0, Errors: 0", "summary: 0 errors",
+             '  "failed": 2,', "errors: 0 - -524288000  (WARNING!)", "RuntimeError: failed: 0",
+             "errors: 0.5"]
+    out = error_line_events(_unparsed([(0, i + 1, t) for i, t in enumerate(texts)]), {0: "x.log"}, {}, {},
+                            pl.DataFrame(schema={"file_id": pl.Int32, "line_no": pl.Int64}))
+    assert out["severity"].to_list() == ["info"] * 5 + ["error"] * 4

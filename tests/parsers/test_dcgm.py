@@ -714,3 +714,40 @@ def test_hostengine_health_log_is_sniffed_only_with_an_incident_line() -> None:
     assert dcgm.sniff(HOSTENGINE) == 0.6
     assert dcgm.sniff(HOSTENGINE.split("\n", 1)[0] + "\n") == 0.0
     assert dcgm.sniff("The Thermal watch in health system docs is described below\n") == 0.0
+
+
+def test_dcgmi_diag_fail_all_takes_the_gpu_its_warnings_name() -> None:
+    """`Fail - All` names no GPU; the test's Warning rows below it do (nvvs prints a test's result, then
+    its warnings and infos): one GPU named there is the result's GPU. Info rows (the passing GPU's
+    numbers) do not count; a test whose warnings name two GPUs keeps none."""
+    text = ("+-----  Hardware  ----------+------------------------------------------------+\n"
+            "| GPU Memory                | Pass - GPU: 1                                  |\n"
+            "|                           | Fail - GPU: 0                                  |\n"
+            "| Info                      | GPU 1 Allocated 15568304202 bytes (98.3%)      |\n"
+            "| Diagnostic                | Fail - All                                     |\n"
+            "| Warning                   | GPU 0 API call cuMemGetInfo failed: 'context   |\n"
+            "|                           | is destroyed' Check DCGM and system logs for   |\n"
+            "| Info                      | GPU 1 GPU 1 calculated at approximately 16.2   |\n"
+            "+-----  Stress  ------------+------------------------------------------------+\n"
+            "| Targeted Stress           | Fail - All                                     |\n"
+            "| Warning                   | GPU 2 only achieved 812 Gflops                 |\n"
+            "| Warning                   | GPU 3 only achieved 790 Gflops                 |\n")
+    got = [(r["line_no"], r["gpu"], r["code"]) for r in run(text).events.iter_rows(named=True)]
+    assert got == [(3, 0, "Fail"), (5, 0, "Fail"), (6, 0, "detail"), (10, None, "Fail"), (11, 2, "detail"),
+                   (12, 3, "detail")]
+
+
+def test_dcgmi_diag_json_excerpt_read_line_by_line() -> None:
+    """A pasted part of `dcgmi diag -j` (no whole document, wrapped strings): the record's status and
+    its warning, of the GPU its `gpu_id` names; the wrapped string's continuation is read, not an error."""
+    text = ('{\n        "gpu_id" : "5",\n        "status" : "Fail",\n        "warnings" : \n        [\n'
+            '                {\n                        "error_id" : 110,\n'
+            '                        "warning" : "GPU 5 Detected 511.70 GFLOPs for GPU 5 which is below the threshold 1480.77 Please verify\n'
+            ' tolerance is set appropriately; if so, and if errors are persistent, please run a field diagnostic."\n')
+    assert dcgm.sniff(text) >= 0.9
+    ex = run(text)
+    got = [(r["line_no"], r["gpu"], r["code"]) for r in ex.events.iter_rows(named=True)]
+    assert got == [(3, 5, "Fail"), (8, 5, "detail")]
+    assert ex.events["message"][1].startswith("GPU 5 Detected 511.70 GFLOPs for GPU 5 which is below")
+    assert set(ex.claimed.to_list()) | set(ex.ignored.to_list()) == set(range(1, 10))
+    assert dcgm.sniff('{"status": "ok", "items": 3}\n') == 0.0

@@ -316,3 +316,18 @@ def test_query_csv_noheader_rows_under_the_command_line_that_printed_them() -> N
     # a query that prints no CSV (XML) names no rows; neither do rows without any command or header
     ex = run("nvidia-smi --query-gpu=index,temperature.gpu --format=xml\n0, 35\n2025/02/03 08:00:00.101, 0, 35\n")
     assert ex.events.is_empty() and ex.tables["dcgm_samples"].is_empty()
+
+
+def test_a_query_section_pasted_without_the_log_header() -> None:
+    """`nvidia-smi -q -d ROW_REMAPPER` / `PAGE_RETIREMENT` / `ECC` blocks posted alone (no `==NVSMI LOG==`):
+    the section heading at the GPU block's indent opens a query block, read as under the header."""
+    text = ("    Remapped Rows\n        Correctable Error                 : 0\n"
+            "        Uncorrectable Error               : 4\n        Pending                           : Yes\n"
+            "        Remapping Failure Occurred        : Yes\n")
+    assert nvsmi.sniff(text) >= 0.8
+    ex = run(text)
+    got = [(r["line_no"], r["kind"], r["code"]) for r in ex.events.iter_rows(named=True)]
+    assert got == [(4, "gpu_row_remap", "pending"), (5, "gpu_row_remap", "failure")]
+    # a heading alone, or one in prose, is no query block
+    assert nvsmi.sniff("    Remapped Rows\nsee the docs\n") == 0.0
+    assert run("Remapped Rows were pending, said the admin\n").events.is_empty()

@@ -61,6 +61,7 @@ PARSER_MODULES = (
     "nvrx",
     "pyspy",
     "mpi",
+    "ray_cluster",
 )
 
 

@@ -62,6 +62,7 @@ PARSER_MODULES = (
     "pyspy",
     "mpi",
     "gpuburn",
+    "ray_cluster",
 )
 
 

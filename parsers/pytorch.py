@@ -218,6 +218,9 @@ OOM_SHM = (
 )
 # retried, not fatal: TF/XLA BFC allocator notices; fairseq catching an OOM and skipping the batch
 OOM_RETRY = r"The caller indicates that this is not a failure|OOM: Ran out of memory with exception|attempting to recover from OOM"
+# Ray's memory monitor's kill of a worker (`ray.exceptions.OutOfMemoryError: Task was killed due to the node running
+# low on memory.`): host memory of the node, Ray's record (parsers/ray_cluster.py), not this process's allocator failing
+RAY_OOM_KILL = r"ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory"
 OOM_COMPANION = (r"^BufferAssignment (?:OOM Debugging|stats:)|^\s+(?:[\w-]+ )*(?:allocation|fragmentation):\s+\d"
                  r"|Hint: If you want to see a list of allocated tensors when OOM happens")
 # c10d TCPStore / socket / torchelastic rendezvous (torch/csrc/distributed/c10d/socket.cpp, TCPStore.cpp,
@@ -614,7 +617,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         claimed.append(last["line_no"])
 
     # --- CUDA errors, ECC, OOM, segfault, NaN
-    is_oom = m.str.contains(OOM_GPU) | m.str.contains(OOM_HOST) | m.str.contains(OOM_SHM)
+    is_oom = (m.str.contains(OOM_GPU) | m.str.contains(OOM_HOST) | m.str.contains(OOM_SHM)) & ~m.str.contains(RAY_OOM_KILL)
     cu = cand.filter(m.str.contains(CUDA_ERR) & ~is_oom)
     cuda_code = pl.coalesce(
         # a CUDA_CHECK: the error string glog appends after `(<va> vs. <vb>)`, else the failing status value

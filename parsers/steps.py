@@ -146,7 +146,7 @@ KEYWORDS = [
     "fresh start", "Validation", "Dumping", "Deleting older", "Model weights saved",
     # generic step readers (MXNet, Keras, fairseq, DLLogger, tqdm, FlagScale, custom loops)
     "Epoch[", "Speed:", "/step", "s/it", "/batch", "num_updates", "DLL ", "Iteration", "Step ",
-    "Straggler Report", "Grad Norm", "ETA:", "epoch took", "epoch: ", "img/sec",
+    "Straggler Report", "Grad Norm", "ETA:", "epoch took", "epoch: ", "img/sec", "Test Error",
     # the experiment tracker's terminal lines (wandb), claimed by the rule below
     "wandb: ",
 ]
@@ -162,7 +162,7 @@ RULE_LITERALS = [
     "samples/sec", "overflow", "OVERFLOW", "datetime: ", "memory (MB)", "metadata file", "[GC]", "Dumping",
     "RunningAvgSamplesPerSec", "zero partition", "ReduceLROnPlateau", "early stopping", "did not improve",
     "was not in top", "[Torch] ", "- ", " : ", "'eval_", "NaN", "saved!", "save!", "ready now!", "skipped=",
-    "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime", "img/sec", "wandb: ",
+    "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime", "img/sec", "wandb: ", "Test Error",
 ]
 RULE_LITERALS_CI = ["step", "iter"]
 
@@ -368,6 +368,10 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
         (r"^\{'[^']*': .*'train_runtime': |^\{'train_runtime': ",
          ev("train_end", "done", framework=pl.lit("hf"))),
         (r"^\{'eval_", IGNORE),
+        # --- the PyTorch basics tutorial's test loop (pytorch/tutorials beginner_source/basics/quickstart_tutorial.py,
+        # optimization_tutorial.py; copied by Ray Train's and many others' examples): `print(f"Test Error: \n
+        # Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")`: the header line is an eval report
+        (r"^Test Error: ?$", IGNORE),
         (r"^\{'[^']*'.*'loss': |^\{'loss': ", steprow(
             "hf", aux=pl.lit("hfdict"),
             loss=field(rf"'loss': '?({NUM})"), grad_norm=field(rf"'grad_norm': '?({NUM})"),

@@ -17,8 +17,9 @@ FRESH = Path(__file__).resolve().parents[1] / "fixtures" / "fresh" / "b7app"
 # case -> (category, or "none" for no interruption; deciding signature; culprit host the thread
 # names; (file, line) of the deciding evidence; auto_recoverable, None where the thread states none)
 CASES: dict[str, tuple[str, str | None, str | None, tuple[str, int] | None, bool | None]] = {
+    # the raylet's record names the dead worker's node (`Worker IP address: 10.0.7.57`, parsers/ray_cluster.py, b12ray)
     "ray47461-raylet-worker-died-oom-killer": (
-        "oom", "ray-worker-died-system-error", None, ("driver.log", 1), None),
+        "oom", "ray-worker-died-system-error", "10.0.7.57", ("driver.log", 1), None),
     "everyvoice183-slurm-step-cancelled-preempted": (
         "preemption", "slurm-cancel-signal", "ib12gpu-001", ("slurm.out", 1), True),
     "torchx492-ray-actor-torchelastic-healthy": ("none", None, None, None, None),

@@ -33,8 +33,20 @@ PBS / Torque notices (the job mail body and the `=>> PBS:` lines MOM writes into
 output) are `pbs_job` events: code `NODE_FAILURE` (`job preempted (node failure)`), `PREEMPTED`
 (`Job was preempted`, `job preempted`), `WALLTIME` (`job killed: walltime N exceeded limit M`,
 `Job exceeded its walltime limit`), `MEMLIMIT` (`job killed: mem|vmem|pmem N exceeded limit M`),
-`DELETED` (`Job deleted at request of <who>`), `EXIT_STATUS=<n>` (`Exit_status=<n>`). LSF's
-`TERM_*` lines say `job killed` and reach the catalog as error lines.
+`DELETED` (`Job deleted at request of <who>`), `EXIT_STATUS=<n>` (`Exit_status=<n>`); Moab's job-mail
+`MOAB_INFO:  job exceeded wallclock limit` is `pbs_job` WALLTIME (a memory resource: MEMLIMIT, others
+MOAB_<RES>), and checkjob's `WARNING:  allocated node H is in state Down` is `slurm_node_fail` code NODE_DOWN
+naming H. LSF's `TERM_*` lines say `job killed` and reach the catalog as error lines; its report's `Successfully
+completed.` is an `lsf_job` DONE (info) event, so a finished job's report is read, not unknown content.
+
+Flux (flux-core) lines: job exceptions as `flux run -v` / `flux job attach` print them (`<t>s: job.exception [id]
+type=T severity=S note`, src/cmd/job/attach.c) or `flux job eventlog` does (`exception type="T" ...`) are
+`flux_job` events, code the type upper-cased (TIMEOUT, CANCEL, EXEC, ...) or NODE_FAILURE for a `node-failure`
+exception or job-exec's `node failure on H (rank N)` (host H; bulkexec.c/bgexec.c); the job shell's doom plugin
+(src/shell/doom.c: `doom: [arg0: ][task ]rank N [on host H] failed|exited [(Exit N)|(<signal>)] and
+exit-on-error is set|exit-timeout=T has expired`), the exec eventlog's `shell.task-exit {.."rank":N.."exitcode":C}`
+and flux-job's `task(s) exited with exit code N` / `task(s) <signal>` are `slurm_task_exit` events (rank N; code the
+exit code, the signal's name, FAILED or EXITED).
 """
 
 from __future__ import annotations
@@ -79,6 +91,26 @@ CTLD_REQUEUE_RE = r"requeue (?:job )?" + _JOB + r" due to failure of node (?P<ho
 CTLD_REMOVE_RE = r"Removing failed node (?P<host>[^\s,]+) from " + _JOB
 GPU_LOW_RE = r"\bgpu count reported lower than configured \(\d+ < \d+\)"
 INVAL_HOST_RE = r"Setting node (\S+) state to [A-Z_]+ with reason:"
+# Flux (flux-core): the job's exceptions as `flux run -v` / `flux job attach` print them (src/cmd/job/attach.c
+# `%.3fs: job.exception %s type=%s severity=%d %s`; older releases without the jobid) and as `flux job eventlog`
+# prints the entry (`exception type="timeout" severity=0 note="..."`). Types (job-exec.c, job-manager,
+# flux-cancel.py): `timeout` (`resource allocation expired`), `cancel`, `node-failure`, `exec` (the shell's fatal
+# error: doom's task exit, `node failure on H (rank N)`), `alloc`, `depend`, ...
+FLUX_EXC_RE = (r"(?:\bjob\.exception|^\s*\d+(?:\.\d+)? exception)(?: \S+)? type=\"?(?P<type>[a-z][a-z-]*)\"? "
+               r"severity=(?P<sev>\d+)(?: (?:note=\")?(?P<note>.*?)\"?)?\s*$")
+# the job shell's doom plugin (src/shell/doom.c): `doom: [<arg0>: ][task |shell ]rank N [on host H] failed|exited
+# [(Exit N)|(<signal>)] and exit-on-error is set|and exit-timeout=T has expired`
+FLUX_DOOM_RE = (r"\bdoom: (?:\S+: )?(?:task |shell )?rank (?P<rank>\d+)(?: on host (?P<host>[^\s(]+))? "
+                r"(?P<what>failed|exited)(?: \((?P<disp>[^)]*)\))? and (?:exit-on-error is set|exit-timeout=\S+ has expired)")
+# the exec eventlog's first task exit (doom.c `shell.task-exit`, printed `exec.shell.task-exit {json}`)
+FLUX_TASKEXIT_RE = r"\bshell\.task-exit \{.*?\"rank\": ?(?P<rank>\d+).*?\"exitcode\": ?(?P<code>-?\d+)"
+FLUX_NODEFAIL_RE = r"\bnode failure on (?P<host>[^\s(]+) \((?:shell )?rank \d+\)|\blost contact with job shell"
+# Moab (with Torque): the job mail's `MOAB_INFO:  job exceeded wallclock limit` (RESOURCELIMITPOLICY's resources:
+# WALLTIME, MEM/PMEM/VMEM/SWAP, PROC, DISK, CPUTIME ...) and checkjob's `WARNING:  allocated node H is in state Down`
+MOAB_INFO_RE = r"MOAB_INFO:\s+job exceeded (?P<res>\w+) limit"
+MOAB_DOWN_RE = r"WARNING:\s+allocated node\s+(?P<host>\S+) is in state (?P<state>Down|Drained|Flush)"
+# LSF's job report: `Successfully completed.` (a job that exited 0); its `TERM_*:` lines stay error lines
+LSF_DONE_RE = r"^\s*Successfully completed\.\s*$"
 
 SIGNAL_NAMES = {
     "Killed": "SIGKILL", "Terminated": "SIGTERM", "Aborted": "SIGABRT", "Segmentation fault": "SIGSEGV",
@@ -104,7 +136,9 @@ def _due_code(due: pl.Expr) -> pl.Expr:
 def sniff(head: str) -> float:
     n = len(re.findall(r"slurmstepd(?:-\S+)?: error: \*\*\*|srun: error: |Detected \d+ oom[-_]kill event|"
                        r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED|FAILED)|on failed node |due to failure of node "
-                       r"|Removing failed node |gpu count reported lower than configured", head))
+                       r"|Removing failed node |gpu count reported lower than configured|job\.exception \S*\s*type=|\bdoom: "
+                       r"|shell\.task-exit \{|MOAB_INFO:|allocated node\s+\S+ is in state|^\s*Successfully completed\.",
+                       head, flags=re.M))
     if n == 0:
         return 0.3 if ("slurmstepd" in head or "srun:" in head) else 0.0
     return min(0.5 + 0.1 * n, 0.7)
@@ -113,7 +147,9 @@ def sniff(head: str) -> float:
 # every line `parse` reads holds one of these (the rows it works on are those lines only): SPEC.trigger
 CANDIDATES = ("***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", "pilog", "not responding", "preempted",
               "walltime", "exceeded limit", "Job deleted at request", "Exit_status=", "Exec host:", "failed node",
-              "failure of node", "count reported lower", "NodeName=", "this job is", "timed out. Ran", "memory limit")
+              "failure of node", "count reported lower", "NodeName=", "this job is", "timed out. Ran", "memory limit",
+              "exception", "doom:", "task-exit", "node failure on", "lost contact with job shell", "MOAB_INFO:",
+              "allocated node", "Successfully completed.", "flux-job: task(s)")
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
@@ -164,6 +200,35 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     sub_code = (pl.when(is_sub & (sub_sig.struct.field("case") == "preempted")).then(pl.lit("SUBMITIT_PREEMPTED"))
                 .when(is_sub | is_sub_timeout).then(pl.lit("SUBMITIT_TIMEOUT")))
     is_reason = b.str.contains(r"\*\*\* REASON: ") | (b.str.contains(SUBMITIT_RAN_RE) & ~is_sub_timeout)
+    fx = b.str.extract_groups(FLUX_EXC_RE)
+    fx_type = fx.struct.field("type")
+    is_fx = fx_type.is_not_null()
+    fx_nodefail = b.str.contains(FLUX_NODEFAIL_RE)
+    fx_code = (pl.when(fx_nodefail | (fx_type == "node-failure")).then(pl.lit("NODE_FAILURE"))
+               .otherwise(fx_type.str.to_uppercase().str.replace_all("-", "_")))
+    doom = b.str.extract_groups(FLUX_DOOM_RE)
+    is_doom = doom.struct.field("rank").is_not_null()
+    doom_disp = doom.struct.field("disp")
+    doom_code = pl.coalesce(doom_disp.str.extract(r"^Exit (-?\d+)$", 1),
+                            doom_disp.replace_strict(SIGNAL_NAMES, default=None, return_dtype=pl.Utf8),
+                            pl.when(doom.struct.field("what") == "failed").then(pl.lit("FAILED")),
+                            pl.lit("EXITED"))
+    fte = b.str.extract_groups(FLUX_TASKEXIT_RE)
+    is_fte = fte.struct.field("rank").is_not_null()
+    ftasks = b.str.extract(r"^\s*flux-job: task\(s\) (.+?)\s*$", 1)
+    is_ftasks = ftasks.is_not_null()
+    ftasks_code = pl.coalesce(ftasks.str.extract(r"^exited with exit code (\d+)", 1),
+                              ftasks.replace_strict(SIGNAL_NAMES, default=None, return_dtype=pl.Utf8),
+                              ftasks.str.to_uppercase().str.replace_all(r"[^A-Z0-9]+", "_"))
+    is_fnode = fx_nodefail & ~is_fx
+    moab_res = b.str.extract(MOAB_INFO_RE, 1).str.to_lowercase()
+    is_moab = moab_res.is_not_null()
+    moab_code = (pl.when(moab_res.is_in(["wallclock", "walltime", "wall"])).then(pl.lit("WALLTIME"))
+                 .when(moab_res.is_in(["mem", "memory", "pmem", "vmem", "swap", "jobmem"])).then(pl.lit("MEMLIMIT"))
+                 .otherwise(pl.concat_str([pl.lit("MOAB_"), moab_res.str.to_uppercase()])))
+    moab_down = b.str.extract(MOAB_DOWN_RE, 1)
+    is_moab_down = moab_down.is_not_null()
+    is_lsf_done = b.str.contains(LSF_DONE_RE)
     what = F("_t").struct.field("what")
     what_core = what.str.replace(r"\s*\(core dumped\)$", "")
     exit_code = what.str.extract(r"^Exited with exit code (\d+)", 1)
@@ -184,6 +249,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_execve | is_prolog).then(pl.lit("slurm_error"))
         .when(is_pbs).then(pl.lit("pbs_job"))
         .when(sub_code.is_not_null()).then(pl.lit("slurm_cancel"))
+        .when(is_fx).then(pl.lit("flux_job"))
+        .when(is_fnode | is_moab_down).then(pl.lit("slurm_node_fail"))
+        .when(is_doom | is_fte | is_ftasks).then(pl.lit("slurm_task_exit"))
+        .when(is_moab).then(pl.lit("pbs_job"))
+        .when(is_lsf_done).then(pl.lit("lsf_job"))
     )
     cancel_code = _due_code(F("_c").struct.field("due").str.strip_chars())
     code = (
@@ -205,6 +275,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_prolog).then(pl.lit("PROLOG_FAILED"))
         .when(is_pbs).then(pbs_code)
         .when(sub_code.is_not_null()).then(sub_code)
+        .when(is_fx).then(fx_code)
+        .when(is_fnode).then(pl.lit("NODE_FAILURE"))
+        .when(is_moab_down).then(pl.lit("NODE_DOWN"))
+        .when(is_doom).then(doom_code)
+        .when(is_fte).then(fte.struct.field("code"))
+        .when(is_ftasks).then(ftasks_code)
+        .when(is_moab).then(moab_code)
+        .when(is_lsf_done).then(pl.lit("DONE"))
     )
     severity = (
         pl.when(is_cancel & cancel_code.is_in(["TIME_LIMIT", "PREEMPTION", "JOB_REQUEUE", "SIGNAL", "CANCELLED"]))
@@ -216,6 +294,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_pbs & pbs_code.str.starts_with("EXIT_STATUS=")).then(pl.lit("info"))
         .when(is_pbs & pbs_code.is_in(["DELETED", "PREEMPTED", "WALLTIME"])).then(pl.lit("warning"))
         .when(sub_code.is_not_null()).then(pl.lit("warning"))
+        .when(is_fx & fx_code.is_in(["TIMEOUT", "CANCEL"])).then(pl.lit("warning"))
+        .when(is_fnode | is_moab_down | (is_fx & (fx_code == "NODE_FAILURE"))).then(pl.lit("critical"))
+        .when(is_fte & (fte.struct.field("code") == "0")).then(pl.lit("info"))
+        .when(is_doom & (doom_code == "0")).then(pl.lit("warning"))
+        .when(is_moab & (moab_code == "WALLTIME")).then(pl.lit("warning"))
+        .when(is_lsf_done).then(pl.lit("info"))
         .otherwise(pl.lit("error"))
     )
     # where the line was logged: slurmstepd built with MULTIPLE_SLURMD names its node in its log
@@ -241,7 +325,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # a `scontrol show node` record names its node on its first line (`NodeName=H Arch=...`)
     node_name = b.str.extract(r"^\s*NodeName=(\S+)", 1)
     node_name = node_name.forward_fill().over(keys) if keys else node_name.forward_fill()
-    host = (pl.when(is_pbs).then(pl.coalesce(exec_host, line_host(ctx)))
+    flux_host = pl.coalesce(doom.struct.field("host"), b.str.extract(FLUX_NODEFAIL_RE, 1))
+    host = (pl.when(is_pbs | is_moab).then(pl.coalesce(exec_host, line_host(ctx)))
+            .when(is_moab_down).then(moab_down)
+            .when(is_fx | is_fnode | is_doom).then(pl.coalesce(flux_host, line_host(ctx)))
             .when(is_gpu_low).then(pl.coalesce(b.str.extract(INVAL_HOST_RE, 1), b.str.extract(r"\bnode=(\S+?):?\s", 1),
                                                node_name, where))
             .when(not_resp.is_not_null()).then(not_resp.str.extract(r"^([^\[,]+)$", 1))  # a node list: no one host
@@ -254,6 +341,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     cand = cand.with_columns(kind.alias("kind"), code.alias("code"), severity.alias("severity"),
                              host.alias("host"), ts.alias("ts"), t_raw.alias("ts_raw"),
                              pl.when(is_task & single_task).then(tasks.cast(pl.Int64, strict=False))
+                             .when(is_doom).then(doom.struct.field("rank").cast(pl.Int64, strict=False))
+                             .when(is_fte).then(fte.struct.field("rank").cast(pl.Int64, strict=False))
                              .otherwise(pl.lit(None, dtype=pl.Int64)).alias("rank"),
                              is_reason.alias("_reason"),
                              (b.str.contains(r"^\s*srun: ") & ~b.str.contains(r"srun: error: ")).alias("_srun_info"))
@@ -276,7 +365,8 @@ SPEC = ParserSpec(
     description="slurmstepd/srun messages: cancellations (time limit, preemption, node failure), task exits, OOM",
     formats=("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices",
              "slurmctld failed-node and GPU-count lines"),
-    kinds=("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail", "slurm_error", "pbs_job"),
+    kinds=("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail", "slurm_error", "pbs_job", "flux_job",
+           "lsf_job"),
     batch=True,
     trigger=CANDIDATES,  # `parse` reads only the lines holding one
 )

@@ -219,3 +219,52 @@ def test_multiple_slurmd_stepd_prefix_names_the_node() -> None:
     assert [(x["line_no"], x["kind"], x["host"]) for x in e] == [
         (1, "slurm_oom", "gpu-st-p4d-3"), (2, "slurm_oom", "gpu-st-p4d-3"), (3, "slurm_cancel", "gpu-st-p4d-9"),
         (4, "slurm_error", "gpu-st-p4d-3"), (5, "slurm_oom", "login-1")]
+
+
+def test_flux_job_exceptions_doom_and_task_exits() -> None:
+    """flux-core: job.exception as `flux run -v` and `flux job eventlog` print it (type timeout / cancel /
+    node-failure / exec), the doom plugin's first-task-exit fatal error (old and new wording), the exec eventlog's
+    shell.task-exit and flux-job's task status."""
+    text = (
+        "5.035s: job.exception type=timeout severity=0 resource allocation expired\n"
+        "60.052s: job.exception f8AVminB type=timeout severity=0 resource allocation expired\n"
+        '1712345678.123456 exception type="cancel" severity=0 note="" userid=1001\n'
+        "12.345s: job.exception type=exec severity=0 node failure on fluke42 (rank 3)\n"
+        "12.344s: job.exception type=node-failure severity=1 node failure on fluke43 (shell rank 4)\n"
+        "flux-shell[0]: FATAL: doom: sh: rank 3 on host frontier10490 exited and exit-timeout=30s has expired\n"
+        "flux-shell[0]: FATAL: doom: python: task rank 7 on host tioga12 exited (Exit 1) and exit-timeout=30s has "
+        "expired\n"
+        "0.133s: flux-shell[0]: FATAL: doom: rank 3 failed and exit-on-error is set\n"
+        '0.132s: exec.shell.task-exit {"localid":0,"rank":3,"state":"Exited","pid":173362,"wait_status":10752,'
+        '"signaled":0,"exitcode":42}\n'
+        "flux-job: task(s) exited with exit code 142\n"
+        "flux-job: task(s) Terminated\n"
+        "raise RuntimeError('an exception type=foo')\n"
+    )
+    ex = run(text)
+    got = [(e["line_no"], e["kind"], e["code"], e["host"], e["rank"]) for e in ex.events.iter_rows(named=True)]
+    assert got == [
+        (1, "flux_job", "TIMEOUT", None, None), (2, "flux_job", "TIMEOUT", None, None),
+        (3, "flux_job", "CANCEL", None, None), (4, "flux_job", "NODE_FAILURE", "fluke42", None),
+        (5, "flux_job", "NODE_FAILURE", "fluke43", None),
+        (6, "slurm_task_exit", "EXITED", "frontier10490", 3), (7, "slurm_task_exit", "1", "tioga12", 7),
+        (8, "slurm_task_exit", "FAILED", None, 3), (9, "slurm_task_exit", "42", None, 3),
+        (10, "slurm_task_exit", "142", None, None), (11, "slurm_task_exit", "SIGTERM", None, None)]
+    assert ex.events["severity"].to_list()[:5] == ["warning", "warning", "warning", "critical", "critical"]
+    check_contract(ex, 12)
+    assert slurm.sniff(text) >= 0.5
+
+
+def test_moab_wallclock_checkjob_node_down_and_lsf_done() -> None:
+    text = (
+        "PBS Job Id: 26066307.gpc-sched-ib0\nExec host:  gpc-f142n056-ib0/0+gpc-f142n056-ib0/1\n"
+        "MOAB_INFO:  job exceeded wallclock limit\nMOAB_INFO:  job exceeded memory limit\n"
+        "WARNING:  allocated node           cu25-0 is in state Down\n"
+        "Successfully completed.\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"], e["host"], e["severity"]) for e in ex.events.iter_rows(named=True)] == [
+        (3, "pbs_job", "WALLTIME", "gpc-f142n056-ib0", "warning"), (4, "pbs_job", "MEMLIMIT", "gpc-f142n056-ib0", "error"),
+        (5, "slurm_node_fail", "NODE_DOWN", "cu25-0", "critical"), (6, "lsf_job", "DONE", None, "info")]
+    check_contract(ex, 6)
+    assert slurm.sniff("Sender: LSF System <lsfadmin@n1>\n\nSuccessfully completed.\n") >= 0.5

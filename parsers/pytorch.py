@@ -518,9 +518,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     logged = m.str.contains("terminated with exception", literal=True) & ~m.str.contains(r"^\s*what\(\):")
     rest = _work_fields(cand.filter(m.str.contains(TIMEOUT_MAIN, literal=True) & logged), m)
     if not rest.is_empty():
-        rest = rest.join(to.select("rank", "seq").unique(), on=["rank", "seq"], how="anti", nulls_equal=True)
-        add(rest.unique(["rank", "seq"], keep="first", maintain_order=True), "watchdog_timeout", "error",
-            pl.col("seq"))
+        key = ["rank", "seq", "hint_file"] if ctx.batched else ["rank", "seq"]  # a batch's files never meet
+        rest = rest.join(to.select(key).unique(), on=key, how="anti", nulls_equal=True)
+        add(rest.unique(key, keep="first", maintain_order=True), "watchdog_timeout", "error", pl.col("seq"))
 
     # --- watchdog status lines
     is_status = m.str.contains(r"[Ll]ast enqueued", literal=False) & m.str.contains(STATUS_ENQ)

@@ -28,6 +28,7 @@ from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from parsers import evidence_wanted, source_names, source_with
 from parsers.kernel import NETFS_SERVER_RE
+from parsers.pytorch import MISMATCH_PAIR_RE
 
 # the sources attribution reads for a role of their own (parsers.spec.ROLES), by role, never by name
 COLLECTIVES = source_with("collectives")  # network errors that name peers
@@ -471,6 +472,16 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
             notes.append(f"{root['signature']} names a service outside the job; the reporting rank/host is not "
                          "the culprit")
             host, rank, gpu, pci = None, None, None, None
+        if root["signature"] in prec.pair_report:
+            odd = _pair_culprit(root, aj)
+            if odd is None:
+                if host is not None or rank is not None:
+                    notes.append(f"{root['signature']} names two ranks that disagree; the reporting rank is not "
+                                 "the culprit")
+                host, rank, gpu, pci = None, None, None, None
+            else:
+                host, rank, gpu, pci = _fill_culprit({"rank": odd}, rmap, seen_hosts)
+                notes.append(f"rank {odd} is the one rank every {root['signature']} report names")
         if category in prec.jobwide_categories and _jobwide(root, aj, prec):
             notes.append(f"every rank read reports {root['signature']}: a job-wide configuration fault, no culprit")
             host, rank, gpu, pci = None, None, None, None
@@ -577,6 +588,21 @@ def _netfs_server(root: dict, ip_host: dict[str, str]) -> str | None:
         return None
     name = (m.group(1) or m.group(2)).rstrip(",")
     return ip_host.get(name, name)
+
+
+def _pair_culprit(root: dict, aj: pl.DataFrame) -> int | None:
+    """The one rank named by every report of the root's signature in the attempt, when two or more
+    distinct pairs are read (precedence.toml [pair_report]); None from one report, or none in common."""
+    msgs = aj.filter(pl.col("signature") == root["signature"])["message"].drop_nulls().to_list()
+    pairs = set()
+    for m in msgs:
+        hit = MISMATCH_PAIR_RE.search(m)
+        if hit is not None:
+            pairs.add(frozenset((int(hit.group(1)), int(hit.group(2)))))
+    if len(pairs) < 2:
+        return None
+    common = frozenset.intersection(*pairs)
+    return next(iter(common)) if len(common) == 1 else None
 
 
 def _jobwide(root: dict, aj: pl.DataFrame, prec: Precedence) -> bool:

@@ -100,11 +100,14 @@ class Precedence:
     # [outside_job]: signatures whose root names a service outside the job (a remote data store): the
     # reporting rank or host is a victim, not the culprit
     outside_job: tuple[str, ...] = ()
+    # [pair_report]: signatures whose line names two ranks that disagree (the reporter is either side): the
+    # culprit is the one rank every such report of the attempt names, else none
+    pair_report: tuple[str, ...] = ()
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
         ids = {*self.teardown, *self.hang_signals, *self.app_fault_signatures, *self.actions, *self.after_completion,
-               *self.outside_job}
+               *self.outside_job, *self.pair_report}
         for r in self.outranks:
             ids |= {*r.winner.signatures, *r.loser.signatures}
         for p in self.phase:
@@ -193,6 +196,7 @@ def parse_precedence(doc: dict) -> Precedence:
         after_completion=_t(doc.get("after_completion", {}).get("signatures")),
         jobwide_categories=_t(jw.get("categories")), jobwide_ranks=int(jw.get("ranks", 2)),
         outside_job=_t(doc.get("outside_job", {}).get("signatures")),
+        pair_report=_t(doc.get("pair_report", {}).get("signatures")),
     )
 
 

@@ -6,7 +6,8 @@ Reference: `../shared/reference/pytorch_dist.md` §6. Agent lines are read in al
 
 Events: worker_failed, teardown_signal (code = signal name), restart (code = attempts left),
 launch (a launcher start: torchrun's OMP_NUM_THREADS banner, `Starting elastic_operator with launch
-configs`, a `SLURM_RESTART_COUNT=N` banner; code = N when printed),
+configs`, a `SLURM_RESTART_COUNT=N` banner, DeepSpeed launch.py's `WORLD INFO DICT: {...}`; code = N when printed),
+teardown_signal also for DeepSpeed's launcher told to stop (`Main process received SIGTERM, exiting`; code = the signal),
 elastic_failure (one per complete table entry; code = exitcode), launcher_exit (DeepSpeed; code =
 return code), and from torchelastic's metrics events (`{"name": "torchelastic.worker.status.<state>", ...}`
 JSON lines) train_end (code = worker_succeeded) for a worker that SUCCEEDED, and for one that FAILED an
@@ -45,10 +46,25 @@ SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7:
            9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM",
            15: "SIGTERM"}
 
+# DeepSpeed's per-node launcher (deepspeed/launcher/launch.py main: `logger.info(f"WORLD INFO DICT: {world_info}")`,
+# once per node per launch, like torchrun's OMP_NUM_THREADS banner) opens an attempt too.
 LAUNCH_RE = (r"Setting OMP_NUM_THREADS environment variable for each process|Starting elastic_operator with launch configs"
-             r"|SLURM_RESTART_COUNT\s*[=:]\s*\d+")
+             r"|SLURM_RESTART_COUNT\s*[=:]\s*\d+|WORLD INFO DICT: \{")
+# DeepSpeed's launcher told to stop from outside (launch.py sigkill_handler, the handler of SIGINT/SIGTERM:
+# `logger.info(f"Main process received {sig_names[signum]}, exiting")`, sig_names = {2: "SIGINT", 15: "SIGTERM"})
+DS_SIGNALLED_RE = r"Main process received (SIG(?:INT|TERM)), exiting"
+# A worker killed by a signal as a Python parent reports it: subprocess.CalledProcessError.__str__ (Lib/subprocess.py:
+# `"Command '%s' died with %r." % (cmd, signal.Signals(-returncode))`, else `died with unknown signal %d.`), raised by
+# accelerate's launchers (accelerate/commands/launch.py simple_launcher / deepspeed_launcher / tpu: `raise
+# subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)`) and DeepSpeed's launch.py before 0.6;
+# and torch.multiprocessing.spawn's ProcessExitedException (`process %d terminated with signal %s`, the process
+# index being the local rank), how mp.spawn (Lightning's ddp_spawn, fairseq, detectron2 ...) reports it. Read as
+# launcher_exit with code -N, as torchelastic and DeepSpeed give a signal. A positive status (`returned non-zero
+# exit status %d`, `terminated with exit code %d`) names no cause (the child's own lines do): no event.
+CPE_SIGNAL_RE = r"died with (?:<Signals\.SIG[A-Z0-9]+: (\d+)>|unknown signal (\d+))\.\s*$"
+SPAWN_SIGNAL_RE = r"ProcessExitedException: process (\d+) terminated with signal (SIG[A-Z0-9]+)"
 AGENT_RE = (r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler|"
-            + LAUNCH_RE)
+            + DS_SIGNALLED_RE + "|" + CPE_SIGNAL_RE + "|" + SPAWN_SIGNAL_RE + "|" + LAUNCH_RE)
 # the agent's progress messages of a normal run, claimed without an event (they are not faults; the word
 # `error` in a reply-file path made them error lines): torch/distributed/elastic/agent/server/api.py
 # (_initialize_workers `[%s] Rendezvous'ing worker group` / `[%s] Starting worker group`, _restart_workers
@@ -58,11 +74,26 @@ AGENT_RE = (r"failed \(exitcode: |closing signal|death signal|SignalException|Wo
 # seconds`, _rendezvous `[%s] Rendezvous complete for workers. Result:` and its `  key=value` lines),
 # local_elastic_agent.py (`log directory set to: %s`), multiprocessing/api.py _get_logs_dest (`Setting worker%s
 # reply file to: %s`). The role is `default` unless set, empty under TorchX (`[]`).
+# DeepSpeed's launcher progress of a normal run, claimed without an event: deepspeed/launcher/runner.py main
+# (`Unable to find hostfile, will proceed with training with local resources only.`, `Detected
+# CUDA_VISIBLE_DEVICES=%s: setting --include=%s`, `cmd = %s` of the per-node launch or the multinode runner's
+# pdsh / mpirun / srun / mpiexec line) and launch.py main (`{node_rank} {NCCL_*}={value}` for each NCCL variable set,
+# `nnodes=%d, num_local_procs=%d, node_rank=%d`, `global_rank_mapping=%s`, `dist_world_size=%d`, `Setting
+# {CUDA|HIP|ASCEND_RT|...}_VISIBLE_DEVICES=%s`, `launcher pid: %d`, `process %d spawned with command: %s`, and
+# `Process %d exits successfully.` for a worker that returned 0).
+DS_PROGRESS = (r"Unable to find hostfile, will proceed with training with local resources only"
+               r"|Detected [A-Z_]*VISIBLE_DEVICES=\S*: setting --include="
+               r"|\] cmd = \S+ (?:-u -m deepspeed\.launcher\.launch|-S -f \d+ -w )|\] cmd = (?:\S*/)?(?:mpirun|srun|mpiexec)\b"
+               r"|\[launch\.py:\d+:main\] \d+ NCCL_\w+[= ]"
+               r"|nnodes=\d+, num_local_procs=\d+, node_rank=\d+|global_rank_mapping=defaultdict\(|dist_world_size=\d+"
+               r"|\[launch\.py:\d+:main\] Setting [A-Z_]*VISIBLE_DEVICES=|launcher pid: \d+"
+               r"|process \d+ spawned with command: \[|Process \d+ exits successfully\.")
 AGENT_PROGRESS = (r"\[[^\]]*\] (?:Rendezvous'ing worker group|Rendezvous complete for workers\. Result:"
                   r"|Starting worker group|Stopping worker group|starting workers for entrypoint: "
                   r"|worker group successfully finished\. Waiting \d+ seconds for other agents to finish)"
                   r"|Local worker group finished \([\w.]+\)\. Waiting \d+ seconds for other agents to finish"
-                  r"|Done waiting for other agents\. Elapsed: |Setting worker\d+ reply file to: |log directory set to: ")
+                  r"|Done waiting for other agents\. Elapsed: |Setting worker\d+ reply file to: |log directory set to: "
+                  + "|" + DS_PROGRESS)
 RDZV_RESULT = (r"^\s+(?:restart_count|master_addr|master_port|group_rank|group_world_size|local_ranks|role_ranks"
                r"|global_ranks|role_world_sizes|global_world_sizes)=.*$")
 # the anchors: the alternatives holding a literal, and those that read a whole line (`^`); looked for
@@ -70,6 +101,7 @@ RDZV_RESULT = (r"^\s+(?:restart_count|master_addr|master_port|group_rank|group_w
 # together they read a large frame faster than one alternation, which has no literal to look for)
 ANCHOR_WORDS = (LAUNCH_RE + r"|\{\"name\": \"torchelastic\.worker\.status\.|failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED"
                 r"|sigkill_handler|ChildFailedError|Root Cause \(first observed failure\)|<NO_OTHER_FAILURES>| FAILED\s*$"
+                r"|died with <Signals\.|died with unknown signal|ProcessExitedException: process "
                 r"|" + AGENT_PROGRESS)
 ANCHOR_LINES = (r"^\s*\[\d+\]:\s*$|^\s+(?:time|host|rank|exitcode|error_file|traceback)\s*:|^\s*Failures:\s*$"
                 r"|^[=-]{10,}\s*$|" + RDZV_RESULT)
@@ -94,7 +126,8 @@ RULE_RE = re.compile(r"^\s*[=-]{10,}\s*$")
 def sniff(head: str) -> float:
     if "ChildFailedError" in head or re.search(r"failed \(exitcode: -?\d+\) local_rank", head):
         return 0.9
-    if re.search(r"Root Cause \(first observed failure\)|sigkill_handler|torch\.distributed\.elastic"
+    if re.search(r"Root Cause \(first observed failure\)|sigkill_handler|torch\.distributed\.elastic|WORLD INFO DICT: \{"
+                 r"|died with <Signals\.SIG|ProcessExitedException: process \d+ terminated with signal"
                  r'|\{"name": "torchelastic\.worker\.status\.', head):
         return 0.7
     return 0.0
@@ -360,8 +393,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     parts.append(wf)
     sig_num = b.str.extract(r"got signal: (\d+)", 1).cast(pl.Int64, strict=False)
     td = agent.filter(b.str.contains(r"closing signal|death signal|SignalException: Process \d+ got signal")
-                      | b.str.contains(r"Killing subprocess \d+")).with_columns(
-        pl.coalesce(b.str.extract(r"closing signal (SIG\w+)", 1),
+                      | b.str.contains(r"Killing subprocess \d+") | b.str.contains(DS_SIGNALLED_RE)).with_columns(
+        pl.coalesce(b.str.extract(r"closing signal (SIG\w+)", 1), b.str.extract(DS_SIGNALLED_RE, 1),
                     b.str.extract(r"(?:Signals\.)?(SIG\w+) death signal", 1),
                     sig_num.replace_strict({k: v for k, v in SIGNALS.items()}, default=None, return_dtype=pl.Utf8),
                     pl.when(b.str.contains("Killing subprocess", literal=True)).then(pl.lit("SIGKILL")))
@@ -378,11 +411,31 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         b.str.extract(r"SLURM_RESTART_COUNT\s*[=:]\s*(\d+)", 1).alias("code"),
         pl.lit("launch").alias("kind"), pl.lit("info").alias("severity")))
     ds_re = r"exits with return code = (-?\d+)"
+    # no local rank from the notice: launch.py logs `f"{cmd} exits with return code = {last_return_code}"`, and
+    # `cmd` is the spawn loop's variable, the command of the LAST worker it started (its `--local_rank=N` is the
+    # node's highest local rank whichever worker failed); the failed worker is not named
     ds = agent.filter(b.str.contains(ds_re)).with_columns(
         b.str.extract(ds_re, 1).alias("code"),
-        b.str.extract(r"--local_rank=(\d+)", 1).cast(pl.Int64, strict=False).alias("local_rank"),
+        pl.lit(None, dtype=pl.Int64).alias("local_rank"),
         pl.lit("launcher_exit").alias("kind"), pl.lit("error").alias("severity"))
     parts.append(ds)
+    num = {v: k for k, v in SIGNALS.items()}
+    py = agent.filter(b.str.contains(CPE_SIGNAL_RE) | b.str.contains(SPAWN_SIGNAL_RE)).with_columns(
+        pl.concat_str([pl.lit("-"), pl.coalesce(
+            b.str.extract(CPE_SIGNAL_RE, 1), b.str.extract(CPE_SIGNAL_RE, 2),
+            b.str.extract(SPAWN_SIGNAL_RE, 2).replace_strict(num, default=None, return_dtype=pl.Int64).cast(pl.Utf8))])
+        .alias("code"),
+        b.str.extract(SPAWN_SIGNAL_RE, 1).cast(pl.Int64, strict=False).alias("local_rank"),
+        pl.lit("launcher_exit").alias("kind"), pl.lit("error").alias("severity"))
+    py = py.filter(pl.col("code").is_not_null())
+    parts.append(py)
+    if not py.is_empty():
+        exits_parts.append(py.with_columns(
+            pl.col("code").cast(pl.Int64, strict=False).alias("exitcode"),
+            pl.when(b.str.contains("ProcessExitedException", literal=True)).then(pl.lit("spawn"))
+            .otherwise(pl.lit("subprocess")).alias("origin"),
+            pl.col("code").cast(pl.Int64, strict=False).map_elements(lambda c: _signal_name(c), return_dtype=pl.Utf8)
+            .alias("signal")))
     if not ds.is_empty():
         exits_parts.append(ds.with_columns(
             pl.col("code").cast(pl.Int64, strict=False).alias("exitcode"), pl.lit("deepspeed").alias("origin"),

@@ -63,6 +63,10 @@ ANCHORS = (
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
 PG_TAG_RE = (r"\[(?:PG (?:ID )?(?P<pg>\d+) (?:PG GUID (?P<guid>[^\]]*?) |\((?P<pgdesc>[^)]*)\) )?)?"
              r"Rank (?P<tag_rank>\d+)\]")
+# the two ranks of a collective fingerprint mismatch (torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp
+# checkCollectiveFingerPrint: `Detected mismatch between collectives on ranks. Rank {self} is running collective:
+# {fp}, but Rank {other} is running collective: {fp}.`), read by forensics/attribution.py ([pair_report])
+MISMATCH_PAIR_RE = re.compile(r"Rank (\d+) is running collective: .*?, but Rank (\d+) is running collective")
 WORK_RE = r"WorkNCCL\((?P<kv>(?:[^()]|\([^()]*\))*)\)"
 
 TIMEOUT_MAIN = "Watchdog caught collective operation timeout"

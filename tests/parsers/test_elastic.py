@@ -95,11 +95,70 @@ def test_elastic_table_mid_entry_start():
 
 
 def test_deepspeed_launcher():
+    """The exit notice's `--local_rank=1` is not the failed worker's: launch.py logs `cmd`, the spawn loop's
+    variable (the last worker started), so the notice names no local rank."""
     ex = fixture("deepspeed_launcher.log")
     assert ex.events.select("line_no", "kind", "code", "local_rank", "pid").rows() == [
-        (1, "teardown_signal", "SIGKILL", None, 748089), (2, "launcher_exit", "-6", 1, None)]
+        (1, "teardown_signal", "SIGKILL", None, 748089), (2, "launcher_exit", "-6", None, None)]
     assert ex.tables["exits"].select("origin", "exitcode", "signal", "local_rank").rows() == [
-        ("deepspeed", -6, "SIGABRT", 1)]
+        ("deepspeed", -6, "SIGABRT", None)]
+
+
+DS_BANNER = (
+    "[2023-04-14 16:42:18,341] [WARNING] [runner.py:190:fetch_hostfile] Unable to find hostfile, will proceed with "
+    "training with local resources only.\n"
+    "Detected CUDA_VISIBLE_DEVICES=0: setting --include=localhost:0\n"
+    "[2023-04-14 16:42:18,350] [INFO] [runner.py:540:main] cmd = /opt/conda/bin/python -u -m deepspeed.launcher.launch "
+    "--world_info=eyJsb2NhbGhvc3QiOiBbMF19 --master_addr=127.0.0.1 --master_port=29500 main.py\n"
+    "[2021-01-31 23:07:46,791] [INFO] [launch.py:71:main] 0 NCCL_DEBUG INFO\n"
+    "[2023-04-14 16:42:21,769] [INFO] [launch.py:229:main] WORLD INFO DICT: {'localhost': [0]}\n"
+    "[2023-04-14 16:42:21,769] [INFO] [launch.py:235:main] nnodes=1, num_local_procs=1, node_rank=0\n"
+    "[2023-04-14 16:42:21,769] [INFO] [launch.py:246:main] global_rank_mapping=defaultdict(<class 'list'>, "
+    "{'localhost': [0]})\n"
+    "[2023-04-14 16:42:21,769] [INFO] [launch.py:247:main] dist_world_size=1\n"
+    "[2023-04-14 16:42:21,769] [INFO] [launch.py:249:main] Setting CUDA_VISIBLE_DEVICES=0\n"
+    "[2023-04-14 16:42:21,770] [INFO] [launch.py:258:main] process 1234 spawned with command: ['/opt/conda/bin/python', "
+    "'-u', 'main.py', '--local_rank=0']\n"
+    "[2023-04-14 17:00:00,000] [INFO] [launch.py:350:main] Process 1234 exits successfully.\n"
+    "[2023-04-14 17:00:00,000] [INFO] [runner.py:540:main] cmd = pdsh -S -f 1024 -w worker-0,worker-1 export "
+    "PYTHONPATH=/w; cd /w; /usr/bin/python -u -m deepspeed.launcher.launch --world_info=e30= --node_rank=%n train.py\n")
+
+
+def test_deepspeed_banner_claimed_one_launch():
+    """runner.py / launch.py progress of a normal run: every line claimed, one `launch` (WORLD INFO DICT)."""
+    ex = run(DS_BANNER)
+    assert ex.events.select("line_no", "kind", "severity").rows() == [(5, "launch", "info")]
+    assert ex.claimed.to_list() == list(range(1, 13))
+
+
+def test_deepspeed_main_process_signalled():
+    ex = run("[2024-05-01 12:00:01,000] [INFO] [launch.py:328:sigkill_handler] Main process received SIGINT, exiting\n"
+             "[2024-05-01 12:00:01,000] [INFO] [launch.py:328:sigkill_handler] Main process received SIGTERM, exiting\n")
+    assert ex.events.select("line_no", "kind", "code").rows() == [
+        (1, "teardown_signal", "SIGINT"), (2, "teardown_signal", "SIGTERM")]
+
+
+@pytest.mark.parametrize(("line", "code", "local_rank", "origin"), [
+    ("subprocess.CalledProcessError: Command '['/usr/bin/python3', 'train.py']' died with <Signals.SIGSEGV: 11>.",
+     "-11", None, "subprocess"),
+    ("subprocess.CalledProcessError: Command '['python', '-u', 'x.py']' died with unknown signal 40.",
+     "-40", None, "subprocess"),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGKILL",
+     "-9", 3, "spawn"),
+])
+def test_python_parent_reports_signal_exit(line: str, code: str, local_rank: int | None, origin: str):
+    ex = run(line + "\n")
+    assert ex.events.select("kind", "code", "local_rank").rows() == [("launcher_exit", code, local_rank)]
+    assert ex.tables["exits"].select("origin", "exitcode").rows() == [(origin, int(code))]
+
+
+@pytest.mark.parametrize("line", [
+    "subprocess.CalledProcessError: Command '['/usr/bin/gcc', 'main.c']' returned non-zero exit status 1.",
+    "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code 1",
+])
+def test_python_parent_positive_status_no_event(line: str):
+    """A plain non-zero status names no cause (the child's own lines do): no launcher_exit."""
+    assert run(line + "\n").events.filter(pl.col("kind") == "launcher_exit").is_empty()
 
 
 def test_error_json_dict_form():

@@ -610,7 +610,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         nxt_rows = []
         for ln, stream in last.select("line_no", "stream").iter_rows():
             win = _prep(lines.filter(pl.col("line_no").is_between(ln + 1, ln + 64)), ctx)
-            win = win.filter(pl.col("stream") == stream).head(1)
+            # the next line with text: neither blank nor the separator a batch puts between files (forensics/bulk.py)
+            win = win.filter((pl.col("stream") == stream) & pl.col("text").str.contains(r"[^\s\x1e]")).head(1)
             if not win.is_empty():
                 nxt_rows.append(win)
         if nxt_rows:

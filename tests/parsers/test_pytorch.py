@@ -757,3 +757,21 @@ def test_exit_notice_is_a_pg_exit_context_event():
     assert ev(ex, "pg_exit").select("line_no", "rank", "severity", "code").rows() == [
         (1, 0, "info", "exit"), (2, 1, "info", "exit")]
     check_accounting(ex, 2)
+
+
+def test_last_error_takes_the_next_line_with_text_and_nothing_when_the_file_ends():
+    """`Last error:` is followed by the last NCCL WARN text: the next line of the stream that holds text (a
+    blank line between is skipped); an excerpt cut right after `Last error:` has no such line, and no event
+    is made of nothing (fresh/b13hf ds2931, whose file ends there; in a batch the next row is forensics/bulk's
+    separator, which is no line of the file)."""
+    head = ("RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system "
+            "error, NCCL version 2.14.3\n"
+            "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
+            "Last error:\n")
+    cut = run(head)
+    assert ev(cut, "dist_error").select("line_no", "code").rows() == [(1, "ncclSystemError")]
+    check_accounting(cut, 3)
+    full = run(head + "\n" + "NET/IB : Got completion from peer 10.0.0.2<44372> with error 12, opcode 32537, len 0, "
+               "vendor err 129 (Recv)\n")
+    assert ev(full, "dist_error").select("line_no", "code").rows() == [(1, "ncclSystemError"), (5, "ncclSystemError")]
+    check_accounting(full, 5)

@@ -34,8 +34,25 @@ Kubelet device admission failures (`Allocate failed due to <device manager error
 Cloud interruption notices, wherever they appear (node-termination-handler logs, event dumps,
 metadata polls), are `cloud_preemption` events without any Kubernetes marker: AWS `EC2 Spot
 Instance Interruption Warning` (EventBridge), `Spot ITN received` (aws-node-termination-handler),
-`spot/instance-action`; GCE `compute.instances.preempted` / `Instance was preempted`; Azure
-Scheduled Events `"EventType": "Preempt"`. Code: `aws_spot`, `gce_preempted`, `azure_preempt`.
+`spot/instance-action` and its document `{"action": "terminate"|"stop"|"hibernate", "time": ...}`
+(EC2 user guide, "Spot Instance interruption notices"; quoted as is, escaped inside another JSON
+string, or as a Python dict); GCE `compute.instances.preempted` / `Instance was preempted`, the
+metadata key `instance/preempted` TRUE and Taskcluster generic-worker's `GCP Metadata Service says
+termination is imminent`, and `compute.instances.terminateOnHostMaintenance` (a VM that cannot
+live-migrate, as GPU VMs, stopped for host maintenance); Azure Scheduled Events `"EventType":
+"Preempt"` and `"Terminate"` (the VM is deleted: Spot eviction, scale-in or a user). Code: `aws_spot`,
+`gce_preempted`, `gce_maintenance_terminate`, `azure_preempt`, `azure_terminate`.
+
+The same sources' other notices are `cloud_event` events: the instance was replaced or its host failed
+(GCE `compute.instances.hostError`; a managed instance group's `initiated recreateInstance on
+instance '<instance>'`: GKE node auto-repair, MIG autohealing), code `gce_host_error`, `mig_recreate`;
+and notices that do not take the instance away by themselves: EC2 `EC2 Instance Rebalance
+Recommendation` / `noticeTime` (elevated risk only) and scheduled events (`"Code": "system-reboot"`,
+`instance-retirement`, ...: a future date), GCE `compute.instances.migrateOnHostMaintenance` (a live
+migration), Azure `Reboot` / `Redeploy` (scheduled) and `Freeze` (a pause of seconds, memory kept),
+code `aws_rebalance`, `aws_scheduled`, `gce_migrate`, `azure_reboot`, `azure_freeze`. The host of a
+cloud event is the instance the line names (an EC2 instance id, the GCE instance of an operation, the
+first Azure `Resources` entry, a syslog header's host), else the path's.
 """
 
 from __future__ import annotations
@@ -96,13 +113,36 @@ EVICT_PRESSURE = {"memory": "MemoryPressure", "ephemeral-storage": "DiskPressure
 # `EphemeralStorageLimit`, not DiskPressure: the node is fine, the pod's output is too big for its limit.
 EVICT_LIMIT_RE = (r"exceeded its local ephemeral storage limit|ephemeral local storage usage exceeds the total limit"
                   r"|Usage of EmptyDir volume .* exceeds the limit")
+_Q = r"\\?[\"']"  # a JSON or Python-dict quote, possibly escaped inside another JSON string
+_AZ = _Q + r"EventType" + _Q + r"\s*:\s*" + _Q
+# (regex, code, kind): the first that matches a line names it
 CLOUD = (
-    (r"EC2 Spot Instance Interruption Warning|Spot ITN received|spot/instance-action|Spot Instance interruption notice",
-     "aws_spot"),
-    (r"compute\.instances\.preempted|[Ii]nstance was preempted", "gce_preempted"),
-    (r'"EventType"\s*:\s*"Preempt"', "azure_preempt"),
+    (r"EC2 Spot Instance Interruption Warning|Spot ITN received|spot/instance-action|Spot Instance interruption notice|"
+     + _Q + r"(?:instance-)?action" + _Q + r"\s*:\s*" + _Q + r"(?:terminate|stop|hibernate)" + _Q + r"\s*,\s*" + _Q
+     + r"time" + _Q, "aws_spot", "cloud_preemption"),
+    (r"compute\.instances\.preempted|[Ii]nstance was preempted|GCP Metadata Service says termination is imminent"
+     r"|instance/preempted\S*\s*(?:is\s+|=\s*|:\s*)?TRUE\b", "gce_preempted", "cloud_preemption"),
+    (r"compute\.instances\.terminateOnHostMaintenance", "gce_maintenance_terminate", "cloud_preemption"),
+    (_AZ + r"Preempt" + _Q, "azure_preempt", "cloud_preemption"),
+    (_AZ + r"Terminate" + _Q, "azure_terminate", "cloud_preemption"),
+    (r"compute\.instances\.hostError", "gce_host_error", "cloud_event"),
+    (r"initiated recreateInstance on instance", "mig_recreate", "cloud_event"),
+    (r"EC2 Instance Rebalance Recommendation|" + _Q + r"noticeTime" + _Q + r"\s*:", "aws_rebalance", "cloud_event"),
+    (_Q + r"[Cc]ode" + _Q + r"\s*:\s*" + _Q
+     + r"(?:instance-reboot|system-reboot|system-maintenance|instance-retirement|instance-stop)" + _Q,
+     "aws_scheduled", "cloud_event"),
+    (r"compute\.instances\.migrateOnHostMaintenance", "gce_migrate", "cloud_event"),
+    (_AZ + r"(?:Reboot|Redeploy)" + _Q, "azure_reboot", "cloud_event"),
+    (_AZ + r"Freeze" + _Q, "azure_freeze", "cloud_event"),
 )
-CLOUD_RE = "|".join(rx for rx, _ in CLOUD)
+CLOUD_RE = "|".join(rx for rx, _, _ in CLOUD)
+CLOUD_SEVERITY = {"aws_rebalance": "info", "gce_migrate": "info", "azure_freeze": "info", "aws_scheduled": "info",
+                  "azure_reboot": "info", "gce_host_error": "error", "mig_recreate": "error"}
+# the instance a cloud line names: an EC2 instance id, a GCE operation's `.../instances/<name>`, Azure's
+# first `Resources` entry
+CLOUD_HOST_RE = (r"\b(i-[0-9a-f]{17}|i-[0-9a-f]{8})\b|/instances/([^/\s'\"\\]+?)['\"\\]?(?:[\s.,]|$)"
+                 r"|" + _Q + r"Resources" + _Q + r"\s*:\s*\[\s*" + _Q + r"([^\"'\\]+)"
+                 r"|^\s*[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\dZ? ([A-Za-z0-9][-.A-Za-z0-9_]*) ")  # a syslog header's host
 # `kubectl get pods -o wide` (optionally `-A`): the header, and a row's NAME and NODE (RESTARTS may
 # read `3 (5m ago)`; IP and NODE may be `<none>`)
 WIDE_HEADER_RE = r"^\s*(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\b"
@@ -131,8 +171,11 @@ def _empty() -> Extraction:
 def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     b = pl.col("body")
     code = pl.when(b.str.contains(CLOUD[0][0])).then(pl.lit(CLOUD[0][1]))
-    for rx, c in CLOUD[1:]:
+    kind = pl.when(b.str.contains(CLOUD[0][0])).then(pl.lit(CLOUD[0][2]))
+    for rx, c, k in CLOUD[1:]:
         code = code.when(b.str.contains(rx)).then(pl.lit(c))
+        kind = kind.when(b.str.contains(rx)).then(pl.lit(k))
+    h = b.str.extract_groups(CLOUD_HOST_RE)
     # the line's own leading stamp (ISO or Go's `2006/01/02 15:04:05`; a wrapper's, which the prefix
     # layer peeled off, counts as one), else the time the notice names
     wrapper = pl.col("prefix_ts") if "prefix_ts" in lines.columns else pl.lit(None, dtype=pl.Utf8)
@@ -140,11 +183,14 @@ def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     stamp_raw = pl.coalesce(lead.str.replace_all("/", "-"), b.str.extract(
         r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)", 1))
     return lines.filter(b.str.contains(CLOUD_RE)).select(
-        "line_no", pl.lit("cloud_preemption").alias("kind"), code.alias("code"), pl.lit("warning").alias("severity"),
+        "line_no", kind.alias("kind"), code.alias("code"),
+        code.replace_strict(CLOUD_SEVERITY, default="warning").alias("severity"),
         iso(stamp_raw, ctx.tz).alias("ts"), stamp_raw.alias("ts_raw"),
         pl.when(iso(stamp_raw, ctx.tz).is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
         .alias("ts_quality"),
-        pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"), pl.lit(SPEC.name).alias("source"), b.alias("message"))
+        pl.coalesce(h.struct.field("1"), h.struct.field("2"), h.struct.field("3"), h.struct.field("4"),
+                    pl.lit(ctx.host_hint, dtype=pl.Utf8))
+        .alias("host"), pl.lit(SPEC.name).alias("source"), b.alias("message"))
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
@@ -295,7 +341,7 @@ SPEC = ParserSpec(
     formats=("kubectl describe pod", "kubectl get pod -o yaml", "kubectl get pod -o json", "kubectl get pods",
              "kubectl get pods -o wide",
              "kubectl get events", "kubectl describe tfjob/pytorchjob conditions", "cloud spot/preemption notices"),
-    kinds=("k8s_terminated", "k8s_pod_status", "k8s_job_status", "cloud_preemption"),
+    kinds=("k8s_terminated", "k8s_pod_status", "k8s_job_status", "cloud_preemption", "cloud_event"),
     tables=("exits", "pod_nodes"),
     trigger=_TRIGGER,
 )

@@ -14,6 +14,26 @@ MaxRuntimeExceeded, MaxWaitTimeExceeded.
 Rows in a state that ends or interrupts the job (Stopping, Stopped, Completed, Failed, Interrupted,
 MaxRuntimeExceeded, MaxWaitTimeExceeded, Restarting) are `sched_state` events, code = the status as
 printed, ts = the row's start; the in-progress rows are parsed and make no event.
+
+The SageMaker Python SDK's `estimator.fit(logs=...)` prints the same transitions as it polls the job
+(sagemaker/_utils.py `secondary_training_status_message`: `"{} {} - {}".format(<UTC time
+%Y-%m-%d %H:%M:%S>, Status, StatusMessage)`):
+
+    2019-04-09 21:42:19 Uploading - Uploading generated training model
+    2019-04-09 21:42:25 Completed - Training job completed
+
+read the same way (the time is UTC). When the job did not complete, the SDK raises with the job's
+`FailureReason` (session.py `_check_job_status`: `Error for Training job <job>: Failed. Reason: <reason>`;
+older SDKs `Error training <job>: Failed Reason: <reason>`; the API's JSON `"FailureReason": "<reason>"`).
+SageMaker's reasons start with the error's type (SageMaker developer guide, "Troubleshoot training
+jobs"; the SDK tests `"CapacityError" in reason`): `AlgorithmError:` (the training code or algorithm
+exited non-zero; sagemaker-training's `ExecuteUserScriptError` with `ExitCode` / `ErrorMessage`),
+`ClientError:` (the request or its resources: role, image, data location, limits), `InternalServerError:`
+(SageMaker's own failure), `CapacityError:` (no instances of the type could be provisioned). A line
+naming one is a `sched_failure` event, code = the type; the line is left unclaimed, so the error text
+it carries (an OOM, a traceback's exception) is read by the other signatures too. SageMaker's own
+agent writes `Platform Error: <what>` into the algorithm's log (Pipe-mode input: `SageMaker pipe
+channel timed out.`): a `sched_failure` event of code `PlatformError`.
 """
 
 from __future__ import annotations
@@ -37,7 +57,16 @@ _TIME = r"[A-Z][a-z]{2} \d{1,2}, \d{4} \d\d:\d\d(?::\d\d)?(?: [A-Z]{2,5})?|\d{4}
 _SEP = r"\s*(?:\||\t)\s*"
 ROW_RE = (r"^\s*(?P<status>" + "|".join(IN_PROGRESS + TERMINAL) + r")" + _SEP + r"(?P<start>" + _TIME + r")"
           + _SEP + r"(?P<end>" + _TIME + r"|-)" + _SEP + r"(?P<msg>.*?)\s*$")
-_TRIGGER = r"^\s*(?:" + "|".join(IN_PROGRESS + TERMINAL) + r")\s*(?:\||\t)"
+# the SDK's `<UTC time> <Status> - <StatusMessage>` lines
+SDK_ROW_RE = (r"^\s*(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) (?P<status>" + "|".join(IN_PROGRESS + TERMINAL)
+              + r") - (?P<msg>.*?)\s*$")
+FAILURE_TYPES = ("AlgorithmError", "ClientError", "InternalServerError", "CapacityError")
+FAILURE_RE = (r"(?:\bFailed\.? Reason: |\bFailureReason[\"']?\s*[:=]\s*[\"']?)(?P<ftype>" + "|".join(FAILURE_TYPES)
+              + r"):")
+PLATFORM_RE = r"\bPlatform Error: \S"
+_TRIGGER = (r"^\s*(?:" + "|".join(IN_PROGRESS + TERMINAL) + r")\s*(?:\||\t)|^\s*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (?:"
+            + "|".join(IN_PROGRESS + TERMINAL) + r") - |Reason[\"']?\s*[:=]\s*[\"']?(?:" + "|".join(FAILURE_TYPES)
+            + r"):|Platform Error: ")
 
 
 def _time(raw: pl.Expr, ctx: ParseContext) -> pl.Expr:
@@ -53,8 +82,10 @@ def _time(raw: pl.Expr, ctx: ParseContext) -> pl.Expr:
 
 
 def sniff(head: str) -> float:
-    n = len(re.findall(r"(?m)" + ROW_RE, head))
-    return 0.0 if n == 0 else 0.9
+    n = len(re.findall(r"(?m)" + ROW_RE, head)) + len(re.findall(r"(?m)" + SDK_ROW_RE, head))
+    if n:
+        return 0.9
+    return 0.6 if re.search(FAILURE_RE, head) or re.search(PLATFORM_RE, head) else 0.0
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
@@ -62,25 +93,40 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     cand = lines.filter(b.str.contains(_TRIGGER))
     if cand.is_empty():
         return Extraction(events=empty_events())
-    rec = cand.with_columns(b.str.extract_groups(ROW_RE).alias("_g")).filter(
-        pl.col("_g").struct.field("status").is_not_null())
-    status = pl.col("_g").struct.field("status")
-    start = pl.col("_g").struct.field("start")
-    ev = rec.filter(status.is_in(TERMINAL)).with_columns(_time(start, ctx).alias("ts")).select(
+    g, sg = pl.col("_g"), pl.col("_s")
+    rec = cand.with_columns(b.str.extract_groups(ROW_RE).alias("_g"), b.str.extract_groups(SDK_ROW_RE).alias("_s"),
+                            b.str.extract(FAILURE_RE, 1).alias("_f"),
+                            b.str.contains(PLATFORM_RE).alias("_p"))
+    rows = rec.filter(g.struct.field("status").is_not_null() | sg.struct.field("status").is_not_null())
+    status = pl.coalesce(g.struct.field("status"), sg.struct.field("status"))
+    start = pl.coalesce(g.struct.field("start"), sg.struct.field("time"))
+    # the SDK prints UTC (datetime.utcfromtimestamp) without a zone
+    stamp = pl.when(g.struct.field("start").is_not_null()).then(_time(g.struct.field("start"), ctx)).otherwise(
+        iso(sg.struct.field("time").str.replace(" ", "T") + "Z", ctx.tz))
+    cols = ["line_no", "source", "kind", "ts", "ts_raw", "ts_quality", "host", "severity", "code", "message"]
+    ev = rows.filter(status.is_in(TERMINAL)).with_columns(stamp.alias("ts")).select(
         "line_no", pl.lit(SPEC.name).alias("source"), pl.lit("sched_state").alias("kind"), "ts", start.alias("ts_raw"),
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         line_host(ctx).alias("host"), status.replace_strict(SEVERITY, default="warning").alias("severity"),
         status.alias("code"), b.alias("message"))
-    events = events_frame(ev) if not ev.is_empty() else empty_events()
-    return Extraction(events=events, claimed=rec["line_no"].sort())
+    fail = rec.filter(pl.col("_f").is_not_null() | pl.col("_p")).select(
+        "line_no", pl.lit(SPEC.name).alias("source"), pl.lit("sched_failure").alias("kind"),
+        pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("ts"), pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
+        pl.lit("missing").alias("ts_quality"), line_host(ctx).alias("host"), pl.lit("error").alias("severity"),
+        pl.coalesce(pl.col("_f"), pl.lit("PlatformError")).alias("code"), b.alias("message"))
+    parts = [f.select(cols) for f in (ev, fail) if not f.is_empty()]
+    events = events_frame(pl.concat(parts, how="vertical_relaxed")) if parts else empty_events()
+    # the failure lines stay unclaimed: the error text they carry is read by the other signatures
+    return Extraction(events=events, claimed=rows["line_no"].sort())
 
 
 SPEC = ParserSpec(
     name="sagemaker",
     scope="job",
     description="Amazon SageMaker training-job status history (SecondaryStatusTransitions table)",
-    formats=("SageMaker status history table (console / DescribeTrainingJob SecondaryStatusTransitions)",),
-    kinds=("sched_state",),
+    formats=("SageMaker status history table (console / DescribeTrainingJob SecondaryStatusTransitions)",
+             "SageMaker Python SDK job status lines and FailureReason",),
+    kinds=("sched_state", "sched_failure"),
     batch=True,  # no per-file state: many files' lines may be parsed in one frame
     trigger=_TRIGGER,
 )

@@ -127,6 +127,30 @@ def test_cloud_interruption_notices_need_no_pod_marker() -> None:
     check_contract(ex, 4)
 
 
+def test_cloud_notices_name_the_instance_and_tell_reclaim_from_pause() -> None:
+    text = (
+        '18:32:36.273 [i-01f7ddd103dc478c0/cloud-init-output] {"level":"warn","time":"2025-03-31T16:32:36Z",'
+        '"message":"Spot interruption payload received: {\\"action\\":\\"terminate\\",\\"time\\":\\"2025-03-31T16:34:24Z\\"}"}\n'
+        "Dec 17 16:03:58Z wk-gpu-1 start-worker 2024/12/17 16:03:58 GCP Metadata Service says termination is imminent\n"
+        "  \\ initiated recreateInstance on instance 'projects/p/zones/us-east1-d/instances/gke-pool-2vn6'.\\\n"
+        '{"EventType":"Freeze","DurationInSeconds":6,"Resources":["spot-node-vmss_24"]}\n'
+        "{'EventType': 'Reboot', 'EventStatus': 'Scheduled', 'Resources': ['db-node-1']}\n"
+        "2024-05-01T10:00:00Z compute.instances.terminateOnHostMaintenance projects/p/zones/z/instances/a3-7\n"
+        "the action was to terminate the test\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"], e["host"], e["severity"]) for e in ex.events.iter_rows(named=True)] == [
+        (1, "cloud_preemption", "aws_spot", "i-01f7ddd103dc478c0", "warning"),
+        (2, "cloud_preemption", "gce_preempted", "wk-gpu-1", "warning"),
+        (3, "cloud_event", "mig_recreate", "gke-pool-2vn6", "error"),
+        (4, "cloud_event", "azure_freeze", "spot-node-vmss_24", "info"),
+        (5, "cloud_event", "azure_reboot", "db-node-1", "info"),
+        (6, "cloud_preemption", "gce_maintenance_terminate", "a3-7", "warning")]
+    assert ex.events["ts"].to_list()[0] == datetime(2025, 3, 31, 16, 32, 36, tzinfo=UTC)
+    assert ex.claimed.to_list() == [1, 2, 3, 4, 5, 6]
+    check_contract(ex, 7)
+
+
 def pod_rows(ex: Extraction) -> list[tuple]:
     return ex.tables["pod_nodes"].rows()
 

@@ -48,10 +48,39 @@ def test_console_time_without_zone_is_in_the_job_zone() -> None:
     assert rows(ex) == [(1, "Failed", "error", datetime(2023, 6, 2, 8, 12, tzinfo=UTC))]
 
 
+def test_sdk_status_lines_are_utc_status_rows() -> None:
+    text = ("2019-04-09 21:40:57 Training - Training image download completed. Training in progress.......\n"
+            "2019-04-09 21:42:19 Uploading - Uploading generated training model\n"
+            "2019-04-09 21:42:25 Completed - Training job completed\n")
+    ex = run(text, tz=ZoneInfo("Europe/Berlin"))  # the SDK prints UTC: the job's zone does not apply
+    assert rows(ex) == [(3, "Completed", "info", datetime(2019, 4, 9, 21, 42, 25, tzinfo=UTC))]
+    assert ex.claimed.to_list() == [1, 2, 3]
+    assert sagemaker.sniff(text) == 0.9
+
+
+@pytest.mark.parametrize(("line", "code"), [
+    ("UnexpectedStatusException: Error for Training job j-1: Failed. Reason: AlgorithmError: ExecuteUserScriptError:",
+     "AlgorithmError"),
+    ("ValueError: Error training j-1: Failed Reason: ClientError: SageMaker was unable to assume the role 'r'",
+     "ClientError"),
+    ('  "FailureReason": "InternalServerError: We encountered an internal error.  Please try again.",',
+     "InternalServerError"),
+    ('FailureReason: "CapacityError: Unable to provision requested ML compute capacity."', "CapacityError"),
+    ("| 1594116684946 | Platform Error: SageMaker pipe channel timed out.", "PlatformError"),
+])
+def test_failure_reasons_are_events_left_unclaimed(line: str, code: str) -> None:
+    ex = run(line + "\n")
+    assert [(e["kind"], e["code"], e["severity"]) for e in ex.events.iter_rows(named=True)] == [
+        ("sched_failure", code, "error")]
+    assert ex.claimed.is_empty()  # the other signatures read the error text it carries
+
+
 @pytest.mark.parametrize("line", [
     "Training | the loss is going down | ok",  # no times
     "   1 | 07/23/2024 | 10:12:01 | Memory #0x01 | Uncorrectable ECC | Asserted",
     "Stopping the training job at Apr 12, 2022 08:51 UTC",
+    "2019-04-09 21:42:25 the job Completed - fine",  # an SDK-like stamp, no status after it
+    "Termination reason: Error. The replica master 0 exited",  # not a SageMaker FailureReason
 ])
 def test_other_lines_are_not_status_rows(line: str) -> None:
     assert sagemaker.sniff(line) == 0.0

@@ -25,6 +25,8 @@ CASES: dict[str, tuple[str, str | None, dict, tuple[str, int] | None, bool | Non
     "silnlp565-botocore-connection-closed-checkpoint-upload": (
         "storage", "ckpt-object-store-error", {"host": None}, ("train.log", 1), None),
     "gymidsgame7-readonly-hardcoded-media-path": ("user_code", None, {"host": None}, None, False),
+    "sovits330-typedstorage-deprecated-warning-healthy": ("none", None, {"host": None}, None, None),
+    "minicpm13-typedstorage-warning-demo-healthy": ("none", None, {"host": None}, None, None),
 }
 
 # cases the analyzer still gets wrong
@@ -33,6 +35,9 @@ XFAIL = {
         "a bare `[Errno 30] Read-only file system: '/media'` reads the same for a filesystem the kernel remounted "
         "read-only after an error (storage) and for a path on a mount that was always read-only (the maintainer: a "
         "hard-coded results path); the log holds no kernel remount line or mount table to tell them apart"),
+    "sovits330-typedstorage-deprecated-warning-healthy": (
+        "the rich-logging handler layout (`[HH:MM:SS] WARNING  [HH:MM:SS] <path>:N: UserWarning: ... warnings.py:109`) "
+        "is claimed by no parser, so the analyzer finds no log content (unknown) instead of a healthy run (none)"),
 }
 
 

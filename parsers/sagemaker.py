@@ -30,8 +30,9 @@ jobs"; the SDK tests `"CapacityError" in reason`): `AlgorithmError:` (the traini
 exited non-zero; sagemaker-training's `ExecuteUserScriptError` with `ExitCode` / `ErrorMessage`),
 `ClientError:` (the request or its resources: role, image, data location, limits), `InternalServerError:`
 (SageMaker's own failure), `CapacityError:` (no instances of the type could be provisioned). A line
-naming one is a `sched_failure` event, code = the type; the line is left unclaimed, so the error text
-it carries (an OOM, a traceback's exception) is read by the other signatures too. SageMaker's own
+naming one is a `sched_failure` event, code = the type, and the line is claimed (a parsed line is never
+also kept as an unparsed error line: tests/hostile/test_nothing_lost.py); an error the reason's text
+carries is read where a parser of its own reads the same file (the pytorch parser, say). SageMaker's own
 agent writes `Platform Error: <what>` into the algorithm's log (Pipe-mode input: `SageMaker pipe
 channel timed out.`): a `sched_failure` event of code `PlatformError`.
 """
@@ -116,8 +117,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.coalesce(pl.col("_f"), pl.lit("PlatformError")).alias("code"), b.alias("message"))
     parts = [f.select(cols) for f in (ev, fail) if not f.is_empty()]
     events = events_frame(pl.concat(parts, how="vertical_relaxed")) if parts else empty_events()
-    # the failure lines stay unclaimed: the error text they carry is read by the other signatures
-    return Extraction(events=events, claimed=rows["line_no"].sort())
+    claimed = pl.concat([rows["line_no"], fail["line_no"]]).unique().sort()
+    return Extraction(events=events, claimed=claimed)
 
 
 SPEC = ParserSpec(

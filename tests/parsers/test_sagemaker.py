@@ -68,11 +68,11 @@ def test_sdk_status_lines_are_utc_status_rows() -> None:
     ('FailureReason: "CapacityError: Unable to provision requested ML compute capacity."', "CapacityError"),
     ("| 1594116684946 | Platform Error: SageMaker pipe channel timed out.", "PlatformError"),
 ])
-def test_failure_reasons_are_events_left_unclaimed(line: str, code: str) -> None:
+def test_failure_reasons_are_claimed_events(line: str, code: str) -> None:
     ex = run(line + "\n")
     assert [(e["kind"], e["code"], e["severity"]) for e in ex.events.iter_rows(named=True)] == [
         ("sched_failure", code, "error")]
-    assert ex.claimed.is_empty()  # the other signatures read the error text it carries
+    assert ex.claimed.to_list() == [1]  # read, so never also kept as an unparsed error line
 
 
 @pytest.mark.parametrize("line", [

@@ -156,6 +156,14 @@ def _int(s: str | None) -> int | None:
     return v if -(2**63) <= v < 2**63 else None
 
 
+def _launcher_exits(events: pl.DataFrame, origin: pl.Expr) -> pl.DataFrame:
+    """`launcher_exit` events as `exits` rows: the exit code from the event's code (negative: a signal),
+    the launcher that reported it (`origin`), the signal's name."""
+    code = pl.col("code").cast(pl.Int64, strict=False)
+    return events.with_columns(code.alias("exitcode"), origin.alias("origin"),
+                               code.map_elements(_signal_name, return_dtype=pl.Utf8).alias("signal"))
+
+
 def _signal_name(exitcode: int | None, text: str | None = None) -> str | None:
     if text:
         m = re.search(r"Signal \d+ \((SIG\w+)\)", text)
@@ -430,17 +438,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     py = py.filter(pl.col("code").is_not_null())
     parts.append(py)
     if not py.is_empty():
-        exits_parts.append(py.with_columns(
-            pl.col("code").cast(pl.Int64, strict=False).alias("exitcode"),
-            pl.when(b.str.contains("ProcessExitedException", literal=True)).then(pl.lit("spawn"))
-            .otherwise(pl.lit("subprocess")).alias("origin"),
-            pl.col("code").cast(pl.Int64, strict=False).map_elements(lambda c: _signal_name(c), return_dtype=pl.Utf8)
-            .alias("signal")))
+        exits_parts.append(_launcher_exits(py, pl.when(b.str.contains("ProcessExitedException", literal=True))
+                                           .then(pl.lit("spawn")).otherwise(pl.lit("subprocess"))))
     if not ds.is_empty():
-        exits_parts.append(ds.with_columns(
-            pl.col("code").cast(pl.Int64, strict=False).alias("exitcode"), pl.lit("deepspeed").alias("origin"),
-            pl.col("code").cast(pl.Int64, strict=False).map_elements(lambda c: _signal_name(c), return_dtype=pl.Utf8)
-            .alias("signal")))
+        exits_parts.append(_launcher_exits(ds, pl.lit("deepspeed")))
 
     progress = cand.filter(~b.str.contains(AGENT_RE) & (b.str.contains(AGENT_PROGRESS) | b.str.contains(RDZV_RESULT)))
     claimed.extend(progress["line_no"].to_list())

@@ -38,6 +38,7 @@ from parsers.records import (
     empty_events,
     empty_table,
     events_frame,
+    file_keys,
     line_host,
     rank_hint,
     table_frame,
@@ -375,6 +376,11 @@ def _prep(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     return out.with_columns(stream.alias("stream"))
 
 
+def _group_uid() -> pl.Expr:
+    """The PG GUID of a `[PG ID .. PG GUID <uid>(<desc>) Rank N]` tag without its description."""
+    return pl.col("guid").str.replace(r"\(.*$", "").str.strip_chars()
+
+
 def _default_group() -> pl.Expr:
     """Whether a line's `[PG ... Rank N]` tag is the default (world) group's, whose rank is the global rank.
     ProcessGroupNCCL::createLogPrefix (2.4+) writes `[PG ID <local_id_> PG GUID <pg_uid_>(<pg_desc_>) Rank
@@ -384,7 +390,7 @@ def _default_group() -> pl.Expr:
     Rank 1]`, `(EXPERT_MODEL_PARALLEL_GROUP)`) `Rank N` is not the global rank, so it names no rank; a bare
     `[Rank N]` (the watchdog's own lines, older releases) is read as before. The group's key is its GUID
     (the member ranks share it; the local ID they do not), or the 2.3 uid."""
-    guid = pl.col("guid").str.replace(r"\(.*$", "").str.strip_chars()
+    guid = _group_uid()
     return (pl.col("pg").is_null()
             | pl.col("guid").str.contains("(default_pg)", literal=True).fill_null(False)
             | pl.when(guid.is_not_null()).then(guid == "0").otherwise(pl.col("pg") == "0"))
@@ -408,7 +414,7 @@ def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.col("prefix_local_rank").alias("local_rank"),
         pl.coalesce(pl.col("msg").str.extract(SELF_REPORT, 2), line_host(ctx)).alias("host"),
         pl.col("body").alias("message"),
-        pl.coalesce(pl.col("guid").str.replace(r"\(.*$", "").str.strip_chars(), pl.col("pg")).alias("pg"),
+        pl.coalesce(_group_uid(), pl.col("pg")).alias("pg"),
     ).with_columns(
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality")
     )
@@ -522,7 +528,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     logged = m.str.contains("terminated with exception", literal=True) & ~m.str.contains(r"^\s*what\(\):")
     rest = _work_fields(cand.filter(m.str.contains(TIMEOUT_MAIN, literal=True) & logged), m)
     if not rest.is_empty():
-        key = ["rank", "seq", "hint_file"] if ctx.batched else ["rank", "seq"]  # a batch's files never meet
+        key = ["rank", "seq", *file_keys(ctx)]  # a batch's files never meet
         rest = rest.join(to.select(key).unique(), on=key, how="anti", nulls_equal=True)
         add(rest.unique(key, keep="first", maintain_order=True), "watchdog_timeout", "error", pl.col("seq"))
 

@@ -171,10 +171,9 @@ def _empty() -> Extraction:
 def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     b = pl.col("body")
     code = pl.when(b.str.contains(CLOUD[0][0])).then(pl.lit(CLOUD[0][1]))
-    kind = pl.when(b.str.contains(CLOUD[0][0])).then(pl.lit(CLOUD[0][2]))
-    for rx, c, k in CLOUD[1:]:
+    for rx, c, _ in CLOUD[1:]:
         code = code.when(b.str.contains(rx)).then(pl.lit(c))
-        kind = kind.when(b.str.contains(rx)).then(pl.lit(k))
+    kind = code.replace_strict({c: k for _, c, k in CLOUD}, return_dtype=pl.Utf8)  # each code has one kind
     h = b.str.extract_groups(CLOUD_HOST_RE)
     # the line's own leading stamp (ISO or Go's `2006/01/02 15:04:05`; a wrapper's, which the prefix
     # layer peeled off, counts as one), else the time the notice names

@@ -44,7 +44,7 @@ INFO_LEVEL = r"\bNCCL (?:INFO|TRACE)\b|^\[?I\d{4} \d\d:\d\d:\d\d"
 # `read_at_run_time` estimate cannot tell a zero from other counts: its text is normalised, digits to 0.)
 ZERO_COUNT = (r"(?i)[\"']?\b(?:errors?|fail(?:ed|ures?|s)?|faults?|exceptions?|aborts?|fatals?)(?:[_ ]?(?:counts?|codes?))?[\"']?"
               r"\s*[:=]\s*[\"']?0+(?:\.0+)?(?:[\"',;\s)\]}]|$)|\b0+ (?:errors?|failures?|failed|faults?)\b")
-WARNING_LEVEL = r"^\s*warning: |^\S+:\d+: [A-Z]\w*Warning: "
+WARNING_LEVEL = r"^\s*warning: |^\S+:\d+: [A-Z]\w*Warning:(?: |$)"
 _ISO = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 _GLOG = r"^\[?[IWEF](\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
 

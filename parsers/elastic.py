@@ -60,8 +60,10 @@ DS_SIGNALLED_RE = r"Main process received (SIG(?:INT|TERM)), exiting"
 # and torch.multiprocessing.spawn's ProcessExitedException (`process %d terminated with signal %s`, the process
 # index being the local rank), how mp.spawn (Lightning's ddp_spawn, fairseq, detectron2 ...) reports it. Read as
 # launcher_exit with code -N, as torchelastic and DeepSpeed give a signal. A positive status (`returned non-zero
-# exit status %d`, `terminated with exit code %d`) names no cause (the child's own lines do): no event.
-CPE_SIGNAL_RE = r"died with (?:<Signals\.SIG[A-Z0-9]+: (\d+)>|unknown signal (\d+))\.\s*$"
+# exit status %d`, `terminated with exit code %d`) names no cause (the child's own lines do): no event. The
+# Signals repr ends at its `>` (a line cut before the final period still names the signal); an unknown signal's
+# number only at the period (a cut inside the digits would name another).
+CPE_SIGNAL_RE = r"died with (?:<Signals\.SIG[A-Z0-9]+: (\d+)>|unknown signal (\d+)\.)"
 SPAWN_SIGNAL_RE = r"ProcessExitedException: process (\d+) terminated with signal (SIG[A-Z0-9]+)"
 AGENT_RE = (r"failed \(exitcode: |closing signal|death signal|SignalException|Worker group FAILED|sigkill_handler|"
             + DS_SIGNALLED_RE + "|" + CPE_SIGNAL_RE + "|" + SPAWN_SIGNAL_RE + "|" + LAUNCH_RE)

@@ -43,8 +43,9 @@ class Wrapper:
     `veto` a pattern over the whole line that, when it matches, leaves the line alone; `stamp`
     how the stamp group reads (iso, ctime, epoch_ms); `first` the characters it can start with;
     `not_after` the names of the wrappers it cannot sit inside (a launcher's own label is put on
-    outside the process's tags: what follows such a tag is the process's text, not this wrapper).
-    `examples`: (line, body, hints)."""
+    outside the process's tags: what follows such a tag is the process's text, not this wrapper);
+    `suffix` a pattern (anchored at the end) cut from the body of the lines this wrapper peeled (a
+    column the layout prints after the message). `examples`: (line, body, hints)."""
     name: str
     regex: str
     first: str = r"."  # a character class: what the line's first character can be (dispatch)
@@ -52,12 +53,17 @@ class Wrapper:
     veto: str = ""
     stamp: str = "iso"
     not_after: tuple[str, ...] = ()
+    suffix: str = ""
     examples: tuple[tuple[str, str, dict], ...] = field(default_factory=tuple)
 
 
 _ISO_Z = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
 _ISO_OFF = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?[+-]\d\d:\d\d"
 _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}"
+# rich's time column: strftime of "[%x %X]" / "[%X]" in any locale (digits and separators, maybe AM/PM)
+_RICH_TIME = r"\[\d[\d/.:,\- ]{3,24}(?: ?[AaPp][Mm])?\]"
+# rich's path column after the message: `record.filename:lineno`, at least one space before it
+_RICH_PATH = r"\s+[\w.<>-]+\.py:\d+\s*$"
 # a line that looks like a log line (what a weak pdsh host needs after it)
 _LOGLIKE = (r" *(?:\[|\(|<|\d{4}-\d\d-\d\d|[A-Z][a-z]{2} [ \d]?\d \d\d:|NVRM: |kernel: |NCCL |Traceback "
             r"|[EWIF]\d{4} |[^\s:]+:\d+:\d+ )")
@@ -304,6 +310,58 @@ WRAPPERS: tuple[Wrapper, ...] = (
         ),
     ),
     Wrapper(
+        # rich's RichHandler (rich/logging.py, rich/_log_render.py LogRender): a grid with padding 1 of the
+        # columns time (`log_time_format`, default "[%x %X]"; the formatter's `datefmt` when it has one;
+        # blanked to as many spaces when it repeats the previous record's, `omit_repeated_times`), level
+        # (`level_name.ljust(8)`), message, then `record.filename:lineno` right-aligned at the console's
+        # width. A message that wraps or has several lines continues under the message column, time and
+        # level blank (those lines stay as they are: an indented text without a column to tell it by).
+        # A format with `%(asctime)s` prints the time once more at the message's start: cut with it.
+        # `[%x %X]` is month/day/year or day/month/year by locale: no stamp hint; an ISO datefmt gives one.
+        # Below error level the columns go; an ERROR / CRITICAL record keeps its level word (next wrapper).
+        "rich RichHandler columns below error level ([time] LEVEL-padded-to-8, file.py:N at the end)",
+        r"(?:\[(?P<stamp>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]|" + _RICH_TIME + r"| {9,28}) "
+        r"(?:DEBUG {4}|INFO {5}|WARNING {2}|NOTSET {3})(?:" + _RICH_TIME + r" )?",
+        guard=r"\S", suffix=_RICH_PATH,
+        first=r"[\[ ]",
+        examples=(
+            # so-vits-svc-fork#330 (RichHandler with datefmt "[%X]" and `%(asctime)s %(message)s`)
+            ("[23:52:12] WARNING  [23:52:12] C:\\venv\\lib\\site-packages\\torch\\_utils.py:776: UserWarning:        "
+             "warnings.py:109",
+             "C:\\venv\\lib\\site-packages\\torch\\_utils.py:776: UserWarning:", {}),
+            # rich 13 defaults (`[%x %X]`), the time blanked on a record in the same second
+            ("[12/03/26 15:01:31] DEBUG    debug message                                       richgen.py:9",
+             "debug message", {}),
+            ("                    INFO     Epoch 1 step 20 loss 2.5                            richgen.py:9",
+             "Epoch 1 step 20 loss 2.5", {}),
+            ("           WARNING  [15:01:31] a warning                                        richgen.py:9",
+             "a warning", {}),
+            ("[2024-05-01 10:00:00] INFO     Epoch 1 step 20                                   train.py:88",
+             "Epoch 1 step 20", {"stamp": "2024-05-01 10:00:00"}),
+            ("[03:01:31 PM] INFO     saved checkpoint                              callbacks.py:140",
+             "saved checkpoint", {}),
+            # a continuation row (under the message column) and other layouts stay whole
+            ("                    long message a very long message a very long message",
+             "                    long message a very long message a very long message", {}),
+            ("[15:01:31] INFO epoch 1", "[15:01:31] INFO epoch 1", {}),
+            ("[2024-05-01 10:00:00] INFO: step 3", "[2024-05-01 10:00:00] INFO: step 3", {}),
+        ),
+    ),
+    Wrapper(
+        "rich RichHandler time column before an ERROR / CRITICAL record (the level word kept)",
+        r"(?:\[(?P<stamp>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]|" + _RICH_TIME + r"| {9,28}) ",
+        guard=r"(?:ERROR {4}|CRITICAL )\S", suffix=_RICH_PATH,
+        first=r"[\[ ]",
+        examples=(
+            ("           ERROR    [15:01:31] RuntimeError: CUDA error: an illegal memory access was encountered "
+             "richgen.py:9",
+             "ERROR    [15:01:31] RuntimeError: CUDA error: an illegal memory access was encountered", {}),
+            ("[12/03/26 15:01:31] CRITICAL critical thing                                     richgen.py:10",
+             "CRITICAL critical thing", {}),
+            ("[15:01:31] ERROR failed", "[15:01:31] ERROR failed", {}),
+        ),
+    ),
+    Wrapper(
         "pdsh / clush host (a host-like name without digits: only before a log-looking line)",
         r"(?P<host>[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+): ", guard=_LOGLIKE, veto=_NOT_HOST,
         first=r"[A-Za-z]",
@@ -428,7 +486,7 @@ _NO_CAPTURE = frozenset(i for i, w in enumerate(WRAPPERS) if not _GROUP.search(w
 _BY_NAME = {w.name: i for i, w in enumerate(WRAPPERS)}
 _NOT_AFTER = [frozenset(_BY_NAME[n] for n in w.not_after) for w in WRAPPERS]  # KeyError: a name not in the table
 # what a wrapper can start with: a cheap pre-filter for the first round
-_START = r"^(?:[ \t]*[\d\[(]|[A-Za-z][A-Za-z0-9_.-]*: |[A-Z][a-z]{2} [A-Z][a-z]{2} |\x1b\[32m|[A-Za-z][A-Za-z0-9_-]*/\d)"
+_START = r"^(?:[ \t]*[\d\[(]| {9,28} (?:DEBUG|INFO|WARNING|NOTSET|ERROR|CRITICAL) |[A-Za-z][A-Za-z0-9_.-]*: |[A-Z][a-z]{2} [A-Z][a-z]{2} |\x1b\[32m|[A-Za-z][A-Za-z0-9_-]*/\d)"
 
 
 def _stamp_text(raw: pl.Expr, kind: str) -> pl.Expr:
@@ -560,6 +618,8 @@ def _round(df: pl.DataFrame) -> pl.DataFrame:
             continue
         prefix = sub.select(rest.str.extract(_PREFIX_ONLY[i], 0).fill_null("").alias("_p"))["_p"]
         body = _cut(sub["_rest"], prefix.str.len_chars()).alias("_rest")
+        if w.suffix:
+            body = body.str.replace(w.suffix, "")
         upd = [body, pl.lit(i, dtype=pl.Int32).alias("_w")]
         if i not in _NO_CAPTURE:
             g = _hint_frame(prefix, i)

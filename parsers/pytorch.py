@@ -55,7 +55,7 @@ ANCHORS = (
     r"|socket|TCPStore|Rendezvous|rendezvous|store|segmentation fault|floating-point"
     r"|\(\): |double free|corrupted |Signal: |Signal code: |Failing at address: "
     r"|is deprecated; use |environment variable is thus deprecated"
-    r"|Warning: |warnings\.warn\(|^grad\.sizes\(\) = |^bucket_view\.sizes\(\) = |find_unused_parameters=True was specified|bucket view strides"
+    r"|Warning:|warnings\.warn\(|^grad\.sizes\(\) = |^bucket_view\.sizes\(\) = |find_unused_parameters=True was specified|bucket view strides"
     r"|examples/s|ba/s|exampl|^Clustering \d+ points in "
     r"|Assertion `|Device-side assertion `|device-side assertion failures"
     r"|stall_inspector|submitted to be reduced|^\s*\d+!?: \[|Will shutdown"
@@ -333,8 +333,9 @@ COMPANION = (
     #   warned-at source line, indented), also when a TORCH_WARN reaches Python (`UserWarning: msg
     #   (Triggered internally at file:line.)`) or a paste drops the `file:line: ` head; the category is a
     #   Warning subclass (UserWarning, FutureWarning, DeprecationWarning, RuntimeWarning, ...), never an
-    #   exception (`RuntimeError: ...` stays an exception line)
-    r"|^(?:\S+:\d+: )?[A-Z]\w*Warning: |^\s+warnings\.warn\("
+    #   exception (`RuntimeError: ...` stays an exception line); the message may start on the next line
+    #   (a handler that wraps at the console's width, rich's RichHandler: `file:line: UserWarning:` alone)
+    r"|^(?:\S+:\d+: )?[A-Z]\w*Warning:(?: |$)|^\s+warnings\.warn\("
     # - the bodies of the DDP reducer's TORCH_WARN_ONCE performance notices (torch/csrc/distributed/c10d/
     #   reducer.cpp: check_grad_layout's `Grad strides do not match bucket view strides. ... This is not an
     #   error, but may impair performance.` with its `grad.sizes() = ...` / `bucket_view.sizes() = ...`

@@ -35,9 +35,6 @@ XFAIL = {
         "a bare `[Errno 30] Read-only file system: '/media'` reads the same for a filesystem the kernel remounted "
         "read-only after an error (storage) and for a path on a mount that was always read-only (the maintainer: a "
         "hard-coded results path); the log holds no kernel remount line or mount table to tell them apart"),
-    "sovits330-typedstorage-deprecated-warning-healthy": (
-        "the rich-logging handler layout (`[HH:MM:SS] WARNING  [HH:MM:SS] <path>:N: UserWarning: ... warnings.py:109`) "
-        "is claimed by no parser, so the analyzer finds no log content (unknown) instead of a healthy run (none)"),
 }
 
 

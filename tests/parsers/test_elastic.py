@@ -143,6 +143,9 @@ def test_deepspeed_main_process_signalled():
      "-11", None, "subprocess"),
     ("subprocess.CalledProcessError: Command '['python', '-u', 'x.py']' died with unknown signal 40.",
      "-40", None, "subprocess"),
+    # a paste cut before the final period (and before the repr's end: no event, below)
+    ("subprocess.CalledProcessError: Command '['accelerate', 'launch', 'x.py']' died with <Signals.SIGKILL: 9>",
+     "-9", None, "subprocess"),
     ("torch.multiprocessing.spawn.ProcessExitedException: process 3 terminated with signal SIGKILL",
      "-9", 3, "spawn"),
 ])
@@ -155,9 +158,13 @@ def test_python_parent_reports_signal_exit(line: str, code: str, local_rank: int
 @pytest.mark.parametrize("line", [
     "subprocess.CalledProcessError: Command '['/usr/bin/gcc', 'main.c']' returned non-zero exit status 1.",
     "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with exit code 1",
+    # cut inside the signal's number or repr: which signal is not known
+    "subprocess.CalledProcessError: Command '['python', 'x.py']' died with unknown signal 4",
+    "subprocess.CalledProcessError: Command '['python', 'x.py']' died with <Signals.SIGSEGV: 1",
 ])
 def test_python_parent_positive_status_no_event(line: str):
-    """A plain non-zero status names no cause (the child's own lines do): no launcher_exit."""
+    """A plain non-zero status names no cause (the child's own lines do), and a line cut before the signal is
+    whole names none: no launcher_exit."""
     assert run(line + "\n").events.filter(pl.col("kind") == "launcher_exit").is_empty()
 
 

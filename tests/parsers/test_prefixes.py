@@ -223,3 +223,37 @@ def test_a_task_label_is_not_read_inside_a_process_tag() -> None:
                                      "RuntimeError: boom"]
     assert out["prefix_task"].to_list() == [None, None, None, 3]
     assert out["prefix_rank"].to_list() == [0, 3, None, 3]
+
+
+@pytest.mark.parametrize(("fmt", "datefmt"), [("%(message)s", None), ("%(asctime)s %(message)s", "[%X]"),
+                                              ("%(message)s", "[%Y-%m-%d %H:%M:%S]")])
+def test_rich_handler_output_is_peeled_to_its_messages(fmt: str, datefmt: str | None) -> None:
+    """What rich's RichHandler itself prints (the emitter, run here on a plain 110-column console): each
+    record's first row peels to its message, the level word kept at ERROR / CRITICAL, the path column cut;
+    a row the message wrapped onto stays as printed."""
+    import io
+    import logging
+
+    from rich.console import Console
+    from rich.logging import RichHandler
+
+    buf = io.StringIO()
+    handler = RichHandler(console=Console(file=buf, width=110, color_system=None, force_terminal=False))
+    handler.setFormatter(logging.Formatter(fmt, datefmt=datefmt))
+    log = logging.getLogger(f"forensics-test-rich-{fmt}-{datefmt}")
+    log.propagate, log.handlers = False, [handler]
+    log.setLevel(logging.DEBUG)
+    msgs = [(logging.DEBUG, "debug message"), (logging.INFO, "Epoch 1 step 20 loss 2.5"),
+            (logging.WARNING, "a warning"), (logging.ERROR, "RuntimeError: CUDA error: an illegal memory access"),
+            (logging.CRITICAL, "critical thing"), (logging.INFO, "word " * 30)]
+    for level, msg in msgs:
+        log.log(level, msg)
+    lines = buf.getvalue().rstrip("\n").split("\n")
+    out = peel(pl.Series(lines))["body"].to_list()
+    # `%(asctime)s` prints the time again inside the message: the wrapper cuts it below error level
+    again = r"\[[\d:\- ]+\] " if "asctime" in fmt else ""
+    assert out[:3] == ["debug message", "Epoch 1 step 20 loss 2.5", "a warning"]
+    assert re.fullmatch("ERROR    " + again + re.escape(msgs[3][1]), out[3]), out[3]
+    assert re.fullmatch("CRITICAL " + again + "critical thing", out[4]), out[4]
+    assert re.fullmatch(r"(?:word ){5,}word", out[5]), out[5]  # the long message's first row, path cut
+    assert len(lines) > 6 and out[6:] == lines[6:]  # the wrapped rows of the long message

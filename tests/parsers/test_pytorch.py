@@ -718,10 +718,12 @@ def test_warnings_are_claimed_without_events_but_store_warnings_and_exceptions_s
         "[W506 00:43:56.240378877 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, addr=[h]:1, "
         "remote=[h]:2): Connection reset by peer\n"
         "RuntimeError: Warning: expected all tensors to be on the same device\n"
+        # a handler that wraps at the console width (rich, fresh/b13store sovits330): the message on the next line
+        "C:\\venv\\lib\\site-packages\\torch\\_utils.py:776: UserWarning:\n"
     )
     ex = run(text)
-    check_accounting(ex, 11)
-    assert set(range(1, 10)) <= set(ex.claimed.to_list())
+    check_accounting(ex, 12)
+    assert set(range(1, 10)) | {12} <= set(ex.claimed.to_list())
     assert sorted(ex.events["line_no"].to_list()) == [10, 11]
     assert ev(ex, "exception")["line_no"].to_list() == [11]
 

@@ -64,8 +64,17 @@ def _drain(inters: list[dict]) -> list[dict]:
 
 
 def _coverage_text(files: pl.DataFrame) -> str:
-    """'3 files: 2 steps, 1 dcgm; 1 more not recognized' (the sources read, by parser)."""
+    """'3 files: 2 steps, 1 dcgm; 1 more not recognized' (the sources read, by parser); with no file
+    recognized, '2 files not recognized by any parser, their 40 lines screened for error lines'."""
     rec = files.filter(pl.col("parser").is_not_null())
+    if rec.is_empty():
+        screened = _screened(files)
+        n, lines = screened.height, int(screened["lines"].sum())
+        text = (f"{n} file{'s' if n != 1 else ''} not recognized by any parser, {'their' if n != 1 else 'its'} "
+                f"{lines} line{'s' if lines != 1 else ''} screened for error lines")
+        if files.height > n:
+            text += f"; {files.height - n} more not read"
+        return text
     per = rec.group_by("parser").len().sort(["len", "parser"], descending=[True, False])
     parts = ", ".join(f"{n} {p}" for p, n in per.iter_rows())
     text = f"{rec.height} file{'s' if rec.height != 1 else ''}: {parts}"
@@ -74,12 +83,19 @@ def _coverage_text(files: pl.DataFrame) -> str:
     return text
 
 
+def _screened(files: pl.DataFrame) -> pl.DataFrame:
+    """The files whose lines were read (some line decoded), recognized by a parser or not: each line
+    of an unrecognized one was still screened for error lines (`error_lines`, the line classifier)."""
+    return files.filter(pl.col("parser").is_not_null() | (pl.col("lines").fill_null(0) > 0))
+
+
 def _verdict(inters: list[dict], attempts: pl.DataFrame, completed: set[int], files: pl.DataFrame) -> dict:
     """The job's outcome (docs/architecture.md, "Verdict"): the interruption that ended the last
     attempt; else a slowdown when the job had nothing but slowdowns; else `completed`, naming the
     node to drain when an interruption blamed one; else, when earlier attempts were interrupted but
     the last one shows neither a failure nor completion, the latest interruption; else `none` when
-    some file was recognized (no interruption in the sources read); else `unknown` (nothing read)."""
+    some file's lines were read (no interruption in the sources read: a file no parser recognized was
+    still screened line by line for error lines); else `unknown` (nothing read)."""
     crash_like = [x for x in inters if x["kind"] != "slowdown"]
     slow = [x for x in inters if x["kind"] == "slowdown"]
     last = int(attempts["index"].max()) if not attempts.is_empty() else None
@@ -110,7 +126,7 @@ def _verdict(inters: list[dict], attempts: pl.DataFrame, completed: set[int], fi
         v = dict(crash_like[-1])
         v["summary"] = ("The job's end is not in the logs (its last attempt shows neither a failure nor completion); "
                         "its last interruption: " + v["summary"])
-    elif not files.filter(pl.col("parser").is_not_null()).is_empty():
+    elif not _screened(files).is_empty():
         v = {"id": None, "attempt": last, "time": None, "kind": "none", "category": None, "domain": None,
              "action": "none", "auto_recoverable": NOTHING_TO_RECOVER, "recurring": False, "culprit": dict(BLANK_CULPRIT),
              "confidence": None, "method": "rules",

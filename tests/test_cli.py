@@ -81,11 +81,27 @@ def test_nothing_recognizable(tmp_path: Path) -> None:
     r = run("analyze", str(job), "--out", str(out), "--json", "-")
     assert r.returncode == 0, r.stderr
     rep = json.loads(r.stdout)
-    assert rep["verdict"]["kind"] == "unknown"
+    # the text file's lines were read and screened (none looks like an error): no failure found is `none`;
+    # the warning says that no file was a log this tool reads (docs/architecture.md, "Verdict" 5)
+    assert rep["verdict"]["kind"] == "none"
+    assert rep["verdict"]["summary"] == ("No interruption found in the sources read (1 file not recognized by any "
+                                         "parser, its 3 lines screened for error lines; 1 more not read)")
     assert any("no file was recognized" in w for w in rep["warnings"])
     src = {s["path"]: s for s in rep["sources"]}
     assert src["notes.txt"]["parser"] is None and src["notes.txt"]["unparsed"] == 3
     assert any("binary" in w for w in src["image.bin"]["warnings"])
+
+
+def test_nothing_read_is_unknown(tmp_path: Path) -> None:
+    """Only a binary and an empty file: no line read, so nothing can be said: `unknown`."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "image.bin").write_bytes(bytes(range(256)) * 40)
+    (job / "empty.log").write_bytes(b"")
+    r = run("analyze", str(job), "--out", str(tmp_path / "out"), "--json", "-")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)["verdict"]
+    assert (v["kind"], v["category"], v["summary"]) == ("unknown", "unknown", "No recognizable log content found")
 
 
 def test_unreadable_file_is_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

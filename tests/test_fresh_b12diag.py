@@ -42,10 +42,6 @@ XFAIL = {
         "gpu_row_remap event), but a pending remap is context by the catalog's design (nvsmi-remap-pending: the GPU "
         "needs a reset, no job failed in these lines), so the verdict is none; the first look's gpu_memory came from "
         "the line classifier reading `Uncorrectable Error : 4` as an error line, not from a rule"),
-    "nvsentinel772-preflight-dcgm-diag-all-passed-healthy": (
-        "no parser reads NVSentinel's preflight JSON log, so the job has no recognised source and the verdict is "
-        "unknown ('No recognizable log content found'), not none; its `\"failed\": 0` / `\"error_code\": 0` lines "
-        "are no longer read as failures (forensics/error_lines.py ZERO_COUNT)"),
 }
 
 

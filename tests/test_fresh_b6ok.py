@@ -28,10 +28,6 @@ CASES = sorted([
 
 # cases the analyzer still does not get right; the reason is what it does
 XFAIL = {
-    "csm953-dcgm2-dlopen-libdcgm-so1-fallback": (
-        "IBM CSM daemon logs (`[COMPUTE]<stamp> csmd::warning | ...`) are read by no parser, and a job dir "
-        "whose only file no parser claims reads as unknown ('No recognizable log content found'); a CSM "
-        "reader is a new source, not a message family"),
     "torchcomms2358-tcpstore-recvvalue-reset-then-succeeds": (
         "TCPStore's `[W…] recvValue failed on SocketImpl(...): Connection reset by peer` is C10D_WARNING "
         "before a rethrow: at init the caller retries (as here, the test then passed), at teardown it is "

@@ -46,10 +46,6 @@ XFAIL = {
         "the glued `[1]<stderr>:` record is read, but the log shows only rank 0's worker exiting 137 and rank 1's "
         "gloo `Connection reset by peer`; that it is a segfault of elastic Horovod with --autotune is in the "
         "issue's title and prose, not in the log"),
-    "awsofinccl715-sagemaker-cloudwatch-stamp-own-line-healthy": (
-        "the stamp-alone console rows are read as wrappers now, but what they wrap is `ulimit -a` output and one "
-        "empty torchrun warning: no line any parser reads, so the verdict is unknown ('No recognizable log "
-        "content'), not none"),
 }
 
 

@@ -47,9 +47,6 @@ XFAIL = {
         "category and culprit hold (remote-store-unreachable, no rank blamed); a read timeout from the Hub is "
         "transient by its own words, so the action stays restart: that it recurs at 16 nodes (8 worked) and was "
         "fixed by raising the timeouts is in the thread, not the one posted line"),
-    "animateanyone101-load-data-time-spike-healthy": (
-        "the trainer's `load_data_time: X, train_step_time: Y` rows carry no step counter, so no step parser "
-        "claims them and the verdict is unknown ('No recognizable log content found'), not none"),
 }
 
 

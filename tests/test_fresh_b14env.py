@@ -16,7 +16,7 @@ FRESH = Path(__file__).resolve().parents[1] / "fixtures" / "fresh" / "b14env"
 # evidence; auto_recoverable, None where the thread states none)
 CASES: dict[str, tuple[str, str | None, dict, tuple[str, int] | None, bool | None]] = {
     "pytorch186591-import-ncclcommresume-mixed-nccl-wheels": (
-        "nccl_config", "cuda-env-library-link", {"host": None}, ("console.txt", 9), False),
+        "nccl_config", "pt-cuda-library-link", {"host": None}, ("console.txt", 9), False),
     "videollava22-cuda-error-804-forward-compat-old-driver": (
         "nccl_config", "cuda-env-driver", {"host": None}, ("train.log", 2), False),
     "paddle14625-mpirun-glog-cuda35-cuda-build-on-cpu-cluster": (

@@ -336,6 +336,16 @@ COMPANION = (
     #   exception (`RuntimeError: ...` stays an exception line); the message may start on the next line
     #   (a handler that wraps at the console's width, rich's RichHandler: `file:line: UserWarning:` alone)
     r"|^(?:\S+:\d+: )?[A-Z]\w*Warning:(?: |$)|^\s+warnings\.warn\("
+    # - TensorFlow's optional-library notices (tensorflow/tsl stream_executor platform/default/dso_loader.cc
+    #   `Could not load dynamic library '%s'; dlerror: %s`, cuda/cudart_stub.cc `Ignore above cudart dlerror if
+    #   you do not have a GPU set up on your machine.`, tf2tensorrt/utils/py_utils.cc `TF-TRT Warning: Cannot
+    #   dlopen some TensorRT libraries.`), through TF's C++ logger (`2022-06-22 15:44:53.578885: W
+    #   .../dso_loader.cc:64] ...`) or bare: TF goes on without the library, on the CPU when it is the CUDA
+    #   runtime. Only these: TF also logs real failures at its `W` level (`OP_REQUIRES failed at ...`,
+    #   `BaseCollectiveExecutor::StartAbort ...`, the BFC allocator's `ran out of memory`), which stay events
+    r"|dso_loader\.cc:\d+\] Could not load dynamic library '[^']+'; dlerror: |^Could not load dynamic library '[^']+'; dlerror: "
+    r"|cudart_stub\.cc:\d+\] Ignore above cudart dlerror if you do not have a GPU set up on your machine"
+    r"|TF-TRT Warning: Cannot dlopen some TensorRT libraries"
     # - the bodies of the DDP reducer's TORCH_WARN_ONCE performance notices (torch/csrc/distributed/c10d/
     #   reducer.cpp: check_grad_layout's `Grad strides do not match bucket view strides. ... This is not an
     #   error, but may impair performance.` with its `grad.sizes() = ...` / `bucket_view.sizes() = ...`

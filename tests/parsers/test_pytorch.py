@@ -728,6 +728,40 @@ def test_warnings_are_claimed_without_events_but_store_warnings_and_exceptions_s
     assert ev(ex, "exception")["line_no"].to_list() == [11]
 
 
+def test_tensorflow_optional_library_notices_are_claimed_but_its_w_level_failures_stay():
+    """TensorFlow's notices that an optional library is absent (dso_loader.cc `Could not load dynamic library
+    '%s'; dlerror: %s`, cudart_stub.cc `Ignore above cudart dlerror ...`, TF-TRT's `Cannot dlopen some
+    TensorRT libraries`), through TF's C++ logger or bare, are claimed without an event: TF goes on without
+    the library (fresh/b14env lightweightmmm23). TF logs failures at the same `W` level: the BFC allocator's
+    out-of-memory stays an oom event (fresh/b7app t5x870), and an OP_REQUIRES failure is not claimed (it stays
+    for the error-line reader and tf-checkpoint-op-failed)."""
+    text = (
+        "2022-06-22 15:44:53.578885: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not "
+        "load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found\n"
+        "2022-12-09 16:44:07.597312: W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] "
+        "Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared "
+        "object file: No such file or directory\n"
+        "2022-12-09 16:44:07.597403: I tensorflow/compiler/xla/stream_executor/cuda/cudart_stub.cc:29] Ignore "
+        "above cudart dlerror if you do not have a GPU set up on your machine.\n"
+        "2024-12-28 16:10:57.627819: W tensorflow/compiler/tf2tensorrt/utils/py_utils.cc:38] TF-TRT Warning: "
+        "Cannot dlopen some TensorRT libraries. If you would like to use Nvidia GPU with TensorRT, please make "
+        "sure the missing libraries mentioned above are installed properly.\n"
+        "Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: "
+        "No such file or directory\n"
+        "2022-10-25 21:52:08.138224: W external/org_tensorflow/tensorflow/tsl/framework/bfc_allocator.cc:479] "
+        "Allocator (GPU_0_bfc) ran out of memory trying to allocate 27.93GiB (rounded to 29994184448)requested by "
+        "op\n"
+        "2020-03-02 10:11:12.345678: W tensorflow/core/framework/op_kernel.cc:1651] OP_REQUIRES failed at "
+        "save_restore_v2_ops.cc:109 : Permission denied: /ckpt/model.ckpt-100_temp; Permission denied\n"
+    )
+    ex = run(text)
+    check_accounting(ex, 7)
+    assert set(range(1, 6)) <= set(ex.claimed.to_list())
+    assert 7 not in ex.claimed.to_list()
+    assert ev(ex, "oom")["line_no"].to_list() == [6]
+    assert sorted(ex.events["line_no"].to_list()) == [6]
+
+
 def test_pg_tag_group_key_is_the_guid_and_sub_group_ranks_are_not_global():
     """ProcessGroupNCCL::createLogPrefix: `[PG ID <local id> PG GUID <uid>(<desc>) Rank <group rank>]`. The
     group's key is the GUID (the same on its member ranks; the local ID counts this process's groups); the

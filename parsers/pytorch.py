@@ -60,7 +60,7 @@ ANCHORS = (
     r"|examples/s|ba/s|exampl|^Clustering \d+ points in "
     r"|Assertion `|Device-side assertion `|device-side assertion failures"
     r"|stall_inspector|submitted to be reduced|^\s*\d+!?: \[|Will shutdown"
-    r"|[Gg]loo|Unable to find (?:address|interface) for|timed out connecting: SO_ERROR"
+    r"|[Gg]loo|Unable to find (?:address|interface) for|timed out connecting: SO_ERROR|Application timeout caused pair"
 )
 
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
@@ -275,10 +275,12 @@ STORE = (
 # <cond>. <msg>` (GLOO_ENFORCE), wrapped by ProcessGroupGloo's `Gloo connectFullMesh failed with <e.what()>` when they
 # happen while the process group forms (torch/csrc/distributed/c10d/ProcessGroupGloo.cpp, logAndThrow /
 # runtimeFailure). A line is Gloo's when it names Gloo (its path, ProcessGroupGloo, `Gloo connectFullMesh`) or is the
-# bare condition of one of device.cc's enforces (a paste that hard-wraps the enforce head onto its own line).
+# bare condition of one of device.cc's enforces (a paste that hard-wraps the enforce head onto its own line), or is the
+# one message Gloo raises without its path (tcp::Context::signalException's `Application timeout caused pair closure`).
 # (pattern, code), first match wins:
 GLOO = (r"[Gg]loo|^\s*(?:ifa|rp) != nullptr\. Unable to find (?:address|interface) for"
-        r"|^\s*bind_rv == 0\. Unable to find address for|^\s*timed out connecting: SO_ERROR: ")
+        r"|^\s*bind_rv == 0\. Unable to find address for|^\s*timed out connecting: SO_ERROR: "
+        r"|Application timeout caused pair closure")
 GLOO_BY_TEXT = [
     # pair.cc prepareRead: GLOO_ENFORCE_LE(op.preamble.length, op.nbytes, "Received data size doesn't match expected
     # size. Is there a distributed collective mismatch in your code?"): a peer sent more than this rank's collective
@@ -301,9 +303,11 @@ GLOO_BY_TEXT = [
     (r"Connection closed by peer|Connection reset by peer|Broken pipe|Read error \[|writev \[|Socket (?:unexpectedly )?closed",
      "peer_closed"),
     # a pair that waited past the process group's timeout: pair.cc `Read timeout <addr>` / `Write timeout <addr>`,
-    # unbound_buffer.cc / buffer.cc `Timed out waiting <N>ms for recv operation to complete` (send likewise):
-    # the peer never reached the same collective
-    (r"Read timeout|Write timeout|Timed out waiting \d+ ?ms for (?:recv|send) operation", "timeout"),
+    # unbound_buffer.cc waitRecv / waitSend `Timed out waiting <N>ms for recv operation to complete` (send likewise),
+    # and the `Application timeout caused pair closure` it signals to every other pair of the context: the peer never
+    # reached the same collective
+    (r"Read timeout|Write timeout|Timed out waiting \d+ ?ms for (?:recv|send) operation"
+     r"|Application timeout caused pair closure", "timeout"),
     # the full mesh never formed while the group was created: helpers.cc ConnectOperation `timed out connecting:
     # SO_ERROR: <strerror>, remote=<addr>` (connection refused or unanswered on the address the peer advertised:
     # typically a loopback or unroutable address from the hostname lookup, the wrong interface chosen, or a

@@ -798,6 +798,7 @@ def test_gloo_errors_by_family():
         "[E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with Connection reset by peer\n"
         "RuntimeError: [/opt/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
         "1800000ms for recv operation to complete\n"
+        "RuntimeError: Application timeout caused pair closure\n"
         "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= "
         "op.nbytes. 881920 vs 58880. Received data size doesn't match expected size. Is there a distributed "
         "collective mismatch in your code?\n"
@@ -807,16 +808,16 @@ def test_gloo_errors_by_family():
         "INFO 05-04 14:43:16 parallel_state.py:803] world_size=2 rank=0 backend=gloo\n"
     )
     ex = run(text)
-    check_accounting(ex, 14)
+    check_accounting(ex, 15)
     g = ev(ex, "gloo_error")
     assert g.select("line_no", "code", "severity").rows() == [
         (1, "address", "error"), (2, "address", "error"), (3, "address", "error"), (4, "connect_failed", "error"),
         (5, "connect_failed", "error"), (6, "connect_failed", "error"), (7, "peer_closed", "error"),
-        (8, "peer_closed", "error"), (9, "peer_closed", "error"), (10, "timeout", "error"),
-        (11, "size_mismatch", "error"), (12, "loopback_fallback", "warning")]
+        (8, "peer_closed", "error"), (9, "peer_closed", "error"), (10, "timeout", "error"), (11, "timeout", "error"),
+        (12, "size_mismatch", "error"), (13, "loopback_fallback", "warning")]
     assert g.filter(pl.col("line_no") == 4)["rank"].to_list() == [8]
-    assert g.filter(pl.col("line_no") == 12)["rank"].to_list() == [1]
-    assert 13 not in ex.events["line_no"].to_list()
+    assert g.filter(pl.col("line_no") == 13)["rank"].to_list() == [1]
+    assert 14 not in ex.events["line_no"].to_list()
 
 
 def test_gloo_words_elsewhere_are_not_gloo_errors():

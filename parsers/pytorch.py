@@ -17,7 +17,8 @@ connect_failed | peer_closed | refused_retry | rdzv_closed | uniqueid_timeout: a
 to publish the ncclUniqueId), data_preprocess (context: single-rank data preparation seen in the log,
 code = running | done: Hugging Face datasets map/filter progress bars, the faiss k-means banner),
 stall_warning (Horovod's stall inspector: ranks that have not submitted a collective's tensors; code =
-warning | shutdown).
+warning | shutdown), gloo_error (the Gloo transport under ProcessGroupGloo; code = address | connect_failed |
+peer_closed | timeout | size_mismatch | loopback_fallback, GLOO_BY_TEXT).
 Table: collective_timeouts (one row per timeout line and per status line).
 Claimed without an event: companion lines (`Some NCCL operations have failed...`, `To avoid data
 inconsistency...`, dump/FlightRecorder lines, `terminate called...`, `what():` and `Exception raised
@@ -59,6 +60,7 @@ ANCHORS = (
     r"|examples/s|ba/s|exampl|^Clustering \d+ points in "
     r"|Assertion `|Device-side assertion `|device-side assertion failures"
     r"|stall_inspector|submitted to be reduced|^\s*\d+!?: \[|Will shutdown"
+    r"|[Gg]loo|Unable to find (?:address|interface) for|timed out connecting: SO_ERROR|Application timeout caused pair"
 )
 
 GLOG_RE = r"^\[(?:[IWEF](?P<mmdd>\d{3,4}) (?P<hms>\d\d:\d\d:\d\d(?:\.\d+)?) (?:\d+ )?|[IWEF] )[^\s\]]+:\d+\] "
@@ -267,6 +269,58 @@ STORE = (
     r"|connect\(\) timed out\. Original timeout was"
     r"|NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from \[0\] via c10d key-value store"
 )
+# Gloo (pytorch/gloo, the TCP transport under ProcessGroupGloo: the CPU process groups of torch.distributed, and the
+# `backend="gloo"` side groups vLLM, SGLang, Megatron and DeepSpeed build next to NCCL). Its errors reach the log as
+# `RuntimeError: [<path>/gloo/...cc:N] <msg>` (GLOO_ERROR_MSG, an IoException), `[enforce fail at <path>/gloo/...cc:N]
+# <cond>. <msg>` (GLOO_ENFORCE), wrapped by ProcessGroupGloo's `Gloo connectFullMesh failed with <e.what()>` when they
+# happen while the process group forms (torch/csrc/distributed/c10d/ProcessGroupGloo.cpp, logAndThrow /
+# runtimeFailure). A line is Gloo's when it names Gloo (its path, ProcessGroupGloo, `Gloo connectFullMesh`) or is the
+# bare condition of one of device.cc's enforces (a paste that hard-wraps the enforce head onto its own line), or is the
+# one message Gloo raises without its path (tcp::Context::signalException's `Application timeout caused pair closure`).
+# (pattern, code), first match wins:
+GLOO = (r"[Gg]loo|^\s*(?:ifa|rp) != nullptr\. Unable to find (?:address|interface) for"
+        r"|^\s*bind_rv == 0\. Unable to find address for|^\s*timed out connecting: SO_ERROR: "
+        r"|Application timeout caused pair closure")
+GLOO_BY_TEXT = [
+    # pair.cc prepareRead: GLOO_ENFORCE_LE(op.preamble.length, op.nbytes, "Received data size doesn't match expected
+    # size. Is there a distributed collective mismatch in your code?"): a peer sent more than this rank's collective
+    # expects, the ranks run different collectives (sizes) at the same point
+    (r"Received data size doesn't match expected size", "size_mismatch"),
+    # transport/tcp/device.cc, picking the address the device binds (CreateDeviceAttr): lookupAddrForIface
+    # `ifa != nullptr. Unable to find address for: <GLOO_SOCKET_IFNAME>` (the variable names no interface of this
+    # host, or is given NCCL's `^lo,docker` exclusion syntax, which Gloo does not take), lookupAddrForHostname
+    # `Unable to find address for <host>; bind(2) for <addr> failed with: <strerror>` / `rp != nullptr. Unable to
+    # find address for: <host>` (the hostname resolves to nothing this host can bind), sockaddrToInterfaceName
+    # `Unable to find interface for: <addr>`; any other enforce of device.cc is the same lookup (getifaddrs,
+    # getaddrinfo, `Cannot connect to self`). The interface / hostname configuration, before any peer is involved
+    (r"Unable to find (?:address|interface) for|gloo/transport/(?:tcp|uv)/device\.cc", "address"),
+    # a pair whose peer went away: pair.cc read() `Connection closed by peer <addr>` (EOF: "typically caused by a
+    # remote worker crashing"), `Read error <addr>: <strerror>` ("a remote worker hanging or bugs in the
+    # application"), write() `writev <addr>: <strerror>`, `Socket closed` / `Socket unexpectedly closed`, and the
+    # older wording `Connection reset by peer` / `Broken pipe`; also when it ends connectFullMesh (`Gloo
+    # connectFullMesh failed with Connection reset by peer`): this rank saw a peer die, the peer's own log has the
+    # cause
+    (r"Connection closed by peer|Connection reset by peer|Broken pipe|Read error \[|writev \[|Socket (?:unexpectedly )?closed",
+     "peer_closed"),
+    # a pair that waited past the process group's timeout: pair.cc `Read timeout <addr>` / `Write timeout <addr>`,
+    # unbound_buffer.cc waitRecv / waitSend `Timed out waiting <N>ms for recv operation to complete` (send likewise),
+    # and the `Application timeout caused pair closure` it signals to every other pair of the context: the peer never
+    # reached the same collective
+    (r"Read timeout|Write timeout|Timed out waiting \d+ ?ms for (?:recv|send) operation"
+     r"|Application timeout caused pair closure", "timeout"),
+    # the full mesh never formed while the group was created: helpers.cc ConnectOperation `timed out connecting:
+    # SO_ERROR: <strerror>, remote=<addr>` (connection refused or unanswered on the address the peer advertised:
+    # typically a loopback or unroutable address from the hostname lookup, the wrong interface chosen, or a
+    # firewall), and `connectFullMesh failed with [...pair.cc:N] no error` (the connect returned without an errno:
+    # the well-known multi-node interface mismatch, set GLOO_SOCKET_IFNAME)
+    (r"connectFullMesh failed|timed out connecting: SO_ERROR", "connect_failed"),
+    # ProcessGroupGloo::createDefaultDevice's TORCH_WARN_ONCE when the hostname does not resolve to a usable local
+    # address: `Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set
+    # the network interface to bind to with GLOO_SOCKET_IFNAME.` Harmless on one host, the cause of the connect
+    # failures above across hosts: context
+    (r"Using the loopback address as fallback", "loopback_fallback"),
+]
+
 # Python exception line with no traceback around it (an excerpt, or a logger printing str(e)):
 # a dotted name ending in Error/Exception/Interrupt, a colon, then the message
 LONE_EXC = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt)(?: \(see above for traceback\))?:(?:\s|$)"
@@ -695,6 +749,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     store = cand.filter((m.str.contains(STORE) | m.str.contains(r"^(?:[\w.]+\.)?\w*Error: Address already in use"))
                         & store_code.is_not_null())
     add(store, "store_error", "error", store_code)
+    gloo_code = pl.lit(None, dtype=pl.Utf8)
+    for pattern, name in reversed(GLOO_BY_TEXT):
+        gloo_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(gloo_code)
+    gloo = cand.with_columns(gloo_code.alias("_gloo")).filter(m.str.contains(GLOO) & pl.col("_gloo").is_not_null())
+    add(gloo.filter(pl.col("_gloo") != "loopback_fallback"), "gloo_error", "error", pl.col("_gloo"))
+    add(gloo.filter(pl.col("_gloo") == "loopback_fallback"), "gloo_error", "warning", pl.col("_gloo"))
 
     # --- C++ exceptions that reach std::terminate: libstdc++'s __verbose_terminate_handler prints
     # `terminate called after throwing an instance of 'T'` and then `  what():  <e.what()>`, the error
@@ -747,7 +807,7 @@ SPEC = ParserSpec(
     formats=("pytorch_log", "python_traceback"),
     kinds=("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error", "ecc_error",
            "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error", "data_preprocess",
-           "stall_warning", "pg_exit"),
+           "stall_warning", "pg_exit", "gloo_error"),
     tables=("collective_timeouts",),
     batch=True,
     trigger=ANCHORS,  # `parse` returns nothing when no line matches it

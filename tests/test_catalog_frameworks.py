@@ -132,6 +132,36 @@ CASES = {
         "2019-05-19 15:08:13.128323: W tensorflow/core/common_runtime/base_collective_executor.cc:203] "
         "BaseCollectiveExecutor::StartAbort Unavailable: Socket closed\n"
     )}, "unknown", "worker.log", 2),
+    # Gloo under ProcessGroupGloo (parsers/pytorch.py GLOO_BY_TEXT, signatures/pytorch.toml gloo-*): the address /
+    # interface choice and the full mesh that never formed are configuration; a peer lost mid-run is a cascade of
+    # the rank that died first; a size mismatch is ranks running different collectives
+    "gloo-ifname-not-an-interface": ({"rank0.log": (
+        "[default0]:Traceback (most recent call last):\n"
+        '[default0]:  File "/workspace/train.py", line 30, in <module>\n'
+        '[default0]:    dist.init_process_group("gloo")\n'
+        "[default0]:RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != "
+        "nullptr. Unable to find address for: ib0\n"
+    )}, "nccl_config", "rank0.log", 4),
+    "gloo-mesh-loopback-after-cascade": ({"worker.log": (
+        "[rank9]:[W802 08:50:03.100000000 ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) "
+        "address. Using the loopback address as fallback. Manually set the network interface to bind to with "
+        "GLOO_SOCKET_IFNAME. (function operator())\n"
+        "[rank8]:[E802 08:50:03.200000000 ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with "
+        "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n"
+        "ERROR 08-02 08:50:03 worker_base.py:382] Error executing method init_device. This might cause deadlock in "
+        "distributed execution.\n"
+        "RuntimeError: Engine core initialization failed\n"
+    )}, "nccl_config", "worker.log", 2),
+    "gloo-peer-closed-after-oom": ({
+        "rank1.log": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+                     "capacity of 23.64 GiB of which 1.02 GiB is free.\n",
+        "rank0.log": "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+                     "[10.0.0.2]:10895\n"}, "oom", "rank1.log", 1),
+    "gloo-size-mismatch": ({"train.log": (
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= "
+        "op.nbytes. 881920 vs 58880. Received data size doesn't match expected size. Is there a distributed "
+        "collective mismatch in your code?\n"
+    )}, "collective_desync", "train.log", 1),
     # Open MPI (parsers/mpi.py, signatures/mpi.toml): a lost daemon names its node; a rank's SIGSEGV is the root
     "openmpi-remote-daemon-lost": ({"launcher.log": (
         "ORTE has lost communication with a remote daemon.\n\n"
@@ -174,3 +204,14 @@ def test_openmpi_lost_daemon_blames_the_remote_node(tmp_path: Path, job_of: Call
     files, *_ = CASES["openmpi-remote-daemon-lost"]
     v = _analyze(job_of, tmp_path, files)["verdict"]
     assert (v["culprit"]["host"], v["auto_recoverable"]) == ("10.126.10.10", True)
+
+
+def test_gloo_loopback_warning_on_one_host_is_no_failure(tmp_path: Path, job_of: Callable[[dict[str, str]], Path]) -> None:
+    """The healthy control: ProcessGroupGloo's loopback fallback on a single-node run that goes on serving."""
+    rep = _analyze(job_of, tmp_path, {"serve.log": (
+        "[rank0]:[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the "
+        "loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. "
+        "(function operator())\n"
+        "INFO 05-04 14:43:20 model_runner.py:173] Loading model weights took 14.9595 GB\n"
+        "INFO 05-04 14:43:29 model_runner.py:1057] Graph capturing finished in 5 secs.\n")})
+    assert rep["verdict"]["kind"] == "none", rep["verdict"]

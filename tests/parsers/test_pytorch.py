@@ -811,3 +811,57 @@ def test_last_error_takes_the_next_line_with_text_and_nothing_when_the_file_ends
                "vendor err 129 (Recv)\n")
     assert ev(full, "dist_error").select("line_no", "code").rows() == [(1, "ncclSystemError"), (5, "ncclSystemError")]
     check_accounting(full, 5)
+
+
+def test_gloo_errors_by_family():
+    """The Gloo transport under ProcessGroupGloo (pytorch/gloo gloo/transport/tcp/{device,pair,helpers}.cc,
+    torch ProcessGroupGloo.cpp): each message family gets its code (GLOO_BY_TEXT), whatever wraps it (a traceback's
+    RuntimeError, the glog `[E ProcessGroupGloo.cpp:N]` line behind `[rankN]:`, a Ray worker prefix); device.cc's
+    enforce hard-wrapped onto its own line still reads; the loopback fallback TORCH_WARN is a warning; a line that
+    only names gloo (`backend=gloo`) is no event."""
+    text = (
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+        "Unable to find address for: vx00\n"
+        "RuntimeError: [enforce fail at .../gloo/transport/tcp/device.cc:84]\n"
+        "  ifa != nullptr. Unable to find address for: ^lo\n"
+        "[rank8]:[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with "
+        "[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n"
+        "RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152]\n"
+        "  timed out connecting: SO_ERROR: Connection refused, remote=[127.0.0.1]:14215\n"
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895\n"
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [192.168.70.92]:25266: "
+        "Connection reset by peer\n"
+        "[E ProcessGroupGloo.cpp:138] Gloo connectFullMesh failed with Connection reset by peer\n"
+        "RuntimeError: [/opt/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
+        "1800000ms for recv operation to complete\n"
+        "RuntimeError: Application timeout caused pair closure\n"
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:446] op.preamble.length <= "
+        "op.nbytes. 881920 vs 58880. Received data size doesn't match expected size. Is there a distributed "
+        "collective mismatch in your code?\n"
+        "[rank1]:[W427 03:10:15.764108557 ProcessGroupGloo.cpp:715] Warning: Unable to resolve hostname to a (local) "
+        "address. Using the loopback address as fallback. Manually set the network interface to bind to with "
+        "GLOO_SOCKET_IFNAME. (function operator())\n"
+        "INFO 05-04 14:43:16 parallel_state.py:803] world_size=2 rank=0 backend=gloo\n"
+    )
+    ex = run(text)
+    check_accounting(ex, 15)
+    g = ev(ex, "gloo_error")
+    assert g.select("line_no", "code", "severity").rows() == [
+        (1, "address", "error"), (2, "address", "error"), (3, "address", "error"), (4, "connect_failed", "error"),
+        (5, "connect_failed", "error"), (6, "connect_failed", "error"), (7, "peer_closed", "error"),
+        (8, "peer_closed", "error"), (9, "peer_closed", "error"), (10, "timeout", "error"), (11, "timeout", "error"),
+        (12, "size_mismatch", "error"), (13, "loopback_fallback", "warning")]
+    assert g.filter(pl.col("line_no") == 4)["rank"].to_list() == [8]
+    assert g.filter(pl.col("line_no") == 13)["rank"].to_list() == [1]
+    assert 14 not in ex.events["line_no"].to_list()
+
+
+def test_gloo_words_elsewhere_are_not_gloo_errors():
+    """Gloo's condition texts are read only in Gloo's lines: another program's `Unable to find address for`, or a
+    c10d store's own reset (TCPStore, a store_error), is no gloo_error."""
+    ex = run(
+        "Unable to find address for Device 0\n"
+        "[W506 00:43:56.240378877 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3, addr=[h]:1, "
+        "remote=[h]:2): Connection reset by peer\n")
+    assert ev(ex, "gloo_error").is_empty()
+    assert ev(ex, "store_error")["line_no"].to_list() == [2]

@@ -26,8 +26,8 @@ _GLOG = r"^\[?[IWEF](\d{3,4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
 # generic words, the ones error strings carry without them: CUDA's cudaGetErrorString texts ("an
 # illegal memory access was encountered", "unspecified launch failure"; signatures/cuda_errors.csv),
 # the kernel's and libc's (segfault, "Segmentation fault", MMU/page faults, "core dumped", "Out of
-# memory", strerror's ENOSPC / EACCES / ECONNREFUSED / ENETUNREACH texts) and Python's traceback head
-ERRORISH = (r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic"
+# memory", strerror's ENOSPC / EACCES / ECONNREFUSED / ENETUNREACH / EINTR texts) and Python's traceback head
+ERRORISH = (r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic|interrupted system call"
             r"|illegal|\bfault|segfault|core dumped|out of memory|no space left|denied|refused|unreachable"
             r"|traceback")
 

@@ -3,7 +3,9 @@ short-iso, short-precise, short-monotonic, short-unix, short-full, json), syslog
 or without an uptime stamp), rsyslog RFC3339, talosctl dmesg, bare `kernel:` pastes and prefix-less NVRM lines.
 
 Events: `xid`, `gpu_identity`, `gpu_fell_off_bus`, `gsp_error`, `nvrm_error`, `pcie_aer`,
-`nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `hung_task`, `kernel_lockup` (soft/hard lockup,
+`nvswitch_sxid`, `ib_port`, `mce`, `host_oom_kill`, `hung_task`, `hung_task_fs` (the first frame of a hung
+task's call trace in a network or FUSE filesystem client: NFS/RPC, FUSE, CephFS, SMB, Lustre, GPFS, BeeGFS,
+WekaFS; code = the filesystem), `kernel_lockup` (soft/hard lockup,
 RCU stall), `fs_error` (ext4/XFS/NFS/Lustre/block I/O), `power_key`, `kernel_panic`, `boot`,
 `user_fault` (a user process's segfault / trap / general protection fault, with the library it hit);
 table `xid_events`. `power_key` also reads the systemd-logind / acpid lines of a journal or
@@ -231,6 +233,33 @@ OOM_REAP_RE = r"oom_reaper: (?:reaped process |unable to reap pid:)(?P<pid>\d+) 
 OOM_HEADER_RE = r"\S invoked oom-killer: gfp_mask="
 # kernel/hung_task.c; kernel/watchdog.c (pr_fmt "watchdog: "); kernel/rcu/tree_stall.h
 HUNG_RE = r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<secs>\d+) seconds"
+# A hung task's call trace (sched_show_task after the HUNG_RE line: `Call Trace:` then one frame a line,
+# `[<addr>] ? func+0xOFF/0xLEN [module]` before 4.14, ` func+0xOFF/0xLEN [module]` inside `<TASK>` after,
+# ARM's `[<addr>] (caller) from [<addr>] (func+0xOFF/0xLEN)`) says where the task sleeps. A frame of a
+# network or user-space filesystem client means it waits on that filesystem's server: the NFS client and
+# its RPC layer (fs/nfs, fs/nfs_common, net/sunrpc: `nfs_*`, `nfs4_*`, `rpc_wait_bit_killable`,
+# `__rpc_execute`; modules nfs, nfsv3, nfsv4, sunrpc, lockd), FUSE (fs/fuse: `fuse_*`,
+# `request_wait_answer`: s3fs, gcsfuse, blobfuse, mountpoint-s3, sshfs), CephFS (fs/ceph, net/ceph:
+# `ceph_*`; ceph, libceph), SMB (fs/smb/client: `cifs_*`, `smb2_*`), and the out-of-tree clients, always
+# modules: Lustre (lustre, ptlrpc, osc, mdc, mgc, lov, lmv, fid, fld, obdclass, lnet, libcfs, ko2iblnd, ksocklnd),
+# Spectrum Scale / GPFS (mmfs26, mmfslinux, tracedev; `cxiWaitEventWait`), BeeGFS (beegfs), WekaFS
+# (wekafsio, wekafsgw). The first such frame of the record is a hung_task_fs event (code = the filesystem).
+NETFS_FRAME_FUNCS = r"(?:nfs4?|fuse|ceph|cifs|smb2)_\w+|(?:__)?rpc_\w+|request_wait_answer|cxiWaitEventWait"
+NETFS_FRAME_MODS = (r"nfs|nfsv[34]|sunrpc|lockd|lustre|ptlrpc|osc|mdc|mgc|lov|lmv|fid|fld|obdclass|lnet|libcfs|ko2iblnd"
+                    r"|ksocklnd"
+                    r"|ceph|libceph|fuse|mmfs26|mmfslinux|tracedev|beegfs|wekafsio|wekafsgw|cifs")
+NETFS_FRAME_RE = (rf"(?:^|[\s(])(?:\? )?(?P<fn>{NETFS_FRAME_FUNCS})\+0x[0-9a-f]+/0x[0-9a-f]+"
+                  rf"|\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?P<mod>{NETFS_FRAME_MODS})\]")
+NETFS_FAMILY = {  # a frame's function prefix or module -> the filesystem (hung_task_fs code)
+    "nfs": "nfs", "nfs4": "nfs", "rpc": "nfs", "__rpc": "nfs", "nfsv3": "nfs", "nfsv4": "nfs", "sunrpc": "nfs",
+    "lockd": "nfs", "fuse": "fuse", "request": "fuse", "ceph": "ceph", "libceph": "ceph", "cifs": "cifs",
+    "smb2": "cifs", "cxiWaitEventWait": "gpfs", "mmfs26": "gpfs", "mmfslinux": "gpfs", "tracedev": "gpfs",
+    "lustre": "lustre", "ptlrpc": "lustre", "osc": "lustre", "mdc": "lustre", "mgc": "lustre", "lov": "lustre",
+    "lmv": "lustre", "fid": "lustre", "fld": "lustre",
+    "obdclass": "lustre", "lnet": "lustre", "libcfs": "lustre", "ko2iblnd": "lustre", "ksocklnd": "lustre",
+    "beegfs": "beegfs", "wekafsio": "weka", "wekafsgw": "weka",
+}
+HUNG_STACK_LINES = 80  # a hung task's record (header, taint, hint, task line, trace) spans fewer lines
 # a user-space process killed by a fault the kernel reports (arch/x86/mm/fault.c show_signal_msg:
 # `comm[pid]: segfault at ADDR ip IP sp SP error N in LIB[BASE+SIZE]`; arch/x86/kernel/traps.c:
 # `traps: comm[pid] trap invalid opcode ip:.. sp:.. error:0 in LIB[..]`, `traps: comm[pid] general
@@ -331,7 +360,10 @@ KEYWORDS = [
     "carrier", "Hardware Error", "EDAC", "Machine check", "Machine Check", "Out of memory",
     "out of memory", "oom", "Kernel panic", "Oops", "BUG: unable", "general protection",
     "Linux version", "-- Boot", "-- Reboot", "Killed process", "fallen off the bus", "Timeout",
-    "blocked for more than", "lockup", "LOCKUP", "stall", "-fs ", "XFS", "nfs: server", "nfs4: server", "lockd: server", "nfsacl: server",
+    "blocked for more than", "lockup", "LOCKUP", "stall", "-fs ", "XFS",
+    "nfs_", "nfs4_", "rpc_", "fuse_", "ceph_", "cifs_", "smb2_", "request_wait_answer", "cxiWaitEventWait",
+    *[f"[{m}]" for m in NETFS_FRAME_MODS.replace("nfsv[34]", "nfsv3|nfsv4").split("|")],
+    "nfs: server", "nfs4: server", "lockd: server", "nfsacl: server",
     "nfs_acl: server", "rpcbind: server", "portmap: server", "mount: server", "status: server", "NFS server",
     "Lustre",
     "read-only", "journal", "I/O error", "nvme", "Power key", "button/power", "Heartbeat", "Cable",
@@ -361,6 +393,8 @@ RULE_LITERALS = [
     "Machine check", "Hardware error from APEI", "event severity: ", "BUG: soft lockup", "hard LOCKUP",
     "stalls on CPU", "stall on CPU", "Kernel panic - not syncing", "Oops:", "BUG: unable to handle",
     "general protection fault", " blocked for more than ", "Linux version ", "-- Boot ", "-- Reboot --",
+    "nfs_", "nfs4_", "rpc_", "fuse_", "ceph_", "cifs_", "smb2_", "request_wait_answer", "cxiWaitEventWait",
+    *[f"[{m}]" for m in NETFS_FRAME_MODS.replace("nfsv[34]", "nfsv3|nfsv4").split("|")],
     "-fs error", "read-only", "Aborting journal on device", "Detected aborted journal", "orruption",
     "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ", "nfs4: server ",
     "lockd: server ", "nfsacl: server ", "nfs_acl: server ", "rpcbind: server ", "portmap: server ", "mount: server ",
@@ -718,6 +752,37 @@ def _wall_hosts(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     return lines.with_columns(pl.coalesce(pl.col("prefix_host"), sys1, jrn2).alias("prefix_host"))
 
 
+def _hung_task_fs(cand: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """The first network-filesystem frame (NETFS_FRAME_RE) of each hung task's call trace becomes a
+    `hung_task_fs` event: code = the filesystem (NETFS_FAMILY), pid = the blocked task's. A frame belongs
+    to the nearest hung task above it in the same file and host, within HUNG_STACK_LINES lines, when no
+    other event lies between them."""
+    m = pl.col("msg")
+    g = m.str.extract_groups(NETFS_FRAME_RE)
+    fam = pl.coalesce(g.struct.field("mod"),
+                      g.struct.field("fn").str.extract(r"^(__rpc|nfs4|cxiWaitEventWait|[a-z]+\d?)", 1))
+    keys = [c for c in ("host",) if c in cand.columns] + file_keys(ctx)
+    hung = pl.col("kind") == "hung_task"
+    other = pl.col("kind").is_not_null() & ~hung
+    last_hung = pl.when(hung).then(pl.col("line_no")).forward_fill()
+    last_other = pl.when(other).then(pl.col("line_no")).forward_fill()
+    hung_pid = pl.when(hung).then(pl.col("pid")).forward_fill()
+    if keys:
+        last_hung, last_other, hung_pid = last_hung.over(keys), last_other.over(keys), hung_pid.over(keys)
+    cand = cand.with_columns(fam.replace_strict(NETFS_FAMILY, default=None).alias("_fs"),
+                             last_hung.alias("_hung_at"), last_other.alias("_other_at"), hung_pid.alias("_hung_pid"))
+    inrec = (pl.col("kind").is_null() & pl.col("_fs").is_not_null() & pl.col("_hung_at").is_not_null()
+             & (pl.col("line_no") - pl.col("_hung_at") <= HUNG_STACK_LINES)
+             & (pl.col("_other_at").is_null() | (pl.col("_other_at") < pl.col("_hung_at")))).fill_null(False)
+    first = inrec & (inrec.cast(pl.Int32).cum_sum().over([*keys, "_hung_at"]) == 1)
+    return cand.with_columns(
+        pl.when(first).then(pl.lit("hung_task_fs")).otherwise(pl.col("kind")).alias("kind"),
+        pl.when(first).then(pl.col("_fs")).otherwise(pl.col("code")).alias("code"),
+        pl.when(first).then(pl.lit("error")).otherwise(pl.col("severity")).alias("severity"),
+        pl.when(first).then(pl.col("_hung_pid")).otherwise(pl.col("pid")).alias("pid"),
+    ).drop("_fs", "_hung_at", "_other_at", "_hung_pid")
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return Extraction(events=empty_events(), tables={"xid_events": empty_table("xid_events")})
@@ -1027,6 +1092,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             pl.col("severity").forward_fill().over(["pci_bus_id", *file_keys(ctx)])).otherwise(pl.col("severity"))
         .fill_null("warning").alias("severity")
     )
+    cand = _hung_task_fs(cand, ctx)
     ev = cand.filter(pl.col("kind").is_not_null())
     events = events_frame(ev.with_columns(
         pl.lit(SPEC.name).alias("source"), pl.col("body").alias("message"),
@@ -1088,7 +1154,8 @@ SPEC = ParserSpec(
         "bare kernel: / prefix-less NVRM lines",
     ),
     kinds=("xid", "gpu_identity", "gpu_fell_off_bus", "gsp_error", "nvrm_error", "pcie_aer", "nvswitch_sxid",
-           "ib_port", "mce", "host_oom_kill", "hung_task", "kernel_lockup", "fs_error", "power_key", "user_fault",
+           "ib_port", "mce", "host_oom_kill", "hung_task", "hung_task_fs", "kernel_lockup", "fs_error", "power_key",
+           "user_fault",
            "kernel_panic", "boot", "fabric_manager", "amdgpu"),
     tables=("xid_events",),
     batch=True,

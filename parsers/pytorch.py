@@ -9,7 +9,10 @@ Events: watchdog_timeout, watchdog_status (code = work seq, `victim`, `dump`, or
 for desync reports), heartbeat_timeout, dist_error (code = ncclResult name), cuda_error, ecc_error,
 oom (code = `gpu` | `host` | `shm` | `retry`: which memory ran out, or an allocator's non-fatal notice;
 device OOM of PyTorch, JAX/XLA and TensorFlow alike), exception (code = exception type: the final line
-of a traceback, of one whose head was cut, or a lone exception line), checkpoint_error (code = exception
+of a traceback, of one whose head was cut, or a lone exception line), exception_ignored (code = exception
+type, or `ignored` for the head line: an exception Python reported and ignored: the unraisable hook's
+`Exception ignored in: ...`, an atexit callback's error, a multiprocessing finalizer's traceback, Python 2's
+`Exception X: ... in <...> ignored`), checkpoint_error (code = exception
 type: an I/O-class exception whose traceback passes through a checkpoint-saving frame), segfault (code =
 the signal: SIGSEGV | SIGBUS | SIGFPE | SIGILL | SIGABRT, or `check_failed` for a glog CHECK), nan,
 store_error (c10d TCPStore / socket / rendezvous; code = EADDRINUSE | listen_failed | timeout |
@@ -413,6 +416,19 @@ PG_EXIT = (r"process group has NOT been destroyed before (?:it is being destruct
 TERMINATE_TYPE = r"terminate called after throwing an instance of '([^']+)'"
 WATCHDOG_RESTATED = TIMEOUT_MAIN + "|" + HEARTBEAT + r"|watchdog thread terminated with exception"
 EXC_LINE = r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?::.*)?$"
+# Exceptions that Python reports and then ignores (the process goes on, or exits as it would have):
+# - the unraisable hook (Python/errors.c, 3.8+ sys.unraisablehook: `Exception ignored in: <obj>`, 3.12+
+#   `Exception ignored in atexit callback: <func>`, `Exception ignored on calling ctypes callback function`,
+#   and the other `Exception ignored ...` contexts), then the traceback and its exception line; before 3.8 an
+#   atexit callback's error was `Error in atexit._run_exitfuncs:` and a traceback (Modules/atexitmodule.c);
+#   Python 2 printed a `__del__` error on one line: `Exception <Type>: <msg> in <bound method ...> ignored`;
+# - multiprocessing's finalizers (Lib/multiprocessing/util.py _run_finalizers, and its `multiprocess` fork):
+#   each finalizer runs in `try: finalizer() except Exception: traceback.print_exc()`, so its traceback starts
+#   at the `_run_finalizers` frame (the temp dir's rmtree at exit, a queue's feeder thread cleanup).
+# Their final lines are `exception_ignored` events, not `exception`: seen, never the failure of the run.
+IGNORED_HEAD = r"^Exception ignored\b|^Error in atexit\._run_exitfuncs:"
+IGNORED_PY2 = r"^Exception [A-Za-z_][\w.]*(?::.*)? in <.*> ignored$"
+FINALIZER_FRAME = r'^\s+File "[^"]*multiprocess(?:ing)?[/\\]util\.py", line \d+, in _run_finalizers$'
 TB_HEADER = "Traceback (most recent call last):"
 
 
@@ -505,13 +521,14 @@ def _work_fields(rows: pl.DataFrame, m: pl.Expr) -> pl.DataFrame:
 
 
 def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
-                ) -> tuple[list[int], list[tuple[int, str]], list[int]]:
-    """Claimed line numbers of tracebacks, (final_line_no, exception type) per traceback, and the
-    final lines of tracebacks that pass through a checkpoint-saving frame (CKPT_FRAME)."""
+                ) -> tuple[list[int], list[tuple[int, str]], list[int], list[int]]:
+    """Claimed line numbers of tracebacks, (final_line_no, exception type) per traceback, the
+    final lines of tracebacks that pass through a checkpoint-saving frame (CKPT_FRAME), and those of
+    tracebacks Python reported and ignored (after an IGNORED_HEAD line, or through a FINALIZER_FRAME)."""
     starts = cand.filter(pl.col("msg").str.contains(TB_HEADER, literal=True)
                          | pl.col("msg").str.contains(r'^\s+File "'))
     if starts.is_empty():
-        return [], [], []
+        return [], [], [], []
     streams = starts["stream"].unique()
     full = _prep(lines, ctx).filter(pl.col("stream").is_in(streams.implode())).sort(["stream", "line_no"])
     m = pl.col("msg")
@@ -522,6 +539,8 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
         m.str.contains(r'^\s+File "').alias("fil"),
         m.str.contains(EXC_LINE).alias("exc"),
         m.str.contains(CKPT_FRAME).alias("ckf"),
+        m.str.contains(IGNORED_HEAD).alias("ign_head"),
+        m.str.contains(FINALIZER_FRAME).alias("fin_frame"),
     )
     nos = full["line_no"].to_numpy()
     st = full["stream"].to_numpy()
@@ -530,6 +549,8 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
     fil = full["fil"].to_numpy()
     exc = full["exc"].to_numpy()
     ckf = full["ckf"].to_numpy()
+    ign_head = full["ign_head"].to_numpy()
+    fin_frame = full["fin_frame"].to_numpy()
     n = len(nos)
     same_prev = np.zeros(n, dtype=bool)
     if n > 1:
@@ -546,6 +567,7 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
     claimed: list[int] = []
     finals: list[tuple[int, str]] = []
     ckpt: list[int] = []
+    ignored: list[int] = []
     msgs = full["msg"]
     for i in start_idx:
         j = i + 1 if hdr[i] else i
@@ -558,7 +580,9 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
             claimed.append(int(nos[j]))
             if ckf[i:j].any():
                 ckpt.append(int(nos[j]))
-    return claimed, finals, ckpt
+            if fin_frame[i:j].any() or (hdr[i] and i > 0 and st[i - 1] == st[i] and ign_head[i - 1]):
+                ignored.append(int(nos[j]))
+    return claimed, finals, ckpt, ignored
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
@@ -775,7 +799,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                                | m.str.contains(SIGNAL_COMPANION) | m.str.contains(OOM_COMPANION))["line_no"])
 
     # --- Python tracebacks (a loop over the few traceback lines only)
-    tb_claimed, finals, ckpt = _tracebacks(lines, cand, ctx)
+    tb_claimed, finals, ckpt, ignored = _tracebacks(lines, cand, ctx)
     fin = pl.DataFrame(finals, schema={"line_no": pl.Int64, "_exc": pl.Utf8}, orient="row")
     # lone exception lines (no traceback around them: an excerpt, a logger printing the error) and the
     # exception line after a traceback whose frames were cut (issue 14: partial records are events)
@@ -784,6 +808,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     fin = pl.concat([fin, lone]).sort("line_no")
     if not fin.is_empty():
         ex = _common(_prep(lines.join(fin, on="line_no", how="semi"), ctx), ctx).join(fin, on="line_no")
+        # reported and ignored (IGNORED_HEAD, FINALIZER_FRAME): its own kind, never the run's failure
+        add(ex.filter(pl.col("line_no").is_in(ignored)), "exception_ignored", "warning", pl.col("_exc"))
+        ex = ex.filter(~pl.col("line_no").is_in(ignored))
         add(ex, "exception", "error", pl.col("_exc"))
         # a write failure inside checkpoint-saving frames: storage, whatever the exception's wording
         ck = ex.filter(pl.col("line_no").is_in(ckpt) & pl.col("_exc").str.contains(CKPT_EXC)
@@ -791,6 +818,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                        & ~pl.col("msg").str.contains(OOM_GPU))
         add(ck, "checkpoint_error", "error", pl.col("_exc"))
     claimed.append(pl.Series("line_no", tb_claimed, dtype=pl.Int64))
+    # the heads of reported-and-ignored exceptions, and Python 2's one-line form of them
+    add(cand.filter(m.str.contains(IGNORED_HEAD) | m.str.contains(IGNORED_PY2)), "exception_ignored", "warning",
+        pl.when(m.str.contains(IGNORED_PY2)).then(m.str.extract(r"^Exception ([A-Za-z_][\w.]*)", 1))
+        .otherwise(pl.lit("ignored")))
 
     events = pl.concat(parts, how="diagonal_relaxed") if parts else empty_events()
     events = events_frame(events.with_columns(pl.lit(SPEC.name).alias("source"))) if parts else events
@@ -806,7 +837,7 @@ SPEC = ParserSpec(
                 "Python tracebacks and exception lines; OOM (PyTorch, JAX/XLA, TensorFlow), NaN, native crashes",
     formats=("pytorch_log", "python_traceback"),
     kinds=("watchdog_timeout", "watchdog_status", "heartbeat_timeout", "dist_error", "cuda_error", "ecc_error",
-           "oom", "exception", "segfault", "nan", "store_error", "checkpoint_error", "data_preprocess",
+           "oom", "exception", "exception_ignored", "segfault", "nan", "store_error", "checkpoint_error", "data_preprocess",
            "stall_warning", "pg_exit", "gloo_error"),
     tables=("collective_timeouts",),
     batch=True,

@@ -39,6 +39,28 @@ CASES = [
         "      Tainted: P           OE     6.8.0-45-generic #45-Ubuntu",
         '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.')},
      "storage", "node-05/dmesg.log", 2, "fs01"),  # (the NFS server the client names: b7sys, tigrlab525)
+    # a hung task's trace in a FUSE client (s3fs / gcsfuse / blobfuse ...), no server line: kernel-hung-task-netfs
+    ("hung-task-in-fuse-client", {"node-04/dmesg.log": dmesg(
+        "INFO: task python3:4242 blocked for more than 122 seconds.",
+        "      Not tainted 6.8.0-45-generic #45-Ubuntu",
+        '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
+        "task:python3         state:D stack:0     pid:4242  tgid:4242  ppid:4100   flags:0x00004002",
+        "Call Trace:",
+        " <TASK>",
+        " __schedule+0x27c/0x6b0",
+        " schedule+0x33/0x110",
+        " request_wait_answer+0xce/0x260 [fuse]",
+        " fuse_simple_request+0x1d1/0x2e0 [fuse]")},
+     "storage", "node-04/dmesg.log", 10, "node-04"),
+    # an NFS `intr` mount returns EINTR when a signal interrupts a call stalled on the silent server (nfs(5)):
+    # the outage outranks the EINTR it caused (precedence.toml netfs-over-eintr)
+    ("eintr-on-a-stalled-nfs-mount", {"node-05/dmesg.log": dmesg("nfs: server fs01 not responding, still trying"),
+                                      "node-05/train.log": (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 88, in <module>\n'
+        "    batch = next(it)\n"
+        "InterruptedError: [Errno 4] Interrupted system call\n")},
+     "storage", "node-05/dmesg.log", 2, "fs01"),
     ("ext4-remount-read-only", {"node-02/dmesg.log": dmesg(
         "EXT4-fs error (device nvme0n1p2): ext4_journal_check_start:83: comm python3: Detected aborted journal",
         "EXT4-fs (nvme0n1p2): Remounting filesystem read-only")},

@@ -1003,3 +1003,69 @@ def test_amdgpu_records_by_code() -> None:
     # the page-fault blocks' detail lines and the ACA bank line are claimed as the records' continuation
     assert {2, 3, 4, 5, 6, 8, 13} <= set(ex.claimed.to_list())
     assert 25 not in set(ex.events["line_no"].to_list())
+
+
+# ---- a hung task's call trace through a network / FUSE filesystem client: hung_task_fs ------------
+# whamcloud/integrated-manager-for-lustre#329 (a Lustre client thread, x86 frames with their modules)
+HUNG_LUSTRE = """[ 3600.832490] INFO: task ll_cfg_requeue:4037 blocked for more than 120 seconds.
+[ 3600.834247] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.
+[ 3600.835946] ll_cfg_requeue  D 0000000000000001     0  4037      2 0x00000080
+[ 3600.843176] Call Trace:
+[ 3600.844367]  [<ffffffff816a94c9>] schedule+0x29/0x70
+[ 3600.845770]  [<ffffffff816a6fd9>] schedule_timeout+0x239/0x2c0
+[ 3600.848761]  [<ffffffff816a987d>] wait_for_completion+0xfd/0x140
+[ 3600.851751]  [<ffffffffc05523b4>] llog_process_or_fork+0x244/0x450 [obdclass]
+[ 3600.853517]  [<ffffffffc05525d4>] llog_process+0x14/0x20 [obdclass]
+[ 3600.856750]  [<ffffffffc0fff5a8>] mgc_process_cfg_log+0x788/0xc40 [mgc]
+"""
+# raspberrypi/linux#2482 (an NFS client on ARM: `(caller) from (callee+off/len)` frames)
+HUNG_NFS_ARM = """[ 3438.580109] INFO: task objcopy:24916 blocked for more than 120 seconds.
+[ 3438.583905]       Tainted: G         C      4.14.31-1-ARCH #1
+[ 3438.587697] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.
+[ 3438.595231] objcopy         D    0 24916  24912 0x00000000
+[ 3438.599109] [<80a87848>] (__schedule) from [<80a88018>] (schedule+0x3c/0xa0)
+[ 3438.603019] [<80a88018>] (schedule) from [<8015c138>] (io_schedule+0x14/0x3c)
+[ 3438.606896] [<8015c138>] (io_schedule) from [<80230be4>] (wait_on_page_bit+0x110/0x15c)
+[ 3438.614435] [<80230be4>] (wait_on_page_bit) from [<80230d0c>] (__filemap_fdatawait_range+0xdc/0x128)
+[ 3438.622018] [<80230d0c>] (__filemap_fdatawait_range) from [<80233190>] (filemap_write_and_wait_range+0x54/0x88)
+[ 3438.629666] [<80233190>] (filemap_write_and_wait_range) from [<803db1c4>] (nfs_file_fsync+0x30/0x280)
+"""
+# aws/aws-parallelcluster#1150 (syslog): the NFS frames end the trace of the task before this one
+NFS_FRAMES_THEN_HUNG = """Jun 17 20:18:09 ip-172-31-27-211 kernel: [<ffffffffa12761ae>] vfs_fsync+0x2e/0x40
+Jun 17 20:18:09 ip-172-31-27-211 kernel: [<ffffffffc08f1b66>] nfs_file_flush+0x46/0x60 [nfs]
+Jun 17 20:18:09 ip-172-31-27-211 kernel: [<ffffffffa123ec67>] filp_close+0x37/0x90
+Jun 17 20:18:09 ip-172-31-27-211 kernel: INFO: task strat1_sim:80601 blocked for more than 120 seconds.
+Jun 17 20:18:09 ip-172-31-27-211 kernel: "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.
+"""
+# openzfs/zfs#6332: a local ZFS pool's thread (spl / zfs frames): no network filesystem
+HUNG_ZFS = """[ 6242.256995] INFO: task txg_quiesce:32802 blocked for more than 120 seconds.
+[ 6242.257000] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.
+[ 6242.257021] Call Trace:
+[ 6242.257037]  [<ffffffff8168c8f9>] schedule+0x29/0x70
+[ 6242.257070]  [<ffffffffa027e36d>] cv_wait_common+0x10d/0x130 [spl]
+[ 6242.257174]  [<ffffffffa17b4973>] txg_quiesce_thread+0x2a3/0x3a0 [zfs]
+"""
+
+
+@pytest.mark.parametrize("text,line,fs,pid", [(HUNG_LUSTRE, 8, "lustre", 4037), (HUNG_NFS_ARM, 10, "nfs", 24916)])
+def test_a_hung_task_waiting_in_a_network_filesystem_client(text: str, line: int, fs: str, pid: int) -> None:
+    ex = run(text)
+    check_contract(ex, text.count("\n"))
+    assert [(e["line_no"], e["code"]) for e in ev(ex, "hung_task")] == [(1, text.split("task ")[1].split(":")[0])]
+    got = ev(ex, "hung_task_fs")
+    assert [(e["line_no"], e["code"], e["pid"], e["severity"]) for e in got] == [(line, fs, pid, "error")]
+
+
+@pytest.mark.parametrize("text", [NFS_FRAMES_THEN_HUNG, HUNG_ZFS])
+def test_no_hung_task_fs_without_a_network_filesystem_frame_in_its_own_trace(text: str) -> None:
+    ex = run(text)
+    assert len(ev(ex, "hung_task")) == 1 and ev(ex, "hung_task_fs") == []
+
+
+def test_hung_task_fs_frames_stay_in_their_file_and_record() -> None:
+    # the second hung task's trace shows no filesystem frame; the first's does, once
+    text = HUNG_NFS_ARM + HUNG_NFS_ARM.replace("nfs_file_fsync+0x30/0x280", "vfs_fsync+0x24/0x2c").replace(
+        "3438.", "3560.")
+    ex = run(text)
+    assert [e["line_no"] for e in ev(ex, "hung_task")] == [1, 11]
+    assert [e["line_no"] for e in ev(ex, "hung_task_fs")] == [10]

@@ -865,3 +865,61 @@ def test_gloo_words_elsewhere_are_not_gloo_errors():
         "remote=[h]:2): Connection reset by peer\n")
     assert ev(ex, "gloo_error").is_empty()
     assert ev(ex, "store_error")["line_no"].to_list() == [2]
+
+
+# --- exceptions Python reports and ignores (IGNORED_HEAD, IGNORED_PY2, FINALIZER_FRAME): exception_ignored
+IGNORED_DEL = """Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f3b1c2d9ee0>
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1479, in __del__
+    self._shutdown_workers()
+  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1443, in _shutdown_workers
+    if w.is_alive():
+  File "/opt/conda/lib/python3.10/multiprocessing/process.py", line 160, in is_alive
+    assert self._parent_pid == os.getpid(), 'can only test a child process'
+AssertionError: can only test a child process
+"""
+FINALIZER_NFS = """Traceback (most recent call last):
+  File "/usr/lib/python3.7/multiprocessing/util.py", line 265, in _run_finalizers
+    finalizer()
+  File "/usr/lib/python3.7/multiprocessing/util.py", line 189, in __call__
+    res = self._callback(*self._args, **self._kwargs)
+  File "/usr/lib/python3.7/shutil.py", line 491, in rmtree
+    _rmtree_safe_fd(fd, path, onerror)
+  File "/usr/lib/python3.7/shutil.py", line 449, in _rmtree_safe_fd
+    onerror(os.unlink, fullname, sys.exc_info())
+  File "/usr/lib/python3.7/shutil.py", line 447, in _rmtree_safe_fd
+    os.unlink(entry.name, dir_fd=topfd)
+OSError: [Errno 16] Device or resource busy: '.nfs00000000160c011a00063458'
+"""
+ATEXIT_OLD = """Error in atexit._run_exitfuncs:
+Traceback (most recent call last):
+  File "/usr/lib/python3.6/site-packages/wandb/sdk/wandb_run.py", line 1612, in _atexit_cleanup
+    self._on_finish()
+ConnectionResetError: [Errno 104] Connection reset by peer
+"""
+PY2_DEL = ("Exception AttributeError: \"'NoneType' object has no attribute 'close'\" in <bound method "
+           "_DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x7f2c0a8e5d50>> ignored\n")
+FATAL = """Traceback (most recent call last):
+  File "train.py", line 12, in <module>
+    main()
+KeyError: 'labels'
+"""
+
+
+@pytest.mark.parametrize("text,codes", [
+    (IGNORED_DEL, ["ignored", "AssertionError"]),
+    (FINALIZER_NFS, ["OSError"]),
+    (ATEXIT_OLD, ["ignored", "ConnectionResetError"]),
+    (PY2_DEL, ["AttributeError"]),
+])
+def test_reported_and_ignored_exceptions_are_their_own_kind(text: str, codes: list[str]) -> None:
+    ex = run(text)
+    assert ev(ex, "exception").is_empty()
+    assert ev(ex, "exception_ignored")["code"].to_list() == codes
+    assert (ev(ex, "exception_ignored")["severity"] == "warning").all()
+
+
+def test_an_ignored_traceback_does_not_hide_the_fatal_one_after_it() -> None:
+    ex = run(IGNORED_DEL + FATAL)
+    assert ev(ex, "exception")["code"].to_list() == ["KeyError"]
+    assert ev(ex, "exception_ignored")["code"].to_list() == ["ignored", "AssertionError"]

@@ -362,6 +362,32 @@ WRAPPERS: tuple[Wrapper, ...] = (
         ),
     ),
     Wrapper(
+        # loguru's default format (loguru/_defaults.py LOGURU_FORMAT: "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <8} |
+        # {name}:{function}:{line} - {message}", colours only on a TTY), and the same with `{level}` unpadded or
+        # `| ` before the message. Below error level (TRACE, DEBUG, INFO, SUCCESS, WARNING) the columns go; an
+        # ERROR / CRITICAL record stays whole (its level word is what marks it; the signatures read it anywhere)
+        "loguru default columns below error level (<stamp> | LEVEL | name:function:line - )",
+        r"(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?) \| (?:TRACE|DEBUG|INFO|SUCCESS|WARNING) *\| "
+        r"[^\s|:]+:[^\s|:]+:\d+ [-|] ",
+        first=r"[0-9]",
+        examples=(
+            ("2024-05-01 10:00:01.123 | INFO     | __main__:train:42 - Epoch 1/10: loss=2.31 acc=0.41",
+             "Epoch 1/10: loss=2.31 acc=0.41", {"stamp": "2024-05-01 10:00:01.123"}),
+            ("2024-05-01 10:00:00.123 | WARNING  | trainer.loop:<module>:7 - /opt/venv/lib/python3.10/site-packages/"
+             "torch/_utils.py:831: UserWarning: TypedStorage is deprecated.",
+             "/opt/venv/lib/python3.10/site-packages/torch/_utils.py:831: UserWarning: TypedStorage is deprecated.",
+             {"stamp": "2024-05-01 10:00:00.123"}),
+            ("2024-05-01 10:00:02 | SUCCESS | app:main:12 | saved checkpoint", "saved checkpoint",
+             {"stamp": "2024-05-01 10:00:02"}),
+            ("2024-05-01 10:00:03.123 | ERROR    | __main__:train:42 - RuntimeError: CUDA error: an illegal memory access",
+             "2024-05-01 10:00:03.123 | ERROR    | __main__:train:42 - RuntimeError: CUDA error: an illegal memory access",
+             {}),
+            # fairseq's `stamp | LEVEL | logger | message` has no name:function:line: the steps parser reads it whole
+            ("2021-03-01 10:00:00 | INFO | fairseq.trainer | begin training epoch 1",
+             "2021-03-01 10:00:00 | INFO | fairseq.trainer | begin training epoch 1", {}),
+        ),
+    ),
+    Wrapper(
         "pdsh / clush host (a host-like name without digits: only before a log-looking line)",
         r"(?P<host>[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+): ", guard=_LOGLIKE, veto=_NOT_HOST,
         first=r"[A-Za-z]",

@@ -245,9 +245,13 @@ HUNG_RE = r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<secs
 # Spectrum Scale / GPFS (mmfs26, mmfslinux, tracedev; `cxiWaitEventWait`), BeeGFS (beegfs), WekaFS
 # (wekafsio, wekafsgw). The first such frame of the record is a hung_task_fs event (code = the filesystem).
 NETFS_FRAME_FUNCS = r"(?:nfs4?|fuse|ceph|cifs|smb2)_\w+|(?:__)?rpc_\w+|request_wait_answer|cxiWaitEventWait"
-NETFS_FRAME_MODS = (r"nfs|nfsv[34]|sunrpc|lockd|lustre|ptlrpc|osc|mdc|mgc|lov|lmv|fid|fld|obdclass|lnet|libcfs|ko2iblnd"
-                    r"|ksocklnd"
-                    r"|ceph|libceph|fuse|mmfs26|mmfslinux|tracedev|beegfs|wekafsio|wekafsgw|cifs")
+NETFS_MODULES = ("nfs", "nfsv3", "nfsv4", "sunrpc", "lockd", "lustre", "ptlrpc", "osc", "mdc", "mgc", "lov", "lmv",
+                 "fid", "fld", "obdclass", "lnet", "libcfs", "ko2iblnd", "ksocklnd", "ceph", "libceph", "fuse",
+                 "mmfs26", "mmfslinux", "tracedev", "beegfs", "wekafsio", "wekafsgw", "cifs")
+NETFS_FRAME_MODS = "|".join(NETFS_MODULES)
+# the literals a frame NETFS_FRAME_RE reads holds (the pre-filter's and the rules' own, below)
+NETFS_FRAME_LITERALS = ["nfs_", "nfs4_", "rpc_", "fuse_", "ceph_", "cifs_", "smb2_", "request_wait_answer",
+                        "cxiWaitEventWait", *[f"[{m}]" for m in NETFS_MODULES]]
 NETFS_FRAME_RE = (rf"(?:^|[\s(])(?:\? )?(?P<fn>{NETFS_FRAME_FUNCS})\+0x[0-9a-f]+/0x[0-9a-f]+"
                   rf"|\+0x[0-9a-f]+/0x[0-9a-f]+ \[(?P<mod>{NETFS_FRAME_MODS})\]")
 NETFS_FAMILY = {  # a frame's function prefix or module -> the filesystem (hung_task_fs code)
@@ -361,8 +365,7 @@ KEYWORDS = [
     "out of memory", "oom", "Kernel panic", "Oops", "BUG: unable", "general protection",
     "Linux version", "-- Boot", "-- Reboot", "Killed process", "fallen off the bus", "Timeout",
     "blocked for more than", "lockup", "LOCKUP", "stall", "-fs ", "XFS",
-    "nfs_", "nfs4_", "rpc_", "fuse_", "ceph_", "cifs_", "smb2_", "request_wait_answer", "cxiWaitEventWait",
-    *[f"[{m}]" for m in NETFS_FRAME_MODS.replace("nfsv[34]", "nfsv3|nfsv4").split("|")],
+    *NETFS_FRAME_LITERALS,
     "nfs: server", "nfs4: server", "lockd: server", "nfsacl: server",
     "nfs_acl: server", "rpcbind: server", "portmap: server", "mount: server", "status: server", "NFS server",
     "Lustre",
@@ -393,8 +396,7 @@ RULE_LITERALS = [
     "Machine check", "Hardware error from APEI", "event severity: ", "BUG: soft lockup", "hard LOCKUP",
     "stalls on CPU", "stall on CPU", "Kernel panic - not syncing", "Oops:", "BUG: unable to handle",
     "general protection fault", " blocked for more than ", "Linux version ", "-- Boot ", "-- Reboot --",
-    "nfs_", "nfs4_", "rpc_", "fuse_", "ceph_", "cifs_", "smb2_", "request_wait_answer", "cxiWaitEventWait",
-    *[f"[{m}]" for m in NETFS_FRAME_MODS.replace("nfsv[34]", "nfsv3|nfsv4").split("|")],
+    *NETFS_FRAME_LITERALS,
     "-fs error", "read-only", "Aborting journal on device", "Detected aborted journal", "orruption",
     "xfs_do_force_shutdown", "ilesystem has been shut down", "hutting down filesystem", "nfs: server ", "nfs4: server ",
     "lockd: server ", "nfsacl: server ", "nfs_acl: server ", "rpcbind: server ", "portmap: server ", "mount: server ",

@@ -62,6 +62,8 @@ _ISO_OFF = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?[+-]\d\d:\d\d"
 _CTIME = r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d \d{4}"
 # rich's time column: strftime of "[%x %X]" / "[%X]" in any locale (digits and separators, maybe AM/PM)
 _RICH_TIME = r"\[\d[\d/.:,\- ]{3,24}(?: ?[AaPp][Mm])?\]"
+# rich's time column and the space after it: an ISO datefmt (a stamp hint), any other strftime, or blanked
+_RICH_TIME_COLUMN = r"(?:\[(?P<stamp>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]|" + _RICH_TIME + r"| {9,28}) "
 # rich's path column after the message: `record.filename:lineno`, at least one space before it
 _RICH_PATH = r"\s+[\w.<>-]+\.py:\d+\s*$"
 # a line that looks like a log line (what a weak pdsh host needs after it)
@@ -320,7 +322,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
         # `[%x %X]` is month/day/year or day/month/year by locale: no stamp hint; an ISO datefmt gives one.
         # Below error level the columns go; an ERROR / CRITICAL record keeps its level word (next wrapper).
         "rich RichHandler columns below error level ([time] LEVEL-padded-to-8, file.py:N at the end)",
-        r"(?:\[(?P<stamp>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]|" + _RICH_TIME + r"| {9,28}) "
+        _RICH_TIME_COLUMN +
         r"(?:DEBUG {4}|INFO {5}|WARNING {2}|NOTSET {3})(?:" + _RICH_TIME + r" )?",
         guard=r"\S", suffix=_RICH_PATH,
         first=r"[\[ ]",
@@ -349,7 +351,7 @@ WRAPPERS: tuple[Wrapper, ...] = (
     ),
     Wrapper(
         "rich RichHandler time column before an ERROR / CRITICAL record (the level word kept)",
-        r"(?:\[(?P<stamp>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]|" + _RICH_TIME + r"| {9,28}) ",
+        _RICH_TIME_COLUMN,
         guard=r"(?:ERROR {4}|CRITICAL )\S", suffix=_RICH_PATH,
         first=r"[\[ ]",
         examples=(

@@ -286,7 +286,11 @@ def _describe(x: dict, label: str) -> None:
                       f"(interruption {d['interruption']}, {d['category']})")
     if x["kind"] == "completed":
         return  # the evidence is the interruption's, printed below
-    for e in x.get("evidence", [])[:5]:
+    # a line two signatures cite (a parser's event and the generic rule's) is printed once; report.md lists both
+    lines: dict[tuple[str, int], dict] = {}
+    for e in x.get("evidence", []):
+        lines.setdefault((e["path"], e["line"]), e)
+    for e in list(lines.values())[:5]:
         out.print(f"  [dim]{escape(e['path'])}:{e['line']}[/dim] {escape((e['text'] or '').strip()[:160])}",
                   highlight=False)
 

@@ -92,6 +92,22 @@ def test_nothing_recognizable(tmp_path: Path) -> None:
     assert any("binary" in w for w in src["image.bin"]["warnings"])
 
 
+def test_a_line_two_signatures_cite_is_printed_once(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.log").write_text("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    out = tmp_path / "out"
+    r = run("analyze", str(job), "--out", str(out), "--no-html")
+    assert r.returncode == 0, r.stderr
+    ev = json.loads((out / "report.json").read_text())["verdict"]["evidence"]
+    # the report keeps both signatures' evidence for the line (the PyTorch rule's and the CUDA family's) ...
+    assert sorted(e["signature"] for e in ev) == ["cuda-oom", "pt-cuda-oom"]
+    assert {(e["path"], e["line"]) for e in ev} == {("train.log", 1)}
+    # ... the terminal prints the line once
+    assert [ln.strip() for ln in r.stdout.splitlines() if ln.strip().startswith("train.log:")] == [
+        "train.log:1 torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"]
+
+
 def test_nothing_read_is_unknown(tmp_path: Path) -> None:
     """Only a binary and an empty file: no line read, so nothing can be said: `unknown`."""
     job = tmp_path / "job"

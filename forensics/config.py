@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tarfile
 import tomllib
+import zipfile
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -72,6 +73,8 @@ def _archive_text(root: Path, disc: Discovery | None) -> str | None:
         return members[name].real_path.read_bytes().decode("utf-8", errors="replace")
     found: dict[str, bytes] = {}
     names: list[str] = []
+    if root.name.lower().endswith(".zip"):
+        return _zip_text(root)
     try:
         with safe_open(root) as raw, tarfile.open(fileobj=raw, mode="r|*") as tf:
             for m in tf:
@@ -85,6 +88,20 @@ def _archive_text(root: Path, disc: Discovery | None) -> str | None:
         pass  # a corrupt bundle: discovery reports it; the members seen so far decide
     name = pick_job_toml(names)
     return found[name].decode("utf-8", errors="replace") if name in found else None
+
+
+def _zip_text(root: Path) -> str | None:
+    """`_archive_text` for a zip bundle (its central directory lists the names)."""
+    try:
+        with safe_open(root) as raw, zipfile.ZipFile(raw) as zf:
+            infos = {i.filename.replace("\\", "/"): i for i in zf.infolist() if not i.is_dir()}
+            names = [n for n in infos if ".." not in PurePosixPath(n).parts and not n.startswith("/")]
+            name = pick_job_toml(names)
+            if name is None or infos[name].file_size > MAX_JOB_TOML_BYTES:
+                return None
+            return zf.read(infos[name]).decode("utf-8", errors="replace")
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, zlib.error):
+        return None  # a corrupt bundle or an encrypted job.toml: discovery reports it
 
 
 def load_job_config(root: Path, disc: Discovery | None = None) -> JobConfig:

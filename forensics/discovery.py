@@ -8,18 +8,21 @@ followed out of it.
 
 from __future__ import annotations
 
+import bz2
 import errno
 import gzip
 import io
+import lzma
 import os
 import re
 import stat
 import tarfile
 import tempfile
+import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 import numpy as np
@@ -65,7 +68,7 @@ class Limits:
 class SourceFile:
     rel_path: str  # relative to the job dir; 'bundle.tar.gz!logs/x.log' inside archives
     real_path: Path  # where the bytes are (the job dir, or the private temp dir)
-    compression: str | None  # gzip | zstd | None
+    compression: str | None  # gzip | zstd | xz | bzip2 | None
     size: int  # bytes on disk (compressed size for compressed files)
     host_hint: str | None = None
     rank_hint: int | None = None
@@ -93,11 +96,15 @@ class JobDirError(Exception):
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _OTHER_TAR_MAGIC = (b"BZh", b"\xfd7zXZ\x00")  # tar.bz2 / tar.xz bundles (tarfile reads them too)
+BZIP2_MAGIC, XZ_MAGIC = _OTHER_TAR_MAGIC
+ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header; an empty archive's end record
+# what a compressed stream's reader raises on a truncated or corrupt stream
+STREAM_ERRORS = (EOFError, OSError, zlib.error, zstandard.ZstdError, lzma.LZMAError)
 
 _GENERIC_DIR = re.compile(
     r"^(?:logs?|nodes?|hosts?|ranks?|workers?|(?:attempt|restart|run|retry|try|trial|requeue)[-_]?\d+|s\d+|"
     r"rank[-_]?\d+|slurm|dcgm|dmesg|"
-    r"kernel|job|jobs|output|outputs|out|tmp|data|stdout|stderr|\d+|default)$",
+    r"kernel|job|jobs|job[-_.]?\d+|output|outputs|out|tmp|data|stdout|stderr|\d+|default)$",
     re.IGNORECASE,
 )
 _HOSTLIKE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*\d[A-Za-z0-9_.-]*$")
@@ -109,9 +116,14 @@ _ATTEMPT = re.compile(r"(?:attempt|restart|run)[-_]?(\d+)", re.IGNORECASE)
 _ATTEMPT_DIR = re.compile(r"(?:attempt|restart|run|retry|try|trial|requeue|s)[-_]?(\d+)", re.IGNORECASE)
 
 
+# an archive's name before the `!` of its members' paths: what is left of it names a place (node3.tar.gz!dmesg.log)
+_ARCHIVE_MEMBER = re.compile(r"\.(?:tar(?:\.(?:gz|zst|xz|bz2))?|tgz|tzst|zip)!", re.IGNORECASE)
+
+
 def path_hints(rel_path: str) -> tuple[str | None, int | None, int | None]:
-    """Host, rank and attempt suggested by a path (content wins over these)."""
-    parts = rel_path.replace("!", "/").split("/")
+    """Host, rank and attempt suggested by a path (content wins over these). An archive's name counts
+    as a folder named without its suffix (`node3.tar.gz!dmesg.log`: node3)."""
+    parts = _ARCHIVE_MEMBER.sub("/", rel_path).replace("!", "/").split("/")
     dirs, name = parts[:-1], parts[-1]
     host = None
     for d in reversed(dirs):
@@ -185,16 +197,27 @@ def _is_tar(path: Path, head: bytes) -> bool:
         return False
 
 
+def _is_zip(path: Path, head: bytes) -> bool:
+    """A zip archive by its name and magic: other formats are zip files inside (a PyTorch checkpoint,
+    a .jar, a .docx) and are not unpacked."""
+    return path.name.lower().endswith(".zip") and head.startswith(ZIP_MAGIC)
+
+
 def is_archive(path: Path) -> bool:
-    """A .tar / .tar.gz / .tar.zst job bundle (what `analyze` accepts besides a directory)."""
+    """A .tar / .tar.gz / .tar.zst / .tar.xz / .tar.bz2 / .zip job bundle (what `analyze` accepts
+    besides a directory)."""
     try:
-        return _is_tar(path, _head_bytes(path))
+        head = _head_bytes(path)
     except OSError:
         return False
+    return _is_tar(path, head) or _is_zip(path, head)
+
+
+_COMPRESSIONS = ((GZIP_MAGIC, "gzip"), (ZSTD_MAGIC, "zstd"), (XZ_MAGIC, "xz"), (BZIP2_MAGIC, "bzip2"))
 
 
 def _compression(head: bytes) -> str | None:
-    return "gzip" if head.startswith(GZIP_MAGIC) else "zstd" if head.startswith(ZSTD_MAGIC) else None
+    return next((name for magic, name in _COMPRESSIONS if head.startswith(magic)), None)
 
 
 def discover(root: Path, limits: Limits | None = None) -> Discovery:
@@ -226,10 +249,11 @@ def discover(root: Path, limits: Limits | None = None) -> Discovery:
         except OSError as exc:
             warnings.append(f"{rel}: unreadable ({exc.strerror or exc})")
             return
-        if _is_tar(real, head):
+        unpack = _unpack_tar if _is_tar(real, head) else _unpack_zip if _is_zip(real, head) else None
+        if unpack is not None:
             if tmp is None:
                 tmp = tempfile.TemporaryDirectory(prefix="forensics-")
-            files.extend(_unpack_tar(rel, real, Path(tmp.name), limits, warnings, limits.max_files - len(files)))
+            files.extend(unpack(rel, real, Path(tmp.name), limits, warnings, limits.max_files - len(files)))
             if len(files) >= limits.max_files and not full:
                 warnings.append(f"more than {limits.max_files} files: the rest were not read")
                 full = True
@@ -239,11 +263,22 @@ def discover(root: Path, limits: Limits | None = None) -> Discovery:
 
     if root.is_file():
         add(root.name, root)
+        _bundle_hints(files, f"{root.name}!")
     elif root.is_dir():
         _walk(root, limits, warnings, add)
     else:
         raise JobDirError(f"not a directory or archive: {root}")
     return Discovery(files, warnings, tmp)
+
+
+def _bundle_hints(files: list[SourceFile], prefix: str) -> None:
+    """The hints of the members of an archive analyzed as the job (`analyze job-123.tar.gz`): read from
+    their paths inside it, below its single top folder when every member has one. That folder, like
+    the archive's name, is the job directory's own name: neither names a host, a rank or an attempt."""
+    inner = [PurePosixPath(f.rel_path[len(prefix):]).parts for f in files if f.rel_path.startswith(prefix)]
+    strip = len(inner) == len(files) and len({p[0] for p in inner if p}) == 1 and all(len(p) > 1 for p in inner)
+    for f, parts in zip(files, inner, strict=False):
+        f.host_hint, f.rank_hint, f.attempt_hint = path_hints("/".join(parts[1:] if strip else parts))
 
 
 def _walk(root: Path, limits: Limits, warnings: list[str], add) -> None:  # noqa: ANN001
@@ -305,68 +340,149 @@ def _unique_target(dest_root: Path, clean: Path) -> Path:
     return target
 
 
+class _Unpacker:
+    """One archive's members, unpacked one by one into the private temp dir: the checks every member
+    passes, whatever the archive's format (`_unpack_tar`, `_unpack_zip`), and the SourceFiles made."""
+
+    def __init__(self, rel: str, path: Path, tmpdir: Path, limits: Limits, warnings: list[str], room: int) -> None:
+        self.rel, self.limits, self.warnings, self.room = rel, limits, warnings, room
+        self.dest_root = tmpdir / f"a{len(list(tmpdir.iterdir()))}"
+        self.dest_root.mkdir()
+        self.compressed = max(1, path.stat().st_size)
+        self.total = 0
+        self.out: list[SourceFile] = []
+
+    def skip(self, name: str, why: str) -> None:
+        self.warnings.append(f"{self.rel}!{name}: {why}")
+
+    def clean(self, name: str) -> Path | None:
+        """The member's relative path, or None (and a warning) for an unsafe name."""
+        clean = Path(name)
+        if (clean.is_absolute() or ".." in clean.parts or name.startswith("/") or "\x00" in name
+                or not clean.parts or clean == Path(".")):
+            self.skip(name, "unsafe member path, skipped")
+            return None
+        return clean
+
+    def full(self, size: int) -> bool:
+        """Whether a member of `size` bytes would pass a limit (a warning: the later members are skipped)."""
+        total, limits = self.total + size, self.limits
+        if len(self.out) >= self.room:
+            self.warnings.append(f"{self.rel}: file limit reached; later members skipped")
+        elif total > limits.max_expanded_bytes:
+            self.warnings.append(f"{self.rel}: expanded size limit ({limits.max_expanded_bytes} bytes) reached; "
+                                 "later members skipped")
+        elif total > limits.min_capped_bytes and total > self.compressed * limits.max_ratio:
+            self.warnings.append(f"{self.rel}: expansion ratio above {limits.max_ratio:g} (possible decompression "
+                                 "bomb); later members skipped")
+        else:
+            return False
+        return True
+
+    def write(self, clean: Path, size: int, src: BinaryIO, damage: tuple[type[BaseException], ...] = ()) -> None:
+        """Copy the member from `src` (closed here) and keep it; a member that cannot be written (a name
+        too long, a file where a directory is needed) is skipped with a warning. A `damage` error while
+        reading keeps what was read (a warning); OSError without an errno (a corrupt stream) and the
+        reader's other errors propagate."""
+        member_rel = f"{self.rel}!{clean.as_posix()}"
+        try:
+            target = _unique_target(self.dest_root, clean)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with src, open(target, "xb") as dst:
+                try:
+                    while True:
+                        buf = src.read(1 << 20)
+                        if not buf:
+                            break
+                        dst.write(buf)
+                except damage as exc:
+                    self.warnings.append(f"{member_rel}: damaged ({exc}); read up to the damage")
+            head = _head_bytes(target, 8)
+        except OSError as exc:
+            if exc.errno is None:  # a corrupt stream (BadGzipFile, ...), not a bad member name
+                raise
+            self.warnings.append(f"{member_rel}: could not be unpacked ({exc.strerror or exc}), skipped")
+            return
+        self.total += size
+        h, r, a = path_hints(member_rel)
+        self.out.append(SourceFile(member_rel, target, _compression(head), size, h, r, a))
+
+    def corrupt(self, exc: BaseException) -> None:
+        self.warnings.append(f"{self.rel}: archive truncated or corrupt ({exc}); members read so far are analyzed")
+
+
 def _unpack_tar(rel: str, path: Path, tmpdir: Path, limits: Limits, warnings: list[str],
                 room: int) -> list[SourceFile]:
     """Unpack the regular members of one tar into the private temp dir, one by one, bounded."""
-    out: list[SourceFile] = []
-    dest_root = tmpdir / f"a{len(list(tmpdir.iterdir()))}"
-    dest_root.mkdir()
-    total = 0
+    u = _Unpacker(rel, path, tmpdir, limits, warnings, room)
     try:
-        compressed = max(1, path.stat().st_size)
         with safe_open(path) as raw, tarfile.open(fileobj=raw, mode="r:*") as tf:
             for member in tf:
                 name = member.name
                 if member.issym() or member.islnk():
-                    warnings.append(f"{rel}!{name}: link inside archive, not followed")
+                    u.skip(name, "link inside archive, not followed")
                     continue
                 if member.isdir():
                     continue
                 if not member.isfile():
-                    warnings.append(f"{rel}!{name}: special file inside archive, skipped")
+                    u.skip(name, "special file inside archive, skipped")
                     continue
-                clean = Path(name)
-                if (clean.is_absolute() or ".." in clean.parts or name.startswith("/") or "\x00" in name
-                        or not clean.parts or clean == Path(".")):
-                    warnings.append(f"{rel}!{name}: unsafe member path, skipped")
+                clean = u.clean(name)
+                if clean is None:
                     continue
-                if len(out) >= room:
-                    warnings.append(f"{rel}: file limit reached; later members skipped")
+                if u.full(member.size):
                     break
-                if total + member.size > limits.max_expanded_bytes:
-                    warnings.append(f"{rel}: expanded size limit ({limits.max_expanded_bytes} bytes) reached; "
-                                    "later members skipped")
+                src = tf.extractfile(member)
+                if src is not None:
+                    u.write(clean, member.size, src)
+    except (tarfile.TarError, *STREAM_ERRORS) as exc:
+        u.corrupt(exc)
+    return u.out
+
+
+_ZIP_ENCRYPTED = 0x1  # general purpose flag bit 0 (APPNOTE 4.4.4)
+# a zip member's reader on a bad CRC or a cut or corrupt stream: the member keeps what was read
+_ZIP_MEMBER_DAMAGE = (zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError)
+
+
+def _unpack_zip(rel: str, path: Path, tmpdir: Path, limits: Limits, warnings: list[str],
+                room: int) -> list[SourceFile]:
+    """Unpack the regular members of one zip into the private temp dir, one by one, bounded, as
+    `_unpack_tar` does. A member's declared size is trusted for the running total: zipfile reads no
+    more than it. Names with backslashes (an archiver on Windows) are read as paths. An encrypted
+    member, or one in a method zipfile cannot decompress, is skipped with a warning; a member
+    damaged part-way keeps what was read (a warning)."""
+    u = _Unpacker(rel, path, tmpdir, limits, warnings, room)
+    try:
+        with safe_open(path) as raw, zipfile.ZipFile(raw) as zf:
+            for info in zf.infolist():
+                name = info.filename
+                mode = info.external_attr >> 16  # the Unix mode, where a Unix archiver wrote one
+                if info.is_dir() or stat.S_ISDIR(mode):
+                    continue
+                if stat.S_ISLNK(mode):
+                    u.skip(name, "link inside archive, not followed")
+                    continue
+                if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+                    u.skip(name, "special file inside archive, skipped")
+                    continue
+                if info.flag_bits & _ZIP_ENCRYPTED:
+                    u.skip(name, "encrypted member, not read")
+                    continue
+                clean = u.clean(name.replace("\\", "/"))
+                if clean is None:
+                    continue
+                if u.full(info.file_size):
                     break
-                if (total + member.size > limits.min_capped_bytes
-                        and total + member.size > compressed * limits.max_ratio):
-                    warnings.append(f"{rel}: expansion ratio above {limits.max_ratio:g} (possible decompression "
-                                    "bomb); later members skipped")
-                    break
-                member_rel = f"{rel}!{clean.as_posix()}"
                 try:
-                    target = _unique_target(dest_root, clean)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    src = tf.extractfile(member)
-                    if src is None:
-                        continue
-                    with src, open(target, "xb") as dst:
-                        while True:
-                            buf = src.read(1 << 20)
-                            if not buf:
-                                break
-                            dst.write(buf)
-                    head = _head_bytes(target, 8)
-                except OSError as exc:
-                    if exc.errno is None:  # a corrupt stream (BadGzipFile, ...), not a bad member name
-                        raise
-                    warnings.append(f"{member_rel}: could not be unpacked ({exc.strerror or exc}), skipped")
+                    src = zf.open(info)
+                except NotImplementedError as exc:  # deflate64, ... : a method zipfile does not read
+                    u.skip(name, f"not read ({exc})")
                     continue
-                total += member.size
-                h, r, a = path_hints(member_rel)
-                out.append(SourceFile(member_rel, target, _compression(head), member.size, h, r, a))
-    except (tarfile.TarError, EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
-        warnings.append(f"{rel}: archive truncated or corrupt ({exc}); members read so far are analyzed")
-    return out
+                u.write(clean, info.file_size, src, damage=_ZIP_MEMBER_DAMAGE)
+    except (zipfile.BadZipFile, *STREAM_ERRORS) as exc:
+        u.corrupt(exc)
+    return u.out
 
 
 class _Capped(io.RawIOBase):
@@ -406,6 +522,10 @@ def open_stream(sf: SourceFile, limits: Limits | None = None) -> BinaryIO:
             inner: BinaryIO = gzip.GzipFile(fileobj=fh)  # type: ignore[assignment]
         elif sf.compression == "zstd":
             inner = zstandard.ZstdDecompressor().stream_reader(fh, closefd=True)  # type: ignore[assignment]
+        elif sf.compression == "xz":
+            inner = lzma.LZMAFile(fh)  # type: ignore[assignment]
+        elif sf.compression == "bzip2":
+            inner = bz2.BZ2File(fh)  # type: ignore[assignment]
         else:
             return fh
     except BaseException:
@@ -477,7 +597,7 @@ def iter_chunks(sf: SourceFile, limits: Limits | None = None, chunk_bytes: int |
             while got < chunk_bytes:
                 try:
                     piece = stream.read(min(READ_BYTES, chunk_bytes - got))
-                except (EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
+                except STREAM_ERRORS as exc:
                     sf.warnings.append(f"truncated or corrupt {sf.compression} stream ({exc}); read up to the damage")
                     eof = True
                     break
@@ -533,7 +653,7 @@ def read_head(sf: SourceFile, limits: Limits | None = None) -> bytes:
     stream = open_stream(sf, limits)
     try:
         return stream.read(HEAD_BYTES)
-    except (EOFError, OSError, zlib.error, zstandard.ZstdError):
+    except STREAM_ERRORS:
         return b""
     finally:
         _close(stream)

@@ -43,7 +43,7 @@ __all__ = ["ENGINES", "EngineError", "IngestResult", "TABLES", "find_job_dirs", 
 # directories (other than `job.toml` holders) that make their parent a job directory
 JOB_MARKER_DIRS = ("logs", "slurm", "nodes")
 LOG_SUFFIXES = (".log", ".out", ".err", ".log.gz", ".log.zst", ".out.gz", ".err.gz")
-ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.zst", ".tzst", ".tar.xz", ".tar.bz2", ".zip")
 UNKNOWN_WEEK = "unknown"
 MAX_TEXT = 500
 

@@ -33,6 +33,12 @@ from forensics.discovery import (
     ("logs/try-2/rank-3.log", None, 3, 2),
     ("logs/retry_3/gpu-a17/torchrun.log", "gpu-a17", None, 3),
     ("logs/node-003/s2.log", "node-003", None, None),
+    # an archive's name, without its suffix, is a folder's (the bundle analyzed as the job: test_archives.py)
+    ("logs/node3.tar.gz!var/log/dmesg.log", "node3", None, None),
+    ("collected/gpu-a17.zip!dmesg.txt", "gpu-a17", None, None),
+    # a folder named by a job id is the job's, not a host's
+    ("job-4711/dmesg.log", None, None, None),
+    ("jobs/job_4711/node-7/rank-2.log", "node-7", 2, None),
 ])
 def test_path_hints(path: str, host: str | None, rank: int | None, attempt: int | None) -> None:
     assert path_hints(path) == (host, rank, attempt)

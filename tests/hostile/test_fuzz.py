@@ -16,8 +16,11 @@ import io
 import json
 import os
 import random
+import stat
 import tarfile
 import tempfile
+import warnings
+import zipfile
 from pathlib import Path
 
 import polars as pl
@@ -217,6 +220,23 @@ def _tar(members: list[tuple[str, str, bytes]], mode: str) -> bytes:
     return buf.getvalue()
 
 
+_ZIP_MODES = {"sym": stat.S_IFLNK | 0o777, "hard": stat.S_IFREG | 0o644, "chr": stat.S_IFCHR | 0o644,
+              "fifo": stat.S_IFIFO | 0o644, "dir": stat.S_IFDIR | 0o755, "file": 0}
+
+
+def _zip(members: list[tuple[str, str, bytes]]) -> bytes:
+    """The same members as a zip (links and devices by their Unix mode, as Info-ZIP writes them)."""
+    buf = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        warnings.simplefilter("ignore")  # zipfile warns of a duplicate name: duplicates are part of the test
+        for name, kind, data in members:
+            zi = zipfile.ZipInfo(name + "/" if kind == "dir" and not name.endswith("/") else name)
+            zi.external_attr = _ZIP_MODES[kind] << 16
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(zi, data if kind in ("file", "sym", "hard") else b"")
+    return buf.getvalue()
+
+
 NAME = st.one_of(st.sampled_from(["a.log", "../x.log", "/etc/x", "..", ".", "a/../../b", "node-1/rank-0.log",
                                   "d/", "//x", "a\\..\\b", "x" * 300, "\u00e9.log", "a/b/c/d/e/f.log"]),
                  st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
@@ -249,7 +269,7 @@ def _check_discovery(job: Path, outside: Path, limits: Limits | None = None) -> 
 
 
 @SETTINGS
-@given(members=st.lists(MEMBER, max_size=8), mode=st.sampled_from(["w", "w:gz"]), cut=st.integers(0, 2000),
+@given(members=st.lists(MEMBER, max_size=8), mode=st.sampled_from(["w", "w:gz", "zip"]), cut=st.integers(0, 2000),
        junk=st.binary(max_size=64))
 def test_fuzz_discovery_random_archives(members: list[tuple[str, str, bytes]], mode: str, cut: int,
                                         junk: bytes) -> None:
@@ -258,12 +278,12 @@ def test_fuzz_discovery_random_archives(members: list[tuple[str, str, bytes]], m
         job = outside / "job"
         job.mkdir()
         try:
-            raw = _tar(members, mode)
+            raw = _zip(members) if mode == "zip" else _tar(members, mode)
         except (ValueError, UnicodeError, tarfile.TarError):
             return  # tarfile itself cannot write that name
         if cut and cut < len(raw):
             raw = raw[:-cut] + junk
-        (job / "bundle.tar.gz" if mode == "w:gz" else job / "bundle.tar").write_bytes(raw)
+        (job / {"w:gz": "bundle.tar.gz", "w": "bundle.tar", "zip": "bundle.zip"}[mode]).write_bytes(raw)
         _check_discovery(job, outside, Limits(max_expanded_bytes=4096, max_files=20))
 
 

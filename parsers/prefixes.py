@@ -711,11 +711,16 @@ def _stamp_lines(body: pl.Series, stamp: pl.Series) -> tuple[pl.Series, pl.Serie
     return body, stamp
 
 
+BOM = "\ufeff"  # U+FEFF before a line: the byte-order mark an editor or PowerShell writes at a file's start
+
+
 def peel(text: pl.Series) -> pl.DataFrame:
-    """Strip the wrappers from every line of `text`. Columns: body, prefix_host, prefix_rank,
+    """Strip the byte-order mark and the wrappers from every line of `text`. Columns: body, prefix_host, prefix_rank,
     prefix_local_rank, prefix_task, prefix_ts (text `timestamps.iso` reads). Lines without a
     wrapper keep their text as body and null hints."""
     text = text.rechunk()  # one piece of views (cheap): several (a multi-threaded read) made peel copy the strings
+    if text.str.starts_with(BOM).any():  # a file's first line as a Windows tool wrote it (or files concatenated)
+        text = text.str.strip_prefix(BOM)
     n = text.len()
     body = text.rename("body")
     nulls = {f"_{h}": pl.repeat(None, n, dtype=pl.Utf8, eager=True) for h in HINTS}

@@ -257,3 +257,19 @@ def test_rich_handler_output_is_peeled_to_its_messages(fmt: str, datefmt: str | 
     assert re.fullmatch("CRITICAL " + again + "critical thing", out[4]), out[4]
     assert re.fullmatch(r"(?:word ){5,}word", out[5]), out[5]  # the long message's first row, path cut
     assert len(lines) > 6 and out[6:] == lines[6:]  # the wrapped rows of the long message
+
+
+def test_byte_order_mark_before_a_line_is_not_its_text() -> None:
+    # a file saved by Notepad / PowerShell `Out-File -Encoding utf8` starts with U+FEFF; files concatenated
+    # with `cat` carry one in the middle: the line reads as without it (its stamp, its wrapper)
+    lines = ["\ufeff2024-05-01T10:00:00.123+00:00 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1234>",
+             "\ufeffnode-7: [rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
+             "plain line", "\ufeff"]
+    out = peel(pl.Series("text", lines))
+    alone = peel(pl.Series("text", [ln.removeprefix("\ufeff") for ln in lines]))
+    assert out.equals(alone)
+    assert out["body"].to_list() == ["NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1234>",
+                                     "RuntimeError: CUDA error: an illegal memory access was encountered",
+                                     "plain line", ""]
+    assert out["prefix_ts"][0] == "2024-05-01T10:00:00.123+00:00"
+    assert (out["prefix_host"][1], out["prefix_rank"][1]) == ("node-7", 3)

@@ -16,6 +16,10 @@ wins. How parsers weigh them (DESIGN §3, docs/architecture.md): what the conten
 first (an NCCL `host:pid:tid` prefix, a syslog host, `[rankN]:`), then the wrapper's hint, then
 the path's (`records.line_host`).
 
+Before the wrappers: a byte-order mark is dropped, and a JSON log record (a collector's line:
+docker's json-file, fluentd, Elastic, CloudWatch, zap, GCP, Loki) is replaced by its message, its
+time and node or pod kept as hints (`_json_records`).
+
 Counter-examples (lines that must stay as they are) run as tests too: Python logging prefixes,
 exception names (`RuntimeError: `), metric lines (`top-1: 76.5`), journald / syslog headers
 (the kernel parser reads those), torchelastic's `[0]:` table rows, column-aligned tables.
@@ -713,6 +717,69 @@ def _stamp_lines(body: pl.Series, stamp: pl.Series) -> tuple[pl.Series, pl.Serie
 
 BOM = "\ufeff"  # U+FEFF before a line: the byte-order mark an editor or PowerShell writes at a file's start
 
+# Structured log records, one JSON object a line, as collectors store and export them: the message under the
+# first of these keys that holds a string (docker's json-file driver and fluentd `log`, Elastic / Filebeat /
+# CloudWatch / zap `message`, logrus / slog / bunyan `msg`, GCP Cloud Logging `textPayload` or
+# `jsonPayload.message`, Loki exports `line`), the record's time and its node (or pod). The message is read
+# as the line (its own wrappers are peeled after, and their hints win); a line with none of these keys holding
+# a string stays whole (a journald `-o json` record: the kernel parser reads those; torchelastic's status
+# events and step-metric JSON lines: their parsers read the object). Newlines inside a message become spaces:
+# one record is one line, cited by its line number.
+JSON_MESSAGE = ("$.log", "$.message", "$.msg", "$.textPayload", "$.jsonPayload.message", "$.line")
+JSON_TIME = ("$.time", "$.timestamp", "$['@timestamp']", "$.ts")
+JSON_HOST = ("$.kubernetes.host", "$.host.name", "$.host", "$.hostname", "$.resource.labels.node_name",
+             "$.kubernetes.pod_name", "$.resource.labels.pod_name")
+# the line holds one of the message keys with a string value (a top-level one is then what the paths find)
+_JSON_STRING_MESSAGE = r'^\s*\{.*"(?:log|message|msg|textPayload|line)"\s*:\s*"'
+_EPOCH = r"^\d{9,19}(?:\.\d+)?$"  # seconds, ms, µs or ns since the epoch (zap's `ts`, CloudWatch's `timestamp`)
+
+
+_JSON_NESTED = r'^(?:\{"[\s\S]*\}|\{\}|\[["{][\s\S]*\]|\[\])$'  # an object's or array's JSON text
+
+
+def _json_value(text: pl.Expr, paths: tuple[str, ...], string: bool = True) -> pl.Expr:
+    """The first of `paths` that holds a scalar: a string where `string` (its key followed by a quote in
+    the line), never an object or an array (whose JSON text `json_path_match` gives). A string that is
+    exactly a JSON object's text is taken for one (such a record stays whole)."""
+    vals = []
+    for p in paths:
+        v = text.str.json_path_match(p)
+        ok = ~v.str.contains(_JSON_NESTED)
+        if string:
+            key = re.escape(p.rsplit(".", 1)[-1].strip("$[]'"))
+            ok = ok & text.str.contains(f'"{key}"\\s*:\\s*"')
+        vals.append(pl.when(ok).then(v))
+    return pl.coalesce(vals)
+
+
+def _epoch_iso(v: pl.Expr) -> pl.Expr:
+    """An epoch number (its digit count says the unit) as ISO text; other text as it is."""
+    whole = v.str.extract(r"^(\d+)", 1)
+    digits = whole.str.len_chars()
+    num = v.cast(pl.Float64, strict=False)
+    us = (pl.when(digits <= 10).then(num * 1e6).when(digits <= 13).then(num * 1e3).when(digits <= 16).then(num)
+          .otherwise(num / 1e3))
+    iso = us.cast(pl.Int64, strict=False).cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00")
+    return pl.when(v.str.contains(_EPOCH)).then(iso).otherwise(v)
+
+
+def _json_records(text: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
+    """`text` with each JSON log record's message in place of the record, and the records' host and
+    stamp hints (None when no line is one)."""
+    is_j = text.str.contains(_JSON_STRING_MESSAGE)
+    if not is_j.any():
+        return text, None, None
+    t = pl.col("text")
+    got = pl.DataFrame({"text": text}).select(
+        pl.when(is_j).then(_json_value(t, JSON_MESSAGE)).alias("msg"),
+        pl.when(is_j).then(_epoch_iso(_json_value(t, JSON_TIME, string=False))).alias("stamp"),
+        pl.when(is_j).then(_json_value(t, JSON_HOST)).alias("host"))
+    msg = got["msg"].str.strip_chars_end("\r\n").str.replace_all(r"[\r\n]+", " ")
+    out = pl.select(pl.when(msg.is_not_null()).then(msg).otherwise(text)).to_series().alias(text.name)
+    keep = msg.is_not_null()
+    return (out, pl.select(pl.when(keep).then(got["host"])).to_series(),
+            pl.select(pl.when(keep).then(got["stamp"])).to_series())
+
 
 def peel(text: pl.Series) -> pl.DataFrame:
     """Strip the byte-order mark and the wrappers from every line of `text`. Columns: body, prefix_host, prefix_rank,
@@ -721,6 +788,7 @@ def peel(text: pl.Series) -> pl.DataFrame:
     text = text.rechunk()  # one piece of views (cheap): several (a multi-threaded read) made peel copy the strings
     if text.str.starts_with(BOM).any():  # a file's first line as a Windows tool wrote it (or files concatenated)
         text = text.str.strip_prefix(BOM)
+    text, json_host, json_stamp = _json_records(text)
     n = text.len()
     body = text.rename("body")
     nulls = {f"_{h}": pl.repeat(None, n, dtype=pl.Utf8, eager=True) for h in HINTS}
@@ -740,6 +808,9 @@ def peel(text: pl.Series) -> pl.DataFrame:
         got = _update({"_rest": body, **nulls}, live["_i"], {c: live[c] for c in ("_rest", *nulls)})
         body = got.pop("_rest")
         nulls.update(got)
+    if json_host is not None:  # the record's fields, where no wrapper inside its message named them
+        nulls["_host"] = nulls["_host"].fill_null(json_host)
+        nulls["_stamp"] = nulls["_stamp"].fill_null(json_stamp)
     body, host = _same_host_prefix(text, body, nulls["_host"])
     nulls["_host"] = host
     body, stamp = _stamp_lines(body, nulls["_stamp"])

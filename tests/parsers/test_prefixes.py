@@ -273,3 +273,45 @@ def test_byte_order_mark_before_a_line_is_not_its_text() -> None:
                                      "plain line", ""]
     assert out["prefix_ts"][0] == "2024-05-01T10:00:00.123+00:00"
     assert (out["prefix_host"][1], out["prefix_rank"][1]) == ("node-7", 3)
+
+
+# (record as a collector stores it, body, host hint, stamp hint, rank hint)
+JSON_RECORDS = [
+    # docker's json-file driver (kubelet's node logs before CRI, fluentd's tail input)
+    ('{"log":"[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered\\n","stream":"stderr",'
+     '"time":"2024-05-01T10:00:00.123456789Z"}',
+     "RuntimeError: CUDA error: an illegal memory access was encountered", None, "2024-05-01T10:00:00.123456789Z", 3),
+    # fluentd's kubernetes metadata: the node
+    ('{"log":"node-7:12:34 [3] NCCL INFO comm 0x1 rank 3 nranks 8 - Init COMPLETE\\n","stream":"stdout",'
+     '"kubernetes":{"host":"gke-pool-1-node-7","pod_name":"trainer-worker-3"}}',
+     "node-7:12:34 [3] NCCL INFO comm 0x1 rank 3 nranks 8 - Init COMPLETE", "gke-pool-1-node-7", None, None),
+    # GCP Cloud Logging export: textPayload, the pod, a multi-line message as one line
+    ('{"insertId":"abc","textPayload":"Traceback (most recent call last):\\n  File \\"train.py\\", line 3",'
+     '"resource":{"type":"k8s_container","labels":{"pod_name":"trainer-worker-3"}},"timestamp":"2024-05-01T10:00:02.123Z"}',
+     'Traceback (most recent call last):   File "train.py", line 3', "trainer-worker-3", "2024-05-01T10:00:02.123Z", None),
+    # Elastic / Filebeat (ECS): @timestamp, host.name
+    ('{"@timestamp":"2024-05-01T10:00:03.000Z","host":{"name":"node-9"},"message":"torch.cuda.OutOfMemoryError: CUDA '
+     'out of memory."}', "torch.cuda.OutOfMemoryError: CUDA out of memory.", "node-9", "2024-05-01T10:00:03.000Z", None),
+    # zap's production encoder: ts in epoch seconds; CloudWatch export: timestamp in ms
+    ('{"level":"error","ts":1714557600.123,"msg":"NCCL WARN Cuda failure \'out of memory\'","hostname":"gpu-3"}',
+     "NCCL WARN Cuda failure 'out of memory'", "gpu-3", "2024-05-01T10:00:00.123000+00:00", None),
+    ('{"timestamp":1714557600123,"message":"Watchdog caught collective operation timeout"}',
+     "Watchdog caught collective operation timeout", None, "2024-05-01T10:00:00.123000+00:00", None),
+]
+# records that stay whole: their own parsers read the object (journald: the kernel parser; torchelastic's
+# status events and error file: elastic; step metrics: steps), or no message key holds a string
+JSON_WHOLE = [
+    '{"__REALTIME_TIMESTAMP":"1714557600123456","MESSAGE":"NVRM: Xid (PCI:0000:3b:00): 79","_HOSTNAME":"n1"}',
+    '{"name": "torchelastic.worker.status.FAILED", "source": "WORKER", "timestamp": 0, "metadata": {"state": "FAILED"}}',
+    '{"message": {"message": "RuntimeError: boom", "extraInfo": {"py_callstack": "...", "timestamp": "1714557600"}}}',
+    '{"step": 10, "loss": 2.3, "time": "2024-05-01T10:00:00Z"}',
+    '{"log": 5, "time": "2024-05-01T10:00:00Z"}',
+    '{"log": ["a", "b"]}',
+]
+
+
+def test_json_log_records_read_as_their_message() -> None:
+    out = peel(pl.Series("text", [r for r, *_ in JSON_RECORDS] + JSON_WHOLE))
+    got = list(zip(out["body"], out["prefix_host"], out["prefix_ts"], out["prefix_rank"], strict=True))
+    assert got[:len(JSON_RECORDS)] == [tuple(c[1:]) for c in JSON_RECORDS]
+    assert got[len(JSON_RECORDS):] == [(r, None, None, None) for r in JSON_WHOLE]

@@ -34,7 +34,14 @@ ERROR_WORDS = r"(?i)error|fail|fatal|exception|abort|panic|\bkilled\b|traceback|
 # with a lower-case `warning: ` (gdb / cuda-gdb, which report an intercepted CUDA API error as
 # `warning: Cuda API error detected: cudaDeviceEnablePeerAccess returned (0x2c0)` and let the call
 # return; gcc, ld, nvcc) or Python's warnings module (`file.py:12: UserWarning: ...`).
-INFO_LEVEL = r"\bNCCL (?:INFO|TRACE)\b|^\[?I\d{4} \d\d:\d\d:\d\d"
+# TensorFlow / XLA's own C++ logger (tsl/platform/default/logging.cc TFDefaultLogSink::Send: `"%s.%06d: %c%s
+# %s:%d] %s"`, the local time `%Y-%m-%d %H:%M:%S`, the level letter of I W E F, a thread id (` %7u`) only with
+# TF_CPP_LOG_THREAD_ID=1, then `file:line] `; JAX and TF print it alike) states its level the same way: an `I`
+# line is informational whatever words its message holds (`port.cc:113] oneDNN custom operations are on. You
+# may see slightly different numerical results due to floating-point round-off errors ...`), a `W` line is a
+# warning (below); `E` and `F` keep their error words.
+TSL_LEVEL = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}: {level}(?: +\d+)? [^\s\]]+:\d+\] "
+INFO_LEVEL = r"\bNCCL (?:INFO|TRACE)\b|^\[?I\d{4} \d\d:\d\d:\d\d|" + TSL_LEVEL.replace("{level}", "I")
 # ... and a count of zero failures is no failure: an error word that only labels a counter whose value
 # is 0 (a JSON/YAML/logfmt key `"failed": 0`, `errors: 0`, `failures=0`, `error_count: 0`, `"error_code": 0`, a tally
 # `0 errors` / `0 failed`), as burn tests, diagnostics' summaries (NVSentinel's preflight `Diagnostic
@@ -44,7 +51,7 @@ INFO_LEVEL = r"\bNCCL (?:INFO|TRACE)\b|^\[?I\d{4} \d\d:\d\d:\d\d"
 # `read_at_run_time` estimate cannot tell a zero from other counts: its text is normalised, digits to 0.)
 ZERO_COUNT = (r"(?i)[\"']?\b(?:errors?|fail(?:ed|ures?|s)?|faults?|exceptions?|aborts?|fatals?)(?:[_ ]?(?:counts?|codes?))?[\"']?"
               r"\s*[:=]\s*[\"']?0+(?:\.0+)?(?:[\"',;\s)\]}]|$)|\b0+ (?:errors?|failures?|failed|faults?)\b")
-WARNING_LEVEL = r"^\s*warning: |^\S+:\d+: [A-Z]\w*Warning:(?: |$)"
+WARNING_LEVEL = r"^\s*warning: |^\S+:\d+: [A-Z]\w*Warning:(?: |$)|" + TSL_LEVEL.replace("{level}", "W")
 _ISO = r"(\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)"
 _GLOG = r"^\[?[IWEF](\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
 

@@ -8,6 +8,10 @@ slurmstepd's `Exceeded job|step memory limit`) and `slurm_node_fail` (`Node fail
 SIGNALS`). `*** REASON: ... ***` detail lines are claimed with the record above; other `srun:`
 informational lines are ignored.
 
+The task/cgroup plugin's notice that a step or job touched its memory limit (`Exceeded step memory limit at
+some point.`, `Step N hit memory limit at least once during execution. This may or may not result in some
+failure.`) is `slurm_mem_pressure` (code MEM_LIMIT_HIT, a warning): context, not a kill.
+
 Also `slurm_error` (code `EXECVE` for `slurmstepd: error: execve(): <path>: <why>`, `PROLOG_FAILED`
 for prolog/epilog failures), `slurm_node_fail` code `NOT_RESPONDING` (`Nodes n[1-2] not responding`)
 and the cgroup plugin's `oom-kill event count: N` as `slurm_oom`.
@@ -74,6 +78,18 @@ OOM_RE = r"Detected (?P<n>\d+) oom[-_]kill events?"
 # limit was reached (memory.failcnt), not that a task was killed: not this.
 MEMLIMIT_RE = (r"\b(?:Job|Step) \S+ exceeded (?:virtual )?memory limit \(\d+ > \d+\), being killed"
                r"|\bExceeded (?:job|step) memory limit\s*$")
+# ... while the task/cgroup plugin's end-of-step check of the memory cgroup's failcnt (src/plugins/task/cgroup/
+# task_cgroup_memory.c task_cgroup_memory_check_oom: memory.failcnt / memory.memsw.failcnt > 0, the limit was
+# reached and the kernel reclaimed or swapped) says only that the step or job touched its limit: `Exceeded step
+# memory limit at some point. Step may have been partially swapped out to disk.` / `Exceeded job memory limit at
+# some point. Job may have been partially swapped out to disk.` (Slurm 2.x-14.x), `Exceeded step|job memory limit
+# at some point.` (15.x-18.x, at error level), `Step %s hit memory limit at least once during execution. This may
+# or may not result in some failure.` and its `memory+swap` and `Job %u` variants (19.05+, at info level). A kill
+# is reported apart (`Detected N oom-kill event(s)`, OOM_RE); a step that touched its limit may well have
+# completed (galaxyproject/galaxy#2359: state COMPLETED). Kind `slurm_mem_pressure`, a warning: context, never an
+# interruption by itself.
+MEMHIT_RE = (r"\bExceeded (?:job|step) memory limit at some point\.(?: (?:Job|Step) may have been partially swapped "
+             r"out to disk\.)?\s*$|\b(?:Step|Job) \S+ hit memory(?:\+swap)? limit at least once during execution\.")
 CG_OOM_RE = r"task/cgroup: .*oom[-_]kill event count: (?P<n>\d+)"
 STEPD_HOST_RE = r"^\s*slurmstepd-([A-Za-z0-9][^\s:]*): "
 EXECVE_RE = r"slurmstepd(?:-\S+)?: error: execve\(\): (?P<what>.*)$"
@@ -137,7 +153,8 @@ def sniff(head: str) -> float:
     n = len(re.findall(r"slurmstepd(?:-\S+)?: error: \*\*\*|srun: error: |Detected \d+ oom[-_]kill event|"
                        r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED|FAILED)|on failed node |due to failure of node "
                        r"|Removing failed node |gpu count reported lower than configured|job\.exception \S*\s*type=|\bdoom: "
-                       r"|shell\.task-exit \{|MOAB_INFO:|allocated node\s+\S+ is in state|^\s*Successfully completed\.",
+                       r"|shell\.task-exit \{|MOAB_INFO:|allocated node\s+\S+ is in state|^\s*Successfully completed\."
+                       r"|memory limit at some point\.|limit at least once during execution\.",
                        head, flags=re.M))
     if n == 0:
         return 0.3 if ("slurmstepd" in head or "srun:" in head) else 0.0
@@ -149,7 +166,7 @@ CANDIDATES = ("***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", 
               "walltime", "exceeded limit", "Job deleted at request", "Exit_status=", "Exec host:", "failed node",
               "failure of node", "count reported lower", "NodeName=", "this job is", "timed out. Ran", "memory limit",
               "exception", "doom:", "task-exit", "node failure on", "lost contact with job shell", "MOAB_INFO:",
-              "allocated node", "Successfully completed.", "flux-job: task(s)")
+              "allocated node", "Successfully completed.", "flux-job: task(s)", "at least once during execution")
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
@@ -172,6 +189,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_task = F("_t").struct.field("host").is_not_null()
     is_oom = F("_o").struct.field("n").is_not_null()
     is_memlimit = b.str.contains(MEMLIMIT_RE)
+    is_memhit = b.str.contains(MEMHIT_RE)
     is_nodefail = F("_nf").struct.field("host").is_not_null()
     is_ctld = F("_ctld_host").is_not_null()
     ctld_code = (pl.when(b.str.contains(CTLD_KILL_RE)).then(pl.lit("FAILED_NODE_KILL"))
@@ -254,6 +272,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_doom | is_fte | is_ftasks).then(pl.lit("slurm_task_exit"))
         .when(is_moab).then(pl.lit("pbs_job"))
         .when(is_lsf_done).then(pl.lit("lsf_job"))
+        .when(is_memhit).then(pl.lit("slurm_mem_pressure"))
     )
     cancel_code = _due_code(F("_c").struct.field("due").str.strip_chars())
     code = (
@@ -283,6 +302,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_ftasks).then(ftasks_code)
         .when(is_moab).then(moab_code)
         .when(is_lsf_done).then(pl.lit("DONE"))
+        .when(is_memhit).then(pl.lit("MEM_LIMIT_HIT"))
     )
     severity = (
         pl.when(is_cancel & cancel_code.is_in(["TIME_LIMIT", "PREEMPTION", "JOB_REQUEUE", "SIGNAL", "CANCELLED"]))
@@ -300,6 +320,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_doom & (doom_code == "0")).then(pl.lit("warning"))
         .when(is_moab & (moab_code == "WALLTIME")).then(pl.lit("warning"))
         .when(is_lsf_done).then(pl.lit("info"))
+        .when(is_memhit).then(pl.lit("warning"))
         .otherwise(pl.lit("error"))
     )
     # where the line was logged: slurmstepd built with MULTIPLE_SLURMD names its node in its log
@@ -366,7 +387,7 @@ SPEC = ParserSpec(
     formats=("slurmstepd *** JOB/STEP ... *** banners", "srun: error: task exit lines", "cgroup oom_kill notices",
              "slurmctld failed-node and GPU-count lines"),
     kinds=("slurm_cancel", "slurm_task_exit", "slurm_oom", "slurm_node_fail", "slurm_error", "pbs_job", "flux_job",
-           "lsf_job"),
+           "lsf_job", "slurm_mem_pressure"),
     batch=True,
     trigger=CANDIDATES,  # `parse` reads only the lines holding one
 )

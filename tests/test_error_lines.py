@@ -99,3 +99,30 @@ def test_a_zero_count_of_failures_is_no_failure() -> None:
     out = error_line_events(_unparsed([(0, i + 1, t) for i, t in enumerate(texts)]), {0: "x.log"}, {}, {},
                             pl.DataFrame(schema={"file_id": pl.Int32, "line_no": pl.Int64}))
     assert out["severity"].to_list() == ["info"] * 5 + ["error"] * 4
+
+
+def test_tensorflow_xla_logger_levels_info_and_warning_are_below_error() -> None:
+    """TensorFlow / XLA's C++ logger (tsl/platform/default/logging.cc: `%Y-%m-%d %H:%M:%S.%06d: <I|W|E|F>[ tid]
+    file:line] msg`) states its level: an `I` line is info and a `W` line a warning whatever its words (verlab
+    DescriptorReasoning_ACCV_2024#5, a run that trained on: oneDNN's `... round-off errors ...` notice); `E` and
+    `F` lines, and the same words without the logger's head, stay errors."""
+    texts = [
+        "2024-11-21 15:10:51.071692: I tensorflow/core/util/port.cc:113] oneDNN custom operations are on. You may see "
+        "slightly different numerical results due to floating-point round-off errors from different computation orders.",
+        # with TF_CPP_LOG_THREAD_ID=1 (` %7u`)
+        "2023-06-02 09:00:01.000001: I  123456 tensorflow/core/common_runtime/executor.cc:1197] [/device:CPU:0] (DEBUG "
+        "INFO) Executor start aborting (this does not indicate an error and you can ignore this message): "
+        "INVALID_ARGUMENT: You must feed a value for placeholder tensor 'Placeholder/_0' with dtype int32",
+        "2020-06-08 05:30:15.889706: W tensorflow/core/kernels/data/generator_dataset_op.cc:103] Error occurred when "
+        "finalizing GeneratorDataset iterator: Cancelled: Operation was cancelled",
+        "2024-06-24 15:23:20.794655: E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc:282] failed call to "
+        "cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
+        "2024-06-24 15:23:21.000000: F tensorflow/core/platform/statusor.cc:33] Attempting to fetch value instead of "
+        "handling error INTERNAL: failed initializing StreamExecutor for CUDA device ordinal 0",
+        # a stamp that is not the logger's (no level letter then `file:line] `) states no level
+        "2024-11-21 15:10:51,071 - train - I round-off errors grew",
+        "Error occurred when finalizing GeneratorDataset iterator: Cancelled: Operation was cancelled",
+    ]
+    out = error_line_events(_unparsed([(0, i + 1, t) for i, t in enumerate(texts)]), {0: "train.log"}, {}, {},
+                            _events([]), tz=UTC_TZ)
+    assert out["severity"].to_list() == ["info", "info", "warning", "error", "error", "error", "error"]

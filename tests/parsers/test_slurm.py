@@ -193,9 +193,34 @@ def test_memory_limit_kill_every_wording_names_the_cancelled_node() -> None:
     e = ex.events.to_dicts()
     assert [(x["line_no"], x["kind"], x["code"]) for x in e] == [
         (2, "slurm_oom", "MEM_LIMIT"), (3, "slurm_oom", "MEM_LIMIT"), (4, "slurm_cancel", "CANCELLED"),
-        (5, "slurm_oom", "MEM_LIMIT"), (6, "slurm_oom", "MEM_LIMIT")]
+        (5, "slurm_oom", "MEM_LIMIT"), (6, "slurm_oom", "MEM_LIMIT"), (7, "slurm_mem_pressure", "MEM_LIMIT_HIT")]
     # the kill line names job 7518, whose cancel banner names the node; the summary lines name no job
-    assert [x["host"] for x in e] == ["xantipa", None, "xantipa", "xantipa", None]
+    assert [x["host"] for x in e] == ["xantipa", None, "xantipa", "xantipa", None, None]
+
+
+def test_memory_limit_touched_notices_every_wording_are_warnings_not_kills() -> None:
+    # task/cgroup's end-of-step failcnt check (task_cgroup_memory.c): the limit was reached, no task was killed
+    text = ("slurmstepd: error: Exceeded step memory limit at some point. Step may have been partially swapped out to disk.\n"
+            "slurmstepd: Exceeded job memory limit at some point. Job may have been partially swapped out to disk.\n"
+            "slurmstepd: error: Exceeded step memory limit at some point.\n"
+            "slurmstepd-node07: error: Exceeded job memory limit at some point.\n"
+            "slurmstepd: info: Step 4242.0 hit memory limit at least once during execution. This may or may not result"
+            " in some failure.\n"
+            "[2019-07-01T10:00:00.000] Step 4242.batch hit memory+swap limit at least once during execution. This may or"
+            " may not result in some failure.\n"
+            "slurmstepd: Job 4242 hit memory limit at least once during execution. This may or may not result in some"
+            " failure.\n"
+            # an OOM kill is its own line, and stays one
+            "slurmstepd: error: Detected 1 oom-kill event(s) in step 4242.0 cgroup.\n")
+    ex = run(text)
+    check_contract(ex, 8)
+    e = ex.events.to_dicts()
+    assert [(x["line_no"], x["kind"], x["code"], x["severity"]) for x in e] == (
+        [(n, "slurm_mem_pressure", "MEM_LIMIT_HIT", "warning") for n in range(1, 8)]
+        + [(8, "slurm_oom", "1", "error")])
+    assert e[3]["host"] == "node07"
+    assert set(ex.claimed.to_list()) == set(range(1, 9))
+    assert slurm.sniff("slurmstepd: error: Exceeded step memory limit at some point.\n") >= 0.5
 
 
 def test_memory_limit_kill_of_another_job_takes_no_host() -> None:

@@ -173,6 +173,15 @@ CASES = {
         "[1,0]<stdout>:epoch 1 step 10 loss 0.5\n"
         "mpirun noticed that process rank 0 with PID 636815 on node fl98 exited on signal 11 (Segmentation fault).\n"
     )}, "framework_bug", "out.log", 2),
+    # a DTensor-only method on a plain tensor inside a library's FSDP2 path (pytorch.toml
+    # pt-dtensor-api-on-plain-tensor): a library bug, not the user's training code
+    "dtensor-api-on-plain-tensor": ({"rank1.log": (
+        f"[rank1]: {TB}"
+        '[rank1]:   File "/usr/local/lib/python3.11/site-packages/accelerate/utils/fsdp_utils.py", line 601, in fsdp2_load_full_state_dict\n'
+        "[rank1]:     device_mesh = sharded_param.device_mesh\n"
+        "[rank1]:                   ^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "[rank1]: AttributeError: 'Tensor' object has no attribute 'device_mesh'\n"
+    )}, "framework_bug", "rank1.log", 5),
 }
 
 

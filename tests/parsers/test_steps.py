@@ -273,6 +273,28 @@ def test_deepspeed_engine_steps_and_overflow() -> None:
     assert x.ignored.to_list() == [3]  # wall-clock breakdown
 
 
+def test_deepspeed_wall_clock_breakdown_alone_is_read() -> None:
+    """SynchronizedWallClockTimer.log (deepspeed/utils/timer.py) through log_dist, in the three wordings: the old
+    `time (ms) | fwd_microstep: ...`, 0.9-0.14's `rank=0 time (ms) | ...` and the bare print of the newest, one
+    of them glued behind a tqdm bar. A log of nothing else is sniffed as a step log and every line is read."""
+    text = (
+        "[2024-05-22 10:14:25,064] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd_microstep: 499.07 | "
+        "bwd_microstep: 1132.15 | bwd_inner_microstep: 1132.13 | bwd_allreduce_microstep: 0.00 | step_microstep: 0.12\n"
+        "[2023-06-21 07:39:09,443] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | forward: 27.41 | "
+        "backward: 73.44 | backward_inner: 50.99 | backward_allreduce: 22.40 | step: 72.82\n"
+        "  3%|\u2588\u2588\u2588" + " " * 30 + "| 12/345 [00:07<06:50,  1.23s/it][2023-06-21 07:39:09,625] [INFO] "
+        "[logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | optimizer_allgather: 7.96 | optimizer_gradients: 0.02 | "
+        "optimizer_step: 60.64\n"
+        "[Rank 0] time (ms) | fwd: 27.46 | bwd: 73.60 | bwd_inner: 51.05 | bwd_allreduce: 22.50 | step: 72.60\n")
+    assert steps.sniff(text) >= 0.5
+    x = parse(text)
+    check_shape(x, 4)
+    assert sorted(x.ignored.to_list()) == [1, 2, 3, 4]
+    assert x.events.is_empty() and rows(x, "train_steps") == []
+    # Megatron's old per-iteration timer line keeps its own reading (no `rank=`)
+    assert steps.sniff("time (ms) | forward-compute: 58.16 | backward-compute: 42.66\n") >= 0.5
+
+
 def test_deepspeed_pipeline_steps() -> None:
     x = fixture("deepspeed_pipeline_steps.log")
     s = rows(x, "train_steps")

@@ -295,6 +295,23 @@ def test_deepspeed_wall_clock_breakdown_alone_is_read() -> None:
     assert steps.sniff("time (ms) | forward-compute: 58.16 | backward-compute: 42.66\n") >= 0.5
 
 
+def test_zero3_trace_cache_invalidation_is_read_as_a_notice() -> None:
+    """ZeRO-3's PartitionedParameterCoordinator.trace_prologue prints both wordings (print_rank_0, no prefix),
+    one glued behind a tqdm bar: read, no event (the trace is recorded again; nothing failed)."""
+    text = (
+        "  0%|          | 0/900 [00:00<?, ?it/s]Invalidate trace cache @ step 10: expected module 11, but got module 19\n"
+        "Invalidate trace cache @ step 10: expected module 11, but got module 19\n"
+        "Invalidate trace cache @ step 0 and module 1458: cache has only 0 modules\n"
+        "{'loss': 0.0, 'grad_norm': 6.722209930419922, 'learning_rate': 9.95e-07, 'epoch': 0.04}\n")
+    assert steps.sniff(text) >= 0.5
+    x = parse(text)
+    check_shape(x, 4)
+    assert {1, 2, 3} <= set(x.ignored.to_list())
+    assert x.events.filter(pl.col("severity") != "info").is_empty()
+    # ZeRO-3's real tracing failure is not this notice
+    assert 1 not in parse("RuntimeError: tracing error at step 10: \n").ignored.to_list()
+
+
 def test_deepspeed_pipeline_steps() -> None:
     x = fixture("deepspeed_pipeline_steps.log")
     s = rows(x, "train_steps")

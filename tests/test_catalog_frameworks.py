@@ -182,6 +182,21 @@ CASES = {
         "[rank1]:                   ^^^^^^^^^^^^^^^^^^^^^^^^^\n"
         "[rank1]: AttributeError: 'Tensor' object has no attribute 'device_mesh'\n"
     )}, "framework_bug", "rank1.log", 5),
+    # the parallel layout does not fit the ranks launched (pytorch.toml parallel-layout-mismatch), through srun -l
+    "megatron-world-size-not-divisible": ({"slurm-4242.out": (
+        '1: [rank1]:   File "/opt/megatron-lm/megatron/core/parallel_state.py", line 532, in initialize_model_parallel\n'
+        '1: [rank1]:     raise RuntimeError(f"world_size ({world_size}) is not divisible by {total_model_size}")\n'
+        "1: [rank1]: RuntimeError: world_size (1) is not divisible by 2\n"
+    )}, "user_code", "slurm-4242.out", 3),
+    # a resume with another DP world size than the save (pytorch.toml ckpt-model-mismatch)
+    "deepspeed-resume-other-dp-world-size": ({"train.log": (
+        f"[rank0]: {TB}"
+        '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 3068, in _load_zero_checkpoint\n'
+        '[rank0]:     raise ZeRORuntimeException("The checkpoint being loaded used a DP " \\\n'
+        "[rank0]: deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint being loaded used a DP world size of 8 "
+        "but the current world size is 16. Automatic adjustment of ZeRO's optimizer state partitioning with a new world "
+        "size is not currently supported.\n"
+    )}, "user_code", "train.log", 4),
 }
 
 

@@ -197,6 +197,12 @@ CASES = {
         "but the current world size is 16. Automatic adjustment of ZeRO's optimizer state partitioning with a new world "
         "size is not currently supported.\n"
     )}, "user_code", "train.log", 4),
+    # FSDP1 refusing a wrapped unit with frozen and trainable parameters (pytorch.toml fsdp-flatten-mixed-params)
+    "fsdp1-flatten-requires-grad": ({"rank2.log": (
+        '[rank2]:   File "/usr/lib/python3/dist-packages/torch/distributed/fsdp/_flat_param.py", line 761, in _validate_tensors_to_flatten\n'
+        "[rank2]:     raise ValueError(\n"
+        "[rank2]: ValueError: Must flatten tensors with uniform `requires_grad` when `use_orig_params=False`\n"
+    )}, "user_code", "rank2.log", 3),
 }
 
 

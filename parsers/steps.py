@@ -393,7 +393,10 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
          rf"(?: samples/sec: (?P<sps>{NUM}))?",
          steprow("deepspeed", step=inum(g("step")), loss=fnum(g("loss")), step_time_s=fnum(g("t")),
                  throughput=fnum(g("sps")))),
-        (r"^time \(ms\) \|", IGNORE),
+        # SynchronizedWallClockTimer.log (deepspeed/utils/timer.py, `wall_clock_breakdown`; borrowed from Megatron's
+        # `time (ms) | name: x.xx | ...`): through log_dist (`[Rank 0] ` stripped above); DeepSpeed 0.9-0.14 put
+        # `rank={rank} ` before it. Per-step component times without a step number: read, no row
+        (r"^(?:rank=\d+ )?time \(ms\) \|", IGNORE),
         # --- fp16 dynamic loss scaling (DeepSpeed loss_scaler / fused / unfused optimizers, Megatron's and
         # tacotron's fp16 optimizers, apex amp and fp16_utils, fairseq): one `nan` event per skipped step;
         # `_overflow_states` decides which are a healthy warm-up and which a cascade
@@ -422,6 +425,13 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
          ckpt("load_end", "deepspeed", path=g("path"))),
         (r"^\[Torch\] (?:Saving|Saved) ", CLAIM),
         (r"^loading \d+ zero partition checkpoints for rank", IGNORE),
+        # ZeRO-3's parameter coordinator (deepspeed/runtime/zero/partitioned_param_coordinator.py trace_prologue,
+        # print_rank_0 force=log_trace_cache_warnings): the module order of this step differs from the recorded
+        # trace, so the trace is dropped and recorded again (prefetching pauses): a notice, nothing failed. Often
+        # glued behind a tqdm bar (the prefix layer peels a bar only before a log-looking record)
+        (r"^(?:[^|]{0,100}?\d{1,3}%\|[^|]{0,400}\| *\d+/(?:\d+|\?) \[[^\]]{0,200}\])?"
+         r"Invalidate trace cache @ step \d+(?:: expected module \d+, but got module \d+"
+         r"| and module \d+: cache has only \d+ modules)", IGNORE),
         # --- torchtitan
         (rf"^step:\s*(?P<step>\d+)\s+loss:\s*(?P<loss>{NUM})", steprow(
             "torchtitan", step=inum(g("step")), loss=fnum(g("loss")),
@@ -587,6 +597,7 @@ def sniff(head: str) -> float:
         r"Finished saving the checkpoint", r"Checkpoint save for step \d+", r"\[titan\]",
         r"^\[[^\]]+\] datetime: \d{4}-", r"will not load any checkpoints",
         r"Straggler Report at Step \d+", r"global step \d+: .*saving model to", r"OVERFLOW! (?:Rank \d+ )?Skipping step",
+        r"(?:^|\] )(?:rank=\d+ )?time \(ms\) \| \w[\w.-]*: \d", r"Invalidate trace cache @ step \d+",
         r"(?i:\b(?:step|iter(?:ation)?)\s*[:=]?\s*\d+\b.{0,200}?\bloss\s*[:=]?\s*\d)",
         r"(?i:(?:^|[\s,;|\[(])\d+ ?(?:iter(?:ation)?s?|steps?)\b.{0,200}?\bloss\s*[:=]?\s*-?\d)",
     )
@@ -604,7 +615,7 @@ def sniff(head: str) -> float:
 SNIFF_WORDS = ("iteration", "NeMo", "'loss'", "Running training", "RunningAvgSamplesPerSec", "steps: ", "titan",
                "Epoch ", "Training epoch", "step", "checkpoint", "Checkpoint", "across ranks", "datetime: ",
                "Epoch[", "num_updates", "DLL ", "/step", "Grad Norm", "Straggler", "loss = ", "saving model",
-               "OVERFLOW", "loss=", "Step", "Iteration", "epoch took", "Epoch time", "img/sec", "iter")
+               "OVERFLOW", "loss=", "Step", "Iteration", "epoch took", "Epoch time", "img/sec", "iter", "time (ms)")
 
 
 @cache

@@ -173,6 +173,36 @@ CASES = {
         "[1,0]<stdout>:epoch 1 step 10 loss 0.5\n"
         "mpirun noticed that process rank 0 with PID 636815 on node fl98 exited on signal 11 (Segmentation fault).\n"
     )}, "framework_bug", "out.log", 2),
+    # a DTensor-only method on a plain tensor inside a library's FSDP2 path (pytorch.toml
+    # pt-dtensor-api-on-plain-tensor): a library bug, not the user's training code
+    "dtensor-api-on-plain-tensor": ({"rank1.log": (
+        f"[rank1]: {TB}"
+        '[rank1]:   File "/usr/local/lib/python3.11/site-packages/accelerate/utils/fsdp_utils.py", line 601, in fsdp2_load_full_state_dict\n'
+        "[rank1]:     device_mesh = sharded_param.device_mesh\n"
+        "[rank1]:                   ^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        "[rank1]: AttributeError: 'Tensor' object has no attribute 'device_mesh'\n"
+    )}, "framework_bug", "rank1.log", 5),
+    # the parallel layout does not fit the ranks launched (pytorch.toml parallel-layout-mismatch), through srun -l
+    "megatron-world-size-not-divisible": ({"slurm-4242.out": (
+        '1: [rank1]:   File "/opt/megatron-lm/megatron/core/parallel_state.py", line 532, in initialize_model_parallel\n'
+        '1: [rank1]:     raise RuntimeError(f"world_size ({world_size}) is not divisible by {total_model_size}")\n'
+        "1: [rank1]: RuntimeError: world_size (1) is not divisible by 2\n"
+    )}, "user_code", "slurm-4242.out", 3),
+    # a resume with another DP world size than the save (pytorch.toml ckpt-model-mismatch)
+    "deepspeed-resume-other-dp-world-size": ({"train.log": (
+        f"[rank0]: {TB}"
+        '[rank0]:   File "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py", line 3068, in _load_zero_checkpoint\n'
+        '[rank0]:     raise ZeRORuntimeException("The checkpoint being loaded used a DP " \\\n'
+        "[rank0]: deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint being loaded used a DP world size of 8 "
+        "but the current world size is 16. Automatic adjustment of ZeRO's optimizer state partitioning with a new world "
+        "size is not currently supported.\n"
+    )}, "user_code", "train.log", 4),
+    # FSDP1 refusing a wrapped unit with frozen and trainable parameters (pytorch.toml fsdp-flatten-mixed-params)
+    "fsdp1-flatten-requires-grad": ({"rank2.log": (
+        '[rank2]:   File "/usr/lib/python3/dist-packages/torch/distributed/fsdp/_flat_param.py", line 761, in _validate_tensors_to_flatten\n'
+        "[rank2]:     raise ValueError(\n"
+        "[rank2]: ValueError: Must flatten tensors with uniform `requires_grad` when `use_orig_params=False`\n"
+    )}, "user_code", "rank2.log", 3),
 }
 
 

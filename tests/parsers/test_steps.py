@@ -273,6 +273,45 @@ def test_deepspeed_engine_steps_and_overflow() -> None:
     assert x.ignored.to_list() == [3]  # wall-clock breakdown
 
 
+def test_deepspeed_wall_clock_breakdown_alone_is_read() -> None:
+    """SynchronizedWallClockTimer.log (deepspeed/utils/timer.py) through log_dist, in the three wordings: the old
+    `time (ms) | fwd_microstep: ...`, 0.9-0.14's `rank=0 time (ms) | ...` and the bare print of the newest, one
+    of them glued behind a tqdm bar. A log of nothing else is sniffed as a step log and every line is read."""
+    text = (
+        "[2024-05-22 10:14:25,064] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd_microstep: 499.07 | "
+        "bwd_microstep: 1132.15 | bwd_inner_microstep: 1132.13 | bwd_allreduce_microstep: 0.00 | step_microstep: 0.12\n"
+        "[2023-06-21 07:39:09,443] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | forward: 27.41 | "
+        "backward: 73.44 | backward_inner: 50.99 | backward_allreduce: 22.40 | step: 72.82\n"
+        "  3%|\u2588\u2588\u2588" + " " * 30 + "| 12/345 [00:07<06:50,  1.23s/it][2023-06-21 07:39:09,625] [INFO] "
+        "[logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | optimizer_allgather: 7.96 | optimizer_gradients: 0.02 | "
+        "optimizer_step: 60.64\n"
+        "[Rank 0] time (ms) | fwd: 27.46 | bwd: 73.60 | bwd_inner: 51.05 | bwd_allreduce: 22.50 | step: 72.60\n")
+    assert steps.sniff(text) >= 0.5
+    x = parse(text)
+    check_shape(x, 4)
+    assert sorted(x.ignored.to_list()) == [1, 2, 3, 4]
+    assert x.events.is_empty() and rows(x, "train_steps") == []
+    # Megatron's old per-iteration timer line keeps its own reading (no `rank=`)
+    assert steps.sniff("time (ms) | forward-compute: 58.16 | backward-compute: 42.66\n") >= 0.5
+
+
+def test_zero3_trace_cache_invalidation_is_read_as_a_notice() -> None:
+    """ZeRO-3's PartitionedParameterCoordinator.trace_prologue prints both wordings (print_rank_0, no prefix),
+    one glued behind a tqdm bar: read, no event (the trace is recorded again; nothing failed)."""
+    text = (
+        "  0%|          | 0/900 [00:00<?, ?it/s]Invalidate trace cache @ step 10: expected module 11, but got module 19\n"
+        "Invalidate trace cache @ step 10: expected module 11, but got module 19\n"
+        "Invalidate trace cache @ step 0 and module 1458: cache has only 0 modules\n"
+        "{'loss': 0.0, 'grad_norm': 6.722209930419922, 'learning_rate': 9.95e-07, 'epoch': 0.04}\n")
+    assert steps.sniff(text) >= 0.5
+    x = parse(text)
+    check_shape(x, 4)
+    assert {1, 2, 3} <= set(x.ignored.to_list())
+    assert x.events.filter(pl.col("severity") != "info").is_empty()
+    # ZeRO-3's real tracing failure is not this notice
+    assert 1 not in parse("RuntimeError: tracing error at step 10: \n").ignored.to_list()
+
+
 def test_deepspeed_pipeline_steps() -> None:
     x = fixture("deepspeed_pipeline_steps.log")
     s = rows(x, "train_steps")

@@ -27,9 +27,11 @@ _GLOG = r"^\[?[IWEF](\d{3,4}) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
 # illegal memory access was encountered", "unspecified launch failure"; signatures/cuda_errors.csv),
 # the kernel's and libc's (segfault, "Segmentation fault", MMU/page faults, "core dumped", "Out of
 # memory", strerror's ENOSPC / EACCES / ECONNREFUSED / ENETUNREACH / EINTR texts) and Python's traceback head
+# ; RDMA completion errors (rdma-core ibv_wc_status_str `transport retry counter exceeded`, UCX's
+# `Transport retry count exceeded`, ParaStation's `Infiniband returned the wrong Opcode`) and strerror's EPIPE
 ERRORISH = (r"(?i)error|fail|fatal|exception|xid|warn|abort|timeout|timed out|killed|panic|interrupted system call"
             r"|illegal|\bfault|segfault|core dumped|out of memory|no space left|denied|refused|unreachable"
-            r"|traceback")
+            r"|traceback|retry count(?:er)? exceeded|wrong opcode|broken pipe")
 
 
 @dataclass

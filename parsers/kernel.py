@@ -165,7 +165,7 @@ PREFIX_RE = (
     r"|" + DMESG_FACILITY + r": {1,7}(?:" + TALOS_LEVEL + r"): \[(?P<tiso>" + _RFC3339 + r")\]:"
     r")?"
     # `dmesg -r` (`--raw`) and raw kmsg dumps put the printk level (facility*8+level) before the stamp
-    r"\s*(?:(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)" + _DELTA + r"\])?"
+    r"\s*(?:(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d{1,9}\.\d+)" + _DELTA + r"\])?"
     r"\s*(?:\[\s*(?P<caller>[TC]\d+)\])?"
     r"\s*)"
 )
@@ -424,12 +424,15 @@ RULE_LITERALS_CI = [
 # are literal tests of the message, a suffix of the body; AER_BIT_RE's message holds AER_BIT_ANY_RE).
 NEIGHBOUR_LITERALS = ["NVRM: The NVIDIA GPU", "fallen off the bus", "not supported", "error status/mask="]
 AER_BIT_ANY_RE = rf"{_PCI_FN}:\s+\[\s*\d+\]"
+# The uptime is at most 9 integer digits (printk's `[%5lu.%06lu]` seconds since boot: 10 digits would be
+# 31.7 years up): a 10-digit `[1652739463.054681]` is a Unix epoch, UCX's ucs_log layout
+# (`[<sec>.<usec>] [host:pid:tid] file.c:NNN UCX  ERROR ...`, src/ucs/debug/log.c), not a dmesg line.
 # A line that starts with a plain uptime stamp (`[   12.345678]`, after optional blanks and a raw
 # printk level `<6>`): PREFIX_RE matches none of its alternatives there (each starts with `[` and a
 # capital, `[+`, `[<`, a digit, a day or month name, or `kernel`), so it reads `lvl`, `up` and `caller`
 # alone, as FAST_PREFIX_RE does; the line is a kernel line (`_stamp_fast`).
-UPTIME_LINE_RE = r"^\s*(?:<\d{1,3}>)?\[\s*\d+\.\d+\]"
-FAST_PREFIX_RE = r"^(?P<pre>\s*(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d+\.\d+)\]\s*(?:\[\s*(?P<caller>[TC]\d+)\])?\s*)"
+UPTIME_LINE_RE = r"^\s*(?:<\d{1,3}>)?\[\s*\d{1,9}\.\d+\]"
+FAST_PREFIX_RE = r"^(?P<pre>\s*(?:<(?P<lvl>\d{1,3})>)?\[\s*(?P<up>\d{1,9}\.\d+)\]\s*(?:\[\s*(?P<caller>[TC]\d+)\])?\s*)"
 SCREEN = True  # the literal screen and the uptime fast path; tests turn it off to compare with the plain path
 
 
@@ -718,7 +721,7 @@ def sniff(head: str) -> float:
     stamp = re.compile(
         r"^\s*(?:" + DMESG_FACILITY + r"\s*:(?:" + DMESG_LEVEL + r")\s*: )?"
         r"(?:" + _LOCAL_CTIME +
-        r"|(?:<\d{1,3}>)?\[\s*\d+\.\d+(?: <\s*-?\d+\.\d+>)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}"
+        r"|(?:<\d{1,3}>)?\[\s*\d{1,9}\.\d+(?: <\s*-?\d+\.\d+>)?\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}"
         r"(?: <\s*-?\d+\.\d+>)?\]|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{6}[+-]\d\d:?\d\d |\[<\s*-?\d+\.\d+>\]"
         r"|\[\s*\+\d+\.\d+\]|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|.*\bkernel: |NVRM: "
         r"|" + DMESG_FACILITY + r": {1,7}(?:" + TALOS_LEVEL + r"): \[\d{4}-\d\d-\d\dT"

@@ -71,6 +71,23 @@ def test_dmesg_uptime_stamps_relative_without_boot_time() -> None:
     check_contract(ex, 12)
 
 
+def test_ucx_epoch_stamp_is_not_a_dmesg_uptime() -> None:
+    # UCX's ucs_log layout (src/ucs/debug/log.c: `[<sec>.<usec>] [host:pid:thread] file:line UCX  LEVEL msg`)
+    # opens with a Unix epoch in brackets: 10 integer digits, 31.7 years of uptime. The sniffer does not take
+    # such a file for dmesg, and the parser neither reads nor ignores its lines (left to the error-line path),
+    # while a real 9-digit uptime (a host up for years) is still a kernel line.
+    ucx = ("[1652739463.054681] [cn0022:4071024:0]        ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: "
+           "Cannot allocate memory\n"
+           "[1668693503.473099] [ampere:1188443:0]          ib_log.c:246  UCX  ERROR mlx5_0: ibv_create_cq() failed: "
+           "Cannot allocate memory. Please set max locked memory (ulimit -l) to 'unlimited' (current: 64 kbytes)\n")
+    assert kernel.sniff(ucx) == 0.0
+    ex = run(ucx)
+    assert ex.events.is_empty() and ex.claimed.is_empty() and ex.ignored.is_empty()
+    long_up = "[123456789.123456] NVRM: Xid (PCI:0000:06:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    assert kernel.sniff(long_up) > 0.0
+    assert [e["code"] for e in ev(run(long_up), "xid")] == ["79"]
+
+
 def test_dmesg_uptime_with_boot_time_is_exact() -> None:
     # boot time + uptime is what `dmesg -T` prints (and that is `exact`): the same time, the same
     # quality, so a kernel root cause in an uptime-stamped dmesg is not ranked below stamped lines

@@ -95,6 +95,19 @@ def _fresh_verdict_holds(report: dict, category: str, signature: str | None, cul
         assert v["auto_recoverable"] is restart, why
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked `fresh_cases` (a held-out batch's, tests/test_fresh_*.py) runs once per case of its
+    module's CASES, in sorted order; a case in the module's XFAIL (case -> why the analyzer still gets it
+    wrong) is a strict xfail with that reason, so a fix shows as a failure to remove it from XFAIL."""
+    if metafunc.definition.get_closest_marker("fresh_cases") is None:
+        return
+    cases, xfail = metafunc.module.CASES, getattr(metafunc.module, "XFAIL", {})
+    assert set(xfail) <= set(cases), sorted(set(xfail) - set(cases))
+    metafunc.parametrize("case", [
+        pytest.param(c, marks=pytest.mark.xfail(reason=xfail[c], strict=True)) if c in xfail else c
+        for c in sorted(cases)])
+
+
 @pytest.fixture
 def fresh_verdict_holds() -> Callable[..., None]:
     """`fresh_verdict_holds(report, category, signature, culprit, cite, restart, kind=None, why="")`."""

@@ -68,7 +68,7 @@ class Limits:
 class SourceFile:
     rel_path: str  # relative to the job dir; 'bundle.tar.gz!logs/x.log' inside archives
     real_path: Path  # where the bytes are (the job dir, or the private temp dir)
-    compression: str | None  # gzip | zstd | xz | bzip2 | None
+    compression: str | None  # gzip | zstd | xz | bzip2 | utf-16 (read as UTF-8) | None
     size: int  # bytes on disk (compressed size for compressed files)
     host_hint: str | None = None
     rank_hint: int | None = None
@@ -214,10 +214,20 @@ def is_archive(path: Path) -> bool:
 
 
 _COMPRESSIONS = ((GZIP_MAGIC, "gzip"), (ZSTD_MAGIC, "zstd"), (XZ_MAGIC, "xz"), (BZIP2_MAGIC, "bzip2"))
+UTF16_BOM = {b"\xff\xfe": 1, b"\xfe\xff": 0}  # little / big endian: where the NUL of an ASCII character is
 
 
 def _compression(head: bytes) -> str | None:
-    return next((name for magic, name in _COMPRESSIONS if head.startswith(magic)), None)
+    """How a file's bytes are read: decompressed (gzip, zstd, xz, bzip2), from UTF-16 ("utf-16": a byte-order
+    mark, and the NUL halves of mostly ASCII text after it: what PowerShell 5's `>` and `Out-File` write), or
+    as they are (None)."""
+    got = next((name for magic, name in _COMPRESSIONS if head.startswith(magic)), None)
+    if got is None and head[:2] in UTF16_BOM:
+        pairs = head[2:514]
+        zero = pairs[UTF16_BOM[head[:2]]::2]
+        if len(zero) >= 2 and zero.count(0) >= 0.5 * len(zero):
+            got = "utf-16"
+    return got
 
 
 def discover(root: Path, limits: Limits | None = None) -> Discovery:
@@ -485,6 +495,36 @@ def _unpack_zip(rel: str, path: Path, tmpdir: Path, limits: Limits, warnings: li
     return u.out
 
 
+class _Utf16(io.RawIOBase):
+    """A UTF-16 text file (its byte-order mark says the byte order) read as UTF-8 bytes; an unpaired
+    surrogate or a cut last character becomes U+FFFD. Line ends stay as written."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.text = io.TextIOWrapper(raw, encoding="utf-16", errors="replace", newline="")
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        while len(self.pending) < len(b):
+            chars = self.text.read(max(1, len(b) // 2))
+            if not chars:
+                break
+            self.pending += chars.encode("utf-8")
+        n = min(len(b), len(self.pending))
+        b[:n], self.pending = self.pending[:n], self.pending[n:]
+        return n
+
+    def close(self) -> None:
+        try:
+            self.text.detach()  # the raw file is closed by open_stream's caller (`_raw`)
+        except ValueError:
+            pass
+        finally:
+            super().close()
+
+
 class _Capped(io.RawIOBase):
     """Reads a decompressing stream and stops past a byte limit (decompression bombs)."""
 
@@ -526,6 +566,8 @@ def open_stream(sf: SourceFile, limits: Limits | None = None) -> BinaryIO:
             inner = lzma.LZMAFile(fh)  # type: ignore[assignment]
         elif sf.compression == "bzip2":
             inner = bz2.BZ2File(fh)  # type: ignore[assignment]
+        elif sf.compression == "utf-16":
+            inner = _Utf16(fh)  # type: ignore[assignment]
         else:
             return fh
     except BaseException:

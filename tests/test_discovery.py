@@ -185,3 +185,22 @@ def test_iter_chunks_cuts_every_overlong_line_wherever_it_starts(tmp_path: Path,
             assert got == want, (length, offset)
             cut = sum(len(ln) > max_line for ln in data.split(b"\n"))
             assert any(f"{cut} line(s) longer than" in w for w in sf.warnings) == (cut > 0), (length, offset)
+
+
+def test_utf16_files_read_as_utf8(tmp_path: Path) -> None:
+    """PowerShell 5's `>` and `Out-File` write UTF-16 with a byte-order mark (and CRLF): read as the text."""
+    text = "[2024-05-01 10:00:00] torch.cuda.OutOfMemoryError: CUDA out of memory. Tried 2.00 GiB — GPU 0\r\nok ü\r\n"
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "le.log").write_bytes(text.encode("utf-16"))  # the platform's order, with its mark (LE here)
+    (job / "be.log").write_bytes(b"\xfe\xff" + text.encode("utf-16-be"))
+    (job / "odd.bin").write_bytes(b"\xff\xfe" + bytes(range(1, 256)) * 4)  # a mark, but no UTF-16 text after it
+    d = discover(job)
+    try:
+        got = {f.rel_path: f for f in d.files}
+        assert (got["le.log"].compression, got["be.log"].compression, got["odd.bin"].compression) == (
+            "utf-16", "utf-16", None)
+        for name in ("le.log", "be.log"):
+            assert b"".join(c for c, _ in iter_chunks(got[name])).decode("utf-8") == text
+    finally:
+        d.close()

@@ -115,8 +115,12 @@ WRAPPERS: tuple[Wrapper, ...] = (
         # columns, and whatever the message itself says stays for the parsers. The task (`workerpool0-0`,
         # `master-replica-0`) is a replica, one machine: the host hint
         "Cloud Logging via gcloud stream-logs / console (SEVERITY  <stamp +zzzz>  <task>  [trial]  message)",
-        r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)(?:\t| {1,8})"
-        r"(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4})(?:\t| {1,8})"
+        # the columns end at tab stops: a tab, or the spaces a tab expands to at 8 (severity to column 8, or 16
+        # for CRITICAL / EMERGENCY; the 25-character stamp plus 7); a Python logging format such as
+        # `%(levelname)-8s %(asctime)s %(name)s` pads otherwise, keeps its level word and stays whole
+        r"(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)\t|DEFAULT |DEBUG {3}|INFO {4}"
+        r"|NOTICE {2}|WARNING |ERROR {3}|ALERT {3}|CRITICAL {8}|EMERGENCY {7})"
+        r"(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4})(?:\t| {7})"
         r"(?P<host>[A-Za-z][\w.-]*)(?:\t\d{1,6}\t|\t{1,2}| {1,16})",
         stamp="zone_after_space", first=r"[A-Z]",
         examples=(
@@ -130,8 +134,13 @@ WRAPPERS: tuple[Wrapper, ...] = (
              "RuntimeError: CUDA error: out of memory", {"stamp": "2019-03-01 10:00:00-0800", "host": "master-replica-0"}),
             ("INFO\t2019-03-01 10:00:00 -0800\tworker-replica-1\t7\tstep 10 loss 2.5", "step 10 loss 2.5",
              {"stamp": "2019-03-01 10:00:00-0800", "host": "worker-replica-1"}),
+            ("CRITICAL        2019-03-01 10:00:00 -0800       master-replica-0        Segmentation fault",
+             "Segmentation fault", {"stamp": "2019-03-01 10:00:00-0800", "host": "master-replica-0"}),
             # a Python logging line with its own level stays whole
             ("ERROR 2024-05-01 10:00:00,123 train.py:12 failed", "ERROR 2024-05-01 10:00:00,123 train.py:12 failed", {}),
+            ("ERROR    2024-05-01 10:00:00 +0000 root boom", "ERROR    2024-05-01 10:00:00 +0000 root boom", {}),
+            ("WARNING  2024-05-01 10:00:00 +0000       trainer    slow step",
+             "WARNING  2024-05-01 10:00:00 +0000       trainer    slow step", {}),
             ("ERROR:root:2024-05-01 10:00:00 +0000 boom", "ERROR:root:2024-05-01 10:00:00 +0000 boom", {}),
         ),
     ),

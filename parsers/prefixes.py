@@ -105,6 +105,46 @@ WRAPPERS: tuple[Wrapper, ...] = (
         ),
     ),
     Wrapper(
+        # gcloud's job log streamers print each Cloud Logging entry through a `value(...)` format (tab-separated
+        # columns): `gcloud ai custom-jobs stream-logs` (command_lib/ai/log_util.py LOG_FORMAT: severity,
+        # timestamp.date("%Y-%m-%d %H:%M:%S %z", tz=LOCAL), task_name, message) and `gcloud ai-platform jobs
+        # stream-logs` (command_lib/ml_engine/log_utils.py: the same with trial_id before the message, empty
+        # outside a tuning job); the console's log view copies the same columns. Tabs often arrive expanded to
+        # spaces. The severity is Cloud Logging's LogSeverity, which for a container's plain text is the stream's
+        # (stderr -> ERROR, stdout -> INFO: a tqdm bar reads `ERROR`), not the process's: it is peeled with the
+        # columns, and whatever the message itself says stays for the parsers. The task (`workerpool0-0`,
+        # `master-replica-0`) is a replica, one machine: the host hint
+        "Cloud Logging via gcloud stream-logs / console (SEVERITY  <stamp +zzzz>  <task>  [trial]  message)",
+        # the columns end at tab stops: a tab, or the spaces a tab expands to at 8 (severity to column 8, or 16
+        # for CRITICAL / EMERGENCY; the 25-character stamp plus 7); a Python logging format such as
+        # `%(levelname)-8s %(asctime)s %(name)s` pads otherwise, keeps its level word and stays whole
+        r"(?:(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)\t|DEFAULT |DEBUG {3}|INFO {4}"
+        r"|NOTICE {2}|WARNING |ERROR {3}|ALERT {3}|CRITICAL {8}|EMERGENCY {7})"
+        r"(?P<stamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [+-]\d{4})(?:\t| {7})"
+        r"(?P<host>[A-Za-z][\w.-]*)(?:\t\d{1,6}\t|\t{1,2}| {1,16})",
+        stamp="zone_after_space", first=r"[A-Z]",
+        examples=(
+            # GoogleCloudPlatform/vertex-ai-samples#242 (tabs expanded at 8)
+            ("ERROR   2022-01-26 14:19:41 +1100       workerpool0-0   Configuration saved in /tmp/ckpt-6000/config.json",
+             "Configuration saved in /tmp/ckpt-6000/config.json",
+             {"stamp": "2022-01-26 14:19:41+1100", "host": "workerpool0-0"}),
+            ("INFO\t2022-01-26 14:19:41 +1100\tworkerpool0-0\t{'loss': 5.3862, 'epoch': 3.14}",
+             "{'loss': 5.3862, 'epoch': 3.14}", {"stamp": "2022-01-26 14:19:41+1100", "host": "workerpool0-0"}),
+            ("ERROR\t2019-03-01 10:00:00 -0800\tmaster-replica-0\t\tRuntimeError: CUDA error: out of memory",
+             "RuntimeError: CUDA error: out of memory", {"stamp": "2019-03-01 10:00:00-0800", "host": "master-replica-0"}),
+            ("INFO\t2019-03-01 10:00:00 -0800\tworker-replica-1\t7\tstep 10 loss 2.5", "step 10 loss 2.5",
+             {"stamp": "2019-03-01 10:00:00-0800", "host": "worker-replica-1"}),
+            ("CRITICAL        2019-03-01 10:00:00 -0800       master-replica-0        Segmentation fault",
+             "Segmentation fault", {"stamp": "2019-03-01 10:00:00-0800", "host": "master-replica-0"}),
+            # a Python logging line with its own level stays whole
+            ("ERROR 2024-05-01 10:00:00,123 train.py:12 failed", "ERROR 2024-05-01 10:00:00,123 train.py:12 failed", {}),
+            ("ERROR    2024-05-01 10:00:00 +0000 root boom", "ERROR    2024-05-01 10:00:00 +0000 root boom", {}),
+            ("WARNING  2024-05-01 10:00:00 +0000       trainer    slow step",
+             "WARNING  2024-05-01 10:00:00 +0000       trainer    slow step", {}),
+            ("ERROR:root:2024-05-01 10:00:00 +0000 boom", "ERROR:root:2024-05-01 10:00:00 +0000 boom", {}),
+        ),
+    ),
+    Wrapper(
         "kubectl logs / docker logs --timestamps, CRI log file (<stamp> stdout F ), mpirun ISO --timestamp-output",
         r"(?P<stamp>" + _ISO_Z + r")(?: (?:stdout|stderr) [FP] |: |:| )",
         # journald short-iso-precise (`<stamp> <host> kernel: ...`) is the kernel parser's
@@ -518,7 +558,7 @@ _NO_CAPTURE = frozenset(i for i, w in enumerate(WRAPPERS) if not _GROUP.search(w
 _BY_NAME = {w.name: i for i, w in enumerate(WRAPPERS)}
 _NOT_AFTER = [frozenset(_BY_NAME[n] for n in w.not_after) for w in WRAPPERS]  # KeyError: a name not in the table
 # what a wrapper can start with: a cheap pre-filter for the first round
-_START = r"^(?:[ \t]*[\d\[(]| {9,28} (?:DEBUG|INFO|WARNING|NOTSET|ERROR|CRITICAL) |[A-Za-z][A-Za-z0-9_.-]*: |[A-Z][a-z]{2} [A-Z][a-z]{2} |\x1b\[32m|[A-Za-z][A-Za-z0-9_-]*/\d)"
+_START = r"^(?:[ \t]*[\d\[(]|[A-Z]{4,9}(?:\t| {1,8})\d{4}-| {9,28} (?:DEBUG|INFO|WARNING|NOTSET|ERROR|CRITICAL) |[A-Za-z][A-Za-z0-9_.-]*: |[A-Z][a-z]{2} [A-Z][a-z]{2} |\x1b\[32m|[A-Za-z][A-Za-z0-9_-]*/\d)"
 
 
 def _stamp_text(raw: pl.Expr, kind: str) -> pl.Expr:
@@ -526,6 +566,8 @@ def _stamp_text(raw: pl.Expr, kind: str) -> pl.Expr:
     if kind == "ctime":
         return (raw.str.replace_all(r"\s+", " ").str.to_datetime("%a %b %d %H:%M:%S %Y", strict=False)
                 .dt.strftime("%Y-%m-%d %H:%M:%S"))
+    if kind == "zone_after_space":  # `2022-01-26 14:19:34 +1100` (strftime %z after a space)
+        return raw.str.replace(r" ([+-]\d{4})$", "$1")
     if kind == "epoch_ms":
         return (raw.cast(pl.Int64, strict=False).cast(pl.Datetime("ms", "UTC"))
                 .dt.strftime("%Y-%m-%dT%H:%M:%S%.3f+00:00"))

@@ -12,7 +12,7 @@ device OOM of PyTorch, JAX/XLA and TensorFlow alike), exception (code = exceptio
 of a traceback, of one whose head was cut, or a lone exception line), exception_ignored (code = exception
 type, or `ignored` for the head line: an exception Python reported and ignored: the unraisable hook's
 `Exception ignored in: ...`, an atexit callback's error, a multiprocessing finalizer's traceback, Python 2's
-`Exception X: ... in <...> ignored`), checkpoint_error (code = exception
+`Exception X: ... in <...> ignored`, a thread's `Exception in thread <name>:` traceback), checkpoint_error (code = exception
 type: an I/O-class exception whose traceback passes through a checkpoint-saving frame), segfault (code =
 the signal: SIGSEGV | SIGBUS | SIGFPE | SIGILL | SIGABRT, or `check_failed` for a glog CHECK), nan,
 store_error (c10d TCPStore / socket / rendezvous; code = EADDRINUSE | listen_failed | timeout |
@@ -425,8 +425,16 @@ EXC_LINE = r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?::.*)?$"
 # - multiprocessing's finalizers (Lib/multiprocessing/util.py _run_finalizers, and its `multiprocess` fork):
 #   each finalizer runs in `try: finalizer() except Exception: traceback.print_exc()`, so its traceback starts
 #   at the `_run_finalizers` frame (the temp dir's rmtree at exit, a queue's feeder thread cleanup).
+# - a thread's uncaught exception (Lib/threading.py: 3.8+ `threading.excepthook`'s default prints
+#   `Exception in thread {thread.name}:` and the traceback, 3.10+ names like `Thread-5 (worker)`; before 3.8
+#   `Thread._bootstrap_inner` printed `Exception in thread %s:\n%s`, or `Exception in thread %s (most likely
+#   raised during interpreter shutdown):`; `_thread.start_new_thread`'s `Unhandled exception in thread started
+#   by <func>` before 3.8, since then the unraisable hook's `Exception ignored in thread started by: <func>`):
+#   the thread ends, the interpreter and its other threads go on (a W&B uploader's, a metrics pusher's);
+#   what that did to the run, if anything, is another line (the main thread's own error, a watchdog).
 # Their final lines are `exception_ignored` events, not `exception`: seen, never the failure of the run.
-IGNORED_HEAD = r"^Exception ignored\b|^Error in atexit\._run_exitfuncs:"
+IGNORED_HEAD = (r"^Exception ignored\b|^Error in atexit\._run_exitfuncs:"
+                r"|^Exception in thread \S.*?:(?:\s|$)|^Unhandled exception in thread started by ")
 IGNORED_PY2 = r"^Exception [A-Za-z_][\w.]*(?::.*)? in <.*> ignored$"
 FINALIZER_FRAME = r'^\s+File "[^"]*multiprocess(?:ing)?[/\\]util\.py", line \d+, in _run_finalizers$'
 TB_HEADER = "Traceback (most recent call last):"

@@ -899,6 +899,32 @@ ConnectionResetError: [Errno 104] Connection reset by peer
 """
 PY2_DEL = ("Exception AttributeError: \"'NoneType' object has no attribute 'close'\" in <bound method "
            "_DataLoaderIter.__del__ of <torch.utils.data.dataloader._DataLoaderIter object at 0x7f2c0a8e5d50>> ignored\n")
+# threading.excepthook's default (3.8+), a W&B uploader thread (wandb#2100); 3.10+ names carry the target
+THREAD_WANDB = """Exception in thread Thread-5:
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.8/threading.py", line 932, in _bootstrap_inner
+    self.run()
+  File "/opt/conda/lib/python3.8/site-packages/wandb/sdk/internal/file_stream.py", line 277, in _handle_response
+    raise response
+requests.exceptions.HTTPError: 500 Server Error: Internal Server Error for url: https://api.wandb.ai/files/u/p/r/file_stream
+"""
+THREAD_310 = """Exception in thread Thread-3 (_pin_memory_loop):
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/threading.py", line 1016, in _bootstrap_inner
+    self.run()
+RuntimeError: Pin memory thread exited unexpectedly
+"""
+THREAD_SHUTDOWN = """Exception in thread QueueFeederThread (most likely raised during interpreter shutdown):
+Traceback (most recent call last):
+  File "/usr/lib/python2.7/threading.py", line 801, in __bootstrap_inner
+TypeError: 'NoneType' object is not callable
+"""
+THREAD_OLD = """Unhandled exception in thread started by <function worker at 0x7f0c2a1b2d30>
+Traceback (most recent call last):
+  File "push.py", line 9, in worker
+    send(metrics)
+ConnectionRefusedError: [Errno 111] Connection refused
+"""
 FATAL = """Traceback (most recent call last):
   File "train.py", line 12, in <module>
     main()
@@ -911,6 +937,10 @@ KeyError: 'labels'
     (FINALIZER_NFS, ["OSError"]),
     (ATEXIT_OLD, ["ignored", "ConnectionResetError"]),
     (PY2_DEL, ["AttributeError"]),
+    (THREAD_WANDB, ["ignored", "requests.exceptions.HTTPError"]),
+    (THREAD_310, ["ignored", "RuntimeError"]),
+    (THREAD_SHUTDOWN, ["ignored", "TypeError"]),
+    (THREAD_OLD, ["ignored", "ConnectionRefusedError"]),
 ])
 def test_reported_and_ignored_exceptions_are_their_own_kind(text: str, codes: list[str]) -> None:
     ex = run(text)
@@ -923,3 +953,23 @@ def test_an_ignored_traceback_does_not_hide_the_fatal_one_after_it() -> None:
     ex = run(IGNORED_DEL + FATAL)
     assert ev(ex, "exception")["code"].to_list() == ["KeyError"]
     assert ev(ex, "exception_ignored")["code"].to_list() == ["ignored", "AssertionError"]
+    ex = run(THREAD_WANDB + FATAL)  # a thread's exception, then the main thread's: the second is the failure
+    assert ev(ex, "exception")["code"].to_list() == ["KeyError"]
+
+
+def test_a_thread_head_is_read_only_at_the_line_start() -> None:
+    """`Exception in thread` inside another message, or a CUDA error a thread died of: not an ignored head."""
+    ex = run("RuntimeError: Exception in thread pool worker: CUDA error: an illegal memory access was encountered\n")
+    assert ev(ex, "exception_ignored").is_empty()
+    assert not ev(ex, "cuda_error").is_empty()
+
+
+def test_a_cuda_error_a_thread_died_of_is_still_read() -> None:
+    """The ignored head only changes the traceback's exception line into `exception_ignored`: a CUDA error
+    in it (a pin-memory thread's) stays a cuda_error event for the rules."""
+    ex = run("Exception in thread Thread-3 (_pin_memory_loop):\n"
+             "Traceback (most recent call last):\n"
+             '  File "/usr/lib/python3.10/threading.py", line 1016, in _bootstrap_inner\n'
+             "    self.run()\n"
+             "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert ev(ex, "cuda_error")["line_no"].to_list() == [5]

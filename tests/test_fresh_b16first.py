@@ -50,3 +50,13 @@ def test_fresh_b16first_verdict(case: str, tmp_path: Path, fresh_verdict_holds) 
     category, signature, culprit, cite, restart = CASES[case]
     report = analyze(FRESH / case, tmp_path / "out", html=False).report
     fresh_verdict_holds(report, category, signature, culprit, cite, restart)
+
+
+@pytest.mark.parametrize("case", ["grasp58-mpirun-rank2-signal9-qy-pc", "peridigm12-mvapich-rank16-signal9-c557-203"])
+def test_fresh_b16first_first_dead_process_is_the_culprit(case: str, tmp_path: Path) -> None:
+    """The cause stays unknown (a bare SIGKILL), but the launcher names the process that died first: the verdict's
+    culprit is that host and rank, not the nodes whose launchers only saw it go (precedence.toml [first_dead])."""
+    _, _, culprit, _, _ = CASES[case]
+    v = analyze(FRESH / case, tmp_path / "out", html=False).report["verdict"]
+    assert v["category"] == "unknown"
+    assert {k: v["culprit"][k] for k in culprit} == culprit

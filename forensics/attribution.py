@@ -333,6 +333,20 @@ def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None
     return None
 
 
+def _first_dead(aj: pl.DataFrame, ae: pl.DataFrame, rmap: pl.DataFrame, prec: Precedence
+                ) -> tuple[tuple[str | None, int | None, int | None, str | None], str] | None:
+    """The culprit of a verdict no signal explains (precedence.toml [first_dead]): the earliest process a
+    launcher reports killed (host and/or rank known), with the note saying so; None when no launcher names one."""
+    dead = aj.filter(pl.col("signature").is_in(list(prec.first_dead))
+                     & (pl.col("host").is_not_null() | pl.col("rank").is_not_null()))
+    if dead.is_empty():
+        return None
+    d = dead.sort("ts", "event_id", nulls_last=True).row(0, named=True)
+    who = _fill_culprit(d, rmap, set(ae["host"].drop_nulls().to_list()))
+    return who, (f"the launcher names the process that died first ({d['path']}:{d['line_no']}): host {who[0]}, "
+                 f"rank {who[1]}; what killed it is not in the logs read")
+
+
 def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo: pl.DataFrame | None,
                        rmap: pl.DataFrame, ip_host: dict[str, str], sources_present: set[str],
                        exits: pl.DataFrame | None = None, is_last: bool = False) -> Interruption | None:
@@ -356,6 +370,9 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
         host = rank = gpu = pci = None
         summary = (f"A failure was seen ({seen}) but no recognised signal names its cause" if seen else
                    "The attempt ended without any recognised failure signal, and the job was restarted")
+        if (dead := _first_dead(aj, ae, rmap, prec)) is not None:
+            (host, rank, gpu, pci), note = dead
+            notes.append(note)
         conf = 0.3
         root_code = None
     elif root is None:
@@ -433,6 +450,9 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
                 host, rank, gpu, pci = g.host, None, None, None
             summary += f"; culprit {g.host}: {g.rule}"
             graph_decided = True
+        if teardown_only and host is None and rank is None and (dead := _first_dead(aj, ae, rmap, prec)) is not None:
+            (host, rank, gpu, pci), note = dead
+            notes.append(note)
         first_c = cascades.sort("ts", "event_id", nulls_last=True)
         time = first_c["ts"].drop_nulls().min() if not first_c.is_empty() else a["end"]
         root_code = None

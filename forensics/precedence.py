@@ -103,11 +103,14 @@ class Precedence:
     # [pair_report]: signatures whose line names two ranks that disagree (the reporter is either side): the
     # culprit is the one rank every such report of the attempt names, else none
     pair_report: tuple[str, ...] = ()
+    # [first_dead]: context signatures of a launcher naming a process it saw die: with no root and no cascade
+    # the unknown verdict's culprit is the first of them
+    first_dead: tuple[str, ...] = ()
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
         ids = {*self.teardown, *self.hang_signals, *self.app_fault_signatures, *self.actions, *self.after_completion,
-               *self.outside_job, *self.pair_report}
+               *self.outside_job, *self.pair_report, *self.first_dead}
         for r in self.outranks:
             ids |= {*r.winner.signatures, *r.loser.signatures}
         for p in self.phase:
@@ -197,6 +200,7 @@ def parse_precedence(doc: dict) -> Precedence:
         jobwide_categories=_t(jw.get("categories")), jobwide_ranks=int(jw.get("ranks", 2)),
         outside_job=_t(doc.get("outside_job", {}).get("signatures")),
         pair_report=_t(doc.get("pair_report", {}).get("signatures")),
+        first_dead=_t(doc.get("first_dead", {}).get("signatures")),
     )
 
 

@@ -20,6 +20,15 @@ orte/mca/errmgr/base/help-errmgr-base.txt, prrte src/mca/errmgr and src/prted he
   lines are claimed with it. `An ORTE daemon has unexpectedly failed after launch and before communicating
   back to mpirun` ([failed-daemon-launch]) is `mpi_daemon_lost` code `DAEMON_LAUNCH_FAILED`, no host.
 
+MVAPICH2's launcher (mpirun_rsh / mpispawn, src/pm/mpirun/mpispawn.c `child_handler` and `wait_for_errors`) prints
+through PRINT_ERROR with the prefix `[<hostname>:mpispawn_<id>][<function>] `:
+
+- `MPI process (rank: N, pid: P) terminated with signal S -> abort job` and `MPI process (rank: N, pid: P) exited
+  with status S` are `mpi_proc_exit` events: host the prefix's hostname (the node the process ran on), rank N,
+  pid P, code the signal's name or `EXIT_<S>`, as for Open MPI's notice. (`Process with pid P ...`, a child
+  that is no MPI rank, and `stopped with signal` / `continued` are no process exit and are left alone.)
+- `Abort signaled by rank N: '<message>'` is `mpi_abort`, rank N, code `MPI_ABORT`.
+
 The help texts' other explanation lines ("This is usually due to either a failure of the TCP network ...")
 are claimed when they follow a notice, so they do not become error lines of their own.
 """
@@ -61,6 +70,10 @@ DETAIL_RE = (r"^\s*(?:HNP daemon\s*:|Remote daemon\s*:|hostname:|This is usually
              r"|therefore will terminate the job\.|with errorcode -?\d+\.|Local host:|Local PID:|Primary job\s+terminated"
              r"|process returned\s*$|a non-zero exit code\.|Per user-direction, the job has been aborted\.)")
 DAEMON_FAILED_RE = r"An (?:ORTE|PRTE|PRRTE) daemon has unexpectedly failed after launch"
+MV_PREFIX = r"^\[(?P<host>[^:\]\s]+):mpispawn_\d+\]\[\w+\]\s*"
+MV_EXIT_RE = (MV_PREFIX + r"MPI process \(rank: (?P<rank>\d+), pid: (?P<pid>\d+)\) (?:terminated with signal (?P<sig>\d+)"
+              r"|exited with status (?P<status>-?\d+))")
+MV_ABORT_RE = MV_PREFIX + r"Abort signaled by rank (?P<rank>\d+):"
 DETECTED_RE = _LAUNCHER + r" detected that one or more processes exited with non-zero status"
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
@@ -71,12 +84,13 @@ CANDIDATES = ("noticed that process rank", "Process name:", "Exit code:", "MPI_A
               "hostname:", "Remote daemon", "HNP daemon", "daemon has unexpectedly failed", "detected that one or more",
               "usually due to", "connection to the node", "daemon itself", "terminate the job", "errorcode",
               "Primary job", "process returned", "non-zero exit code", "Per user-direction", "Local host:",
-              "Local PID:")
+              "Local PID:", "MPI process (rank:", "Abort signaled by rank")
 
 
 def sniff(head: str) -> float:
     any_re = re.sub(r"\?P<\w+>", "", "|".join((NOTICED_RE, LOST_ITS_RE, LOST_REMOTE_RE, ABORT_RE, DETECTED_RE,
-                                               DAEMON_FAILED_RE)))
+                                               DAEMON_FAILED_RE, MV_EXIT_RE, MV_ABORT_RE)))
+    any_re = any_re.replace("|^", "|(?m:^)")
     n = len(re.findall(any_re, head))
     return 0.0 if n == 0 else min(0.5 + 0.1 * n, 0.7)
 
@@ -88,6 +102,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return Extraction(events=empty_events())
     df = df.with_columns(
         b.str.extract_groups(NOTICED_RE).alias("_n"),
+        b.str.extract_groups(MV_EXIT_RE).alias("_mv"),
+        b.str.extract_groups(MV_ABORT_RE).alias("_mva"),
         b.str.extract(PROC_NAME_RE, 1).cast(pl.Int64, strict=False).alias("_pn"),
         b.str.extract(EXIT_CODE_RE, 1).alias("_ec"),
         b.str.extract(ABORT_RE, 1).cast(pl.Int64, strict=False).alias("_ab"),
@@ -108,33 +124,40 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             .otherwise(nxt_host)
     # `Exit code:` takes the rank of the `Process name:` line just before it
     prev_rank = pl.when((ln - ln.shift(1) <= 2) & pl.col("_pn").shift(1).is_not_null()).then(pl.col("_pn").shift(1))
-    n = pl.col("_n")
-    is_noticed = n.struct.field("rank").is_not_null()
+    n, mv = pl.col("_n"), pl.col("_mv")
+    # an Open MPI notice or an MVAPICH2 mpispawn child report: the same fields (rank, pid, host, signal, status)
+
+    def field(name: str) -> pl.Expr:
+        return pl.coalesce(n.struct.field(name), mv.struct.field(name))
+    is_noticed = field("rank").is_not_null()
     is_exit = pl.col("_ec").is_not_null() & prev_rank.is_not_null()
-    sig = n.struct.field("sig").cast(pl.Int64, strict=False)
+    sig = field("sig").cast(pl.Int64, strict=False)
     sig_code = sig.replace_strict(SIGNALS, default=None, return_dtype=pl.Utf8)
     noticed_code = pl.coalesce(sig_code, pl.concat_str([pl.lit("SIGNAL_"), sig.cast(pl.Utf8)]),
-                               pl.concat_str([pl.lit("EXIT_"), n.struct.field("status")]))
+                               pl.concat_str([pl.lit("EXIT_"), field("status")]))
+    mv_abort = pl.col("_mva").struct.field("rank").cast(pl.Int64, strict=False)
+    abort_rank = pl.coalesce(pl.col("_ab"), mv_abort)
     kind = (pl.when(is_noticed | is_exit).then(pl.lit("mpi_proc_exit"))
-            .when(pl.col("_ab").is_not_null()).then(pl.lit("mpi_abort"))
+            .when(abort_rank.is_not_null()).then(pl.lit("mpi_abort"))
             .when(pl.col("_lost_its") | pl.col("_lost_rem") | pl.col("_dfail")).then(pl.lit("mpi_daemon_lost")))
     code = (pl.when(is_noticed).then(noticed_code)
             .when(is_exit).then(pl.concat_str([pl.lit("EXIT_"), pl.col("_ec")]))
-            .when(pl.col("_ab").is_not_null()).then(pl.lit("MPI_ABORT"))
+            .when(abort_rank.is_not_null()).then(pl.lit("MPI_ABORT"))
             .when(pl.col("_dfail")).then(pl.lit("DAEMON_LAUNCH_FAILED"))
             .when(pl.col("_lost_its") | pl.col("_lost_rem")).then(pl.lit("NODE_DIED")))
-    host = (pl.when(is_noticed).then(n.struct.field("host"))
+    host = (pl.when(is_noticed).then(field("host"))
+            .when(mv_abort.is_not_null()).then(pl.col("_mva").struct.field("host"))
             .when(pl.col("_lost_its") | pl.col("_lost_rem")).then(nxt_host)
             .otherwise(line_host(ctx)))
-    rank = pl.coalesce(n.struct.field("rank").cast(pl.Int64, strict=False),
-                       pl.when(is_exit).then(prev_rank), pl.col("_ab"),
+    rank = pl.coalesce(field("rank").cast(pl.Int64, strict=False),
+                       pl.when(is_exit).then(prev_rank), abort_rank,
                        pl.when(pl.col("_lost_its") | pl.col("_lost_rem")).then(pl.lit(None, dtype=pl.Int64))
                        .otherwise(rank_hint(ctx)))
-    severity = pl.when(pl.col("_ab").is_not_null() | (is_noticed & (sig == 15))).then(pl.lit("warning")) \
+    severity = pl.when(abort_rank.is_not_null() | (is_noticed & (sig == 15))).then(pl.lit("warning")) \
         .when(pl.col("_lost_its") | pl.col("_lost_rem")).then(pl.lit("critical")).otherwise(pl.lit("error"))
     df = df.with_columns(kind.alias("kind"), code.alias("code"), host.alias("host"), rank.alias("rank"),
                          severity.alias("severity"),
-                         n.struct.field("pid").cast(pl.Int64, strict=False).alias("pid"))
+                         field("pid").cast(pl.Int64, strict=False).alias("pid"))
     ev = df.filter(pl.col("kind").is_not_null())
     claimed = pl.concat([ev["line_no"], df.filter(pl.col("kind").is_null() & (
         pl.col("_detail") | pl.col("_pn").is_not_null() | pl.col("_ec").is_not_null() | b.str.contains(DETECTED_RE)

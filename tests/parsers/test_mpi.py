@@ -102,3 +102,26 @@ def test_renamed_launcher_binaries_name_themselves() -> None:
     assert rows(ex)[:3] == [(1, "mpi_proc_exit", "SIGKILL", "mpi-test-2-mpijob-worker-1", 1),
                             (2, "mpi_proc_exit", "SIGSEGV", "gpu-07", 3), (3, "mpi_proc_exit", "EXIT_2", "n0", 0)]
     assert 4 in ex.claimed.to_list()
+
+
+def test_mvapich2_mpispawn_child_reports_name_the_rank_and_its_node() -> None:
+    # MVAPICH2 mpispawn.c child_handler / wait_for_errors, prefix `[<hostname>:mpispawn_<id>][<function>] `
+    # (peridigm#12's run on Stampede: rank 16 on c557-203 dies, the other nodes' mpispawns only see it go)
+    ex = run("[c557-203.stampede.tacc.utexas.edu:mpispawn_1][readline] Unexpected End-Of-File on file descriptor 9. "
+             "MPI process died?\n"
+             "[c557-203.stampede.tacc.utexas.edu:mpispawn_1][child_handler] MPI process (rank: 16, pid: 107546) "
+             "terminated with signal 9 -> abort job\n"
+             "[c557-201.stampede.tacc.utexas.edu:mpirun_rsh][process_mpispawn_connection] mpispawn_1 from node "
+             "c557-203 aborted: Error while reading a PMI socket (4)\n"
+             "[gpu12:mpispawn_0][child_handler] MPI process (rank: 3, pid: 4242) exited with status 1\n"
+             "[gpu12:mpispawn_0][wait_for_errors] Abort signaled by rank 3: 'application called MPI_Abort'\n"
+             "[gpu12:mpispawn_0][child_handler] MPI process (rank: 3, pid: 4242) stopped with signal 19\n"
+             "[gpu12:mpispawn_0][child_handler] Process with pid 4243 terminated with signal 9 -> abort job\n")
+    assert rows(ex) == [(2, "mpi_proc_exit", "SIGKILL", "c557-203.stampede.tacc.utexas.edu", 16),
+                        (4, "mpi_proc_exit", "EXIT_1", "gpu12", 3), (5, "mpi_abort", "MPI_ABORT", "gpu12", 3)]
+    assert ex.events["pid"].to_list()[:2] == [107546, 4242]
+    exits = ex.tables["exits"]
+    assert exits["signal"].to_list() == ["SIGKILL", None] and exits["exitcode"].to_list() == [None, 1]
+    # the survivors' `MPI process died?` notices are no exit of their own: left to the error-line screen
+    assert 1 not in ex.claimed.to_list() and 3 not in ex.claimed.to_list()
+    assert mpi.sniff("[gpu12:mpispawn_0][child_handler] MPI process (rank: 3, pid: 4242) exited with status 1\n") > 0

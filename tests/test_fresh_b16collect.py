@@ -40,10 +40,7 @@ def test_every_fixture_dir_has_a_case() -> None:
     assert sorted(p.name for p in FRESH.iterdir() if p.is_dir()) == sorted(CASES)
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=XFAIL[c], strict=True)) if c in XFAIL else c
-    for c in sorted(CASES)
-])
+@pytest.mark.fresh_cases
 def test_fresh_b16collect_verdict(case: str, tmp_path: Path, fresh_verdict_holds) -> None:
     category, signature, culprit, cite, restart = CASES[case]
     report = analyze(FRESH / case, tmp_path / "out", html=False).report

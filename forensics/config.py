@@ -9,14 +9,13 @@ from __future__ import annotations
 import tarfile
 import tomllib
 import zipfile
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from forensics.discovery import Discovery, is_archive, safe_open
+from forensics.discovery import STREAM_ERRORS, Discovery, is_archive, safe_open
 
 MAX_JOB_TOML_BYTES = 1 << 20  # a configuration file, not a log: larger is not read
 
@@ -84,7 +83,7 @@ def _archive_text(root: Path, disc: Discovery | None) -> str | None:
                 if PurePosixPath(m.name).name == "job.toml" and len(PurePosixPath(m.name).parts) <= 3 \
                         and m.size <= MAX_JOB_TOML_BYTES and (src := tf.extractfile(m)) is not None:
                     found[m.name] = src.read()
-    except (tarfile.TarError, EOFError, OSError, zlib.error):
+    except (tarfile.TarError, *STREAM_ERRORS):
         pass  # a corrupt bundle: discovery reports it; the members seen so far decide
     name = pick_job_toml(names)
     return found[name].decode("utf-8", errors="replace") if name in found else None
@@ -100,7 +99,7 @@ def _zip_text(root: Path) -> str | None:
             if name is None or infos[name].file_size > MAX_JOB_TOML_BYTES:
                 return None
             return zf.read(infos[name]).decode("utf-8", errors="replace")
-    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, zlib.error):
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, *STREAM_ERRORS):
         return None  # a corrupt bundle or an encrypted job.toml: discovery reports it
 
 

@@ -14,6 +14,7 @@ import polars as pl
 
 from forensics.discovery import SourceFile
 from parsers import timestamps as ts
+from parsers.ascii_regex import ascii_classes
 from parsers.lines import with_body
 from parsers.records import EVENT_SCHEMA, ParseContext
 
@@ -95,8 +96,8 @@ def stamp_expr(ctx: ParseContext) -> pl.Expr:
 def stamp_fields() -> list[pl.Expr]:
     """The stamp's pieces of each line (with `body`, `prefix_ts`): an ISO stamp, glog's MMDD and
     time, a wrapper's stamp; named _st_iso, _st_mmdd, _st_hms, _st_prefix."""
-    g = pl.col("body").str.extract_groups(_GLOG)
-    return [pl.col("body").str.extract(_ISO_ANY, 1).str.replace("_", " ").alias("_st_iso"),
+    g = pl.col("body").str.extract_groups(ascii_classes(_GLOG))
+    return [pl.col("body").str.extract(ascii_classes(_ISO_ANY), 1).str.replace("_", " ").alias("_st_iso"),
             g.struct.field("1").alias("_st_mmdd"), g.struct.field("2").alias("_st_hms"),
             pl.col("prefix_ts").alias("_st_prefix")]
 
@@ -112,7 +113,7 @@ def stamp_of_fields(ctx: ParseContext, iso: pl.Expr, mmdd: pl.Expr, hms: pl.Expr
 
 def keep_errors(res: FileResult, rest: pl.DataFrame) -> None:
     """Unparsed lines that look like errors: counted, and the first MAX_KEPT_ERRORS kept (memory)."""
-    errs = rest.filter(pl.col("text").str.contains(ERRORISH))
+    errs = rest.filter(pl.col("text").str.contains(ascii_classes(ERRORISH)))
     res.unparsed_error_lines += errs.height
     room = MAX_KEPT_ERRORS - res.unparsed_errors.height
     if errs.is_empty() or room <= 0:

@@ -38,6 +38,7 @@ from forensics.stragglers import (
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from forensics.timeline import assign_attempts, derive_times, rank_map
 from parsers import source_names
+from parsers.ascii_regex import ascii_classes
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, UTC_DT
 
 if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written or read, after the verdict
@@ -450,7 +451,7 @@ def _gpu_count(rmap: pl.DataFrame, tables: dict[str, pl.DataFrame], files: pl.Da
     comms = tables.get("nccl_comms")
     if comms is not None and not comms.is_empty() and comms["nranks"].drop_nulls().len():
         cands.append(int(comms["nranks"].max()))
-    rank_files = files.filter(pl.col("path").str.contains(r"(?i)(?:^|/)rank[-_]?\d+[^/]*$"))
+    rank_files = files.filter(pl.col("path").str.contains(ascii_classes(r"(?i)(?:^|/)rank[-_]?\d+[^/]*$")))
     if file_attempt and not rank_files.is_empty():
         per = rank_files.with_columns(pl.col("file_id").replace_strict(file_attempt, default=None,
                                                                         return_dtype=pl.Int32).alias("a"))

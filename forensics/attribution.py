@@ -27,6 +27,7 @@ from forensics.precedence import Precedence, apply_outranks, apply_phase, load_p
 from forensics.signatures import xid_table
 from forensics.taxonomy import AUTO_RECOVERABLE, info
 from parsers import evidence_wanted, source_names, source_with
+from parsers.ascii_regex import ascii_classes
 from parsers.kernel import NETFS_SERVER_RE
 from parsers.pytorch import MISMATCH_PAIR_RE
 
@@ -171,7 +172,7 @@ def _desync_report(ae: pl.DataFrame) -> tuple[str, list[int], dict] | None:
     if ae.is_empty() or "code" not in ae.columns:
         return None
     rep = ae.filter((pl.col("kind") == "watchdog_status") & pl.col("code").is_not_null()
-                    & pl.col("code").str.contains(r"^(?:not_joined|lagging):[\d,]+$"))
+                    & pl.col("code").str.contains(ascii_classes(r"^(?:not_joined|lagging):[\d,]+$")))
     if rep.is_empty():
         return None
     for what in ("not_joined", "lagging"):

@@ -49,6 +49,7 @@ from forensics.accounting import (
 from forensics.config import JobConfig
 from forensics.discovery import SourceFile
 from parsers import ParserInfo
+from parsers.ascii_regex import ascii_classes
 from parsers.lines import MAX_LINE_CHARS, is_plain, literal_regex, plain_kind, plain_lines, with_body
 from parsers.nccl import INFO_INTERESTING, PREFIX_CHECK
 from parsers.records import EVENT_SCHEMA, TABLE_SCHEMAS, Extraction, ParseContext, conform
@@ -108,7 +109,7 @@ def _trigger(p: ParserInfo) -> pl.Expr | None:
     if trig is None:
         return None
     body = pl.col("body")
-    return body.str.contains_any(list(trig)) if isinstance(trig, list | tuple) else body.str.contains(trig)
+    return body.str.contains_any(list(trig)) if isinstance(trig, list | tuple) else body.str.contains(ascii_classes(trig))
 
 
 def triggered(p: ParserInfo, lines: pl.DataFrame) -> bool:
@@ -151,7 +152,7 @@ def trigger_screen(parsers: list[ParserInfo]) -> tuple[frozenset[str], pl.Expr |
                 lits += req
         ls = triage.LiteralSet.of(lits)
         body = pl.col("body")
-        conds = ([body.str.contains(literal_regex(ls.exact))] if ls.exact else []) + (
+        conds = ([body.str.contains(ascii_classes(literal_regex(ls.exact)))] if ls.exact else []) + (
             [body.str.contains_any(list(ls.caseless), ascii_case_insensitive=True)] if ls.caseless else [])
         expr = pl.any_horizontal(conds).fill_null(False) if len(names) > 1 and conds else None
         got = _TRIGGER_SCREENS[key] = (frozenset(names), expr)
@@ -259,7 +260,7 @@ def screen(items: list[Item], cfg: JobConfig, ref_year: int | None,
     spans = pl.DataFrame({"hint_file": sk, "line_no": bases[sk] + span_rows - first[sk] + 1,
                           "text": text.gather(span_rows)})
     if stamped is None:
-        spans = spans.filter(pl.col("text").str.contains(STAMP_HINT))
+        spans = spans.filter(pl.col("text").str.contains(ascii_classes(STAMP_HINT)))
     sha = [digest(it.data) for it in ok]
     kept_items = [Item(it.index, it.sf, b"") for it in ok]
     return Screened(kept_items, n, chat_n, sha, spans, rest, bases), again
@@ -429,9 +430,9 @@ def chatter_mask(text: pl.Series, interesting: np.ndarray | None = None, bounds:
     if unknown.size:  # of the other lines, those that hold a literal every match of the regex holds
         t = pl.col("t")
         pc[unknown] = pl.DataFrame({"t": text.gather(unknown)}).select(
-            (_PREFIX_LITERALS.contains(t) & t.str.contains(PREFIX_CHECK)).fill_null(False)).to_series().to_numpy()
+            (_PREFIX_LITERALS.contains(t) & t.str.contains(ascii_classes(PREFIX_CHECK))).fill_null(False)).to_series().to_numpy()
     if interesting is None:
-        interesting = text.str.contains(INFO_INTERESTING).fill_null(False).to_numpy()
+        interesting = text.str.contains(ascii_classes(INFO_INTERESTING)).fill_null(False).to_numpy()
     chat = pc
     hot = np.flatnonzero(pc & interesting)
     if hot.size:
@@ -474,7 +475,7 @@ def _spans(lines: pl.DataFrame, cfg: JobConfig, ref_year: int | None) -> dict[in
     """hint_file -> (earliest, latest) stamp among `lines` (hint_file, line_no, text): each file's
     first and last SPAN_LINES lines, as `accounting.line_span` reads them."""
 
-    span = lines.filter(pl.col("text").str.contains(STAMP_HINT)).select("hint_file", "line_no", "text")
+    span = lines.filter(pl.col("text").str.contains(ascii_classes(STAMP_HINT))).select("hint_file", "line_no", "text")
     if span.is_empty():
         return {}
     sctx = ParseContext(path="<batch>", ref_year=ref_year, tz=cfg.timezone)
@@ -621,7 +622,7 @@ def parse_screened(screens: list[Screened], cfg: JobConfig, ref_year: int | None
         ig_owners = pl.concat(ig_parts).join(real.select("line_no", "hint_file"), on="line_no", how="inner")
         for r in ig_owners.group_by("hint_file", "parser").len().iter_rows(named=True):
             set_aside.setdefault(r["hint_file"], []).append((r["parser"], r["len"]))
-    errs = real.filter(~pl.col("_parsed") & ~pl.col("_ignored")).filter(t.str.contains(ERRORISH)).select(
+    errs = real.filter(~pl.col("_parsed") & ~pl.col("_ignored")).filter(t.str.contains(ascii_classes(ERRORISH))).select(
         "hint_file", pl.col("_local").alias("line_no"), "text")
     err_by = errs.partition_by("hint_file", as_dict=True) if not errs.is_empty() else {}
 

@@ -19,6 +19,7 @@ import polars as pl
 
 from forensics.accounting import ERRORISH
 from parsers import timestamps as ts
+from parsers.ascii_regex import ascii_classes
 from parsers.lines import with_body
 from parsers.records import EVENT_SCHEMA
 
@@ -65,27 +66,27 @@ def error_line_events(unparsed: pl.DataFrame, paths: dict[int, str], hosts: dict
     if unparsed.is_empty():
         return pl.DataFrame(schema=schema)
     lines = with_body(unparsed.select("file_id", "line_no", "text"))
-    g = pl.col("body").str.extract_groups(_GLOG)
+    g = pl.col("body").str.extract_groups(ascii_classes(_GLOG))
     stamp = pl.coalesce(
-        ts.iso(pl.col("body").str.extract(_ISO, 1).str.replace("_", " "), tz),
+        ts.iso(pl.col("body").str.extract(ascii_classes(_ISO), 1).str.replace("_", " "), tz),
         ts.mmdd_time(g.struct.field("1"), g.struct.field("2"), ref_year, tz),
-        ts.iso(pl.col("prefix_ts").str.extract(_ISO, 1), tz),  # a wrapper's stamp (docker, mpirun, ...)
+        ts.iso(pl.col("prefix_ts").str.extract(ascii_classes(_ISO), 1), tz),  # a wrapper's stamp (docker, mpirun, ...)
     )
     fid = pl.col("file_id")
     ev = lines.with_columns(
         stamp.alias("ts"),
-        pl.coalesce(pl.col("body").str.extract(_ISO, 1), pl.col("prefix_ts")).alias("ts_raw"),
+        pl.coalesce(pl.col("body").str.extract(ascii_classes(_ISO), 1), pl.col("prefix_ts")).alias("ts_raw"),
         pl.coalesce(pl.col("prefix_host"), fid.replace_strict(hosts, default=None, return_dtype=pl.Utf8)).alias("host"),
         pl.coalesce(pl.col("prefix_rank"), fid.replace_strict(ranks, default=None, return_dtype=pl.Int64)).alias("rank"),
         pl.col("prefix_local_rank").alias("local_rank"),
         fid.replace_strict(paths, default=None, return_dtype=pl.Utf8).alias("path"),
         pl.lit(SOURCE).alias("source"),
         pl.lit(KIND).alias("kind"),
-        pl.when(pl.col("body").str.contains(INFO_LEVEL)).then(pl.lit("info"))
-        .when(pl.col("body").str.contains(ZERO_COUNT)
-              & ~pl.col("body").str.replace_all(ZERO_COUNT, "").str.contains(ERRORISH)).then(pl.lit("info"))
-        .when(pl.col("body").str.contains(WARNING_LEVEL)).then(pl.lit("warning"))
-        .when(pl.col("body").str.contains(ERROR_WORDS)).then(pl.lit("error")).otherwise(pl.lit("warning"))
+        pl.when(pl.col("body").str.contains(ascii_classes(INFO_LEVEL))).then(pl.lit("info"))
+        .when(pl.col("body").str.contains(ascii_classes(ZERO_COUNT))
+              & ~pl.col("body").str.replace_all(ascii_classes(ZERO_COUNT), "").str.contains(ascii_classes(ERRORISH))).then(pl.lit("info"))
+        .when(pl.col("body").str.contains(ascii_classes(WARNING_LEVEL))).then(pl.lit("warning"))
+        .when(pl.col("body").str.contains(ascii_classes(ERROR_WORDS))).then(pl.lit("error")).otherwise(pl.lit("warning"))
         .alias("severity"),
         pl.col("body").str.strip_chars().alias("message"),
     )

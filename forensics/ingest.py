@@ -48,6 +48,7 @@ from forensics.discovery import (
 )
 from forensics.report import MAX_UNPARSED_LISTED
 from parsers import ParserInfo, registry, source_with
+from parsers.ascii_regex import ascii_classes
 from parsers.elastic import ERROR_JSON_NEEDS, parse_error_json, sniff_error_json
 from parsers.lines import decode_lines, with_body
 from parsers.prefixes import peel
@@ -114,7 +115,7 @@ class _YearCount:
     def flush(self) -> None:
         if not self.pending:
             return
-        found = pl.Series(self.pending, dtype=pl.Utf8).str.extract_all(_YEAR_RE.pattern).explode().drop_nulls()
+        found = pl.Series(self.pending, dtype=pl.Utf8).str.extract_all(ascii_classes(_YEAR_RE.pattern)).explode().drop_nulls()
         self.pending = []
         for m in found.to_list():
             self.counts[int(m[:4] if m[:1].isdigit() else m[-4:])] += 1
@@ -308,7 +309,7 @@ def parse_one(sf: SourceFile, cfg: JobConfig, ref_year: int | None, boot_times: 
         nonlocal carried
         plines = lines if carried is None else pl.concat([carried, lines], how="diagonal_relaxed")
         if header_res and "body" in lines.columns:
-            heads = lines.filter(pl.any_horizontal([pl.col("body").str.contains(rx) for rx in header_res]))
+            heads = lines.filter(pl.any_horizontal([pl.col("body").str.contains(ascii_classes(rx)) for rx in header_res]))
             if heads.height:
                 carried = heads.tail(1)
         claimed = pl.Series("line_no", [], dtype=pl.Int64)
@@ -607,7 +608,7 @@ def _screen_batch(items: list[tuple[int, SourceFile, bytes]], cfg: JobConfig, re
         pl.Series(nos_all < ends_a[k_all]))  # separator lines belong to no file
     tagged = tagged.with_columns(
         (pl.col("body").str.strip_chars() == "").alias("_blank"),
-        pl.col("text").str.contains(ERRORISH).alias("_err"),
+        pl.col("text").str.contains(ascii_classes(ERRORISH)).alias("_err"),
         stamp_expr(ctx).alias("_t"),
     )
     per = tagged.group_by("_k").agg(pl.col("_blank").sum().alias("blank"), pl.col("_t").min().alias("lo"),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from parsers import source_names
+from parsers.ascii_regex import ascii_classes
 
 IP_PORT = r"(\d{1,3}(?:\.\d{1,3}){3})(?:<\d+>|\]?:\d+)"
 NAMED_PEER = r"(?i)(?:remote peer|from peer|to peer|peer) ([A-Za-z][\w.-]*)<\d+>"
@@ -38,13 +39,13 @@ def edges(hits: pl.DataFrame, ip_host: dict[str, str], rank_host: dict[int, str]
     (peer null, address set)."""
     h = hits.filter(pl.col("host").is_not_null()).select(
         "host",
-        pl.col("message").str.extract_all(IP_PORT).alias("ips"),
-        pl.col("message").str.extract(NAMED_PEER, 1).alias("name"),
-        pl.col("message").str.extract(PEER_RANK, 1).cast(pl.Int64, strict=False).alias("prank"),
+        pl.col("message").str.extract_all(ascii_classes(IP_PORT)).alias("ips"),
+        pl.col("message").str.extract(ascii_classes(NAMED_PEER), 1).alias("name"),
+        pl.col("message").str.extract(ascii_classes(PEER_RANK), 1).cast(pl.Int64, strict=False).alias("prank"),
     )
     short = {x.split(".")[0]: x for x in sorted(hosts)}
     ips = h.select("host", "ips").explode("ips").drop_nulls("ips").with_columns(
-        pl.col("ips").str.extract(r"(\d{1,3}(?:\.\d{1,3}){3})", 1).alias("addr")).with_columns(
+        pl.col("ips").str.extract(ascii_classes(r"(\d{1,3}(?:\.\d{1,3}){3})"), 1).alias("addr")).with_columns(
         pl.col("addr").replace_strict(ip_host, default=None, return_dtype=pl.Utf8).alias("peer")).select(
         pl.col("host").alias("reporter"), "peer", "addr")
     names = h.drop_nulls("name").select(

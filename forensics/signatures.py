@@ -20,6 +20,7 @@ import polars as pl
 from forensics.cache import cached_json
 from forensics.triage import LiteralSet, literal_factor, literal_set, trigger_patterns
 from parsers import source_names
+from parsers.ascii_regex import ascii_classes
 
 ROLES = ("root", "cascade", "context")
 SEVERITIES = ("info", "warning", "error", "critical")
@@ -113,7 +114,7 @@ def _check_regex(pattern: str) -> str | None:
     except re.error as exc:
         return f"not a valid Python regex ({exc})"
     try:
-        pl.select(pl.lit("x").str.contains(pattern))
+        pl.select(pl.lit("x").str.contains(ascii_classes(pattern)))
     except Exception as exc:  # polars raises ComputeError for Rust-invalid patterns
         return f"not valid in the Rust regex engine ({str(exc).splitlines()[0]})"
     return None
@@ -369,13 +370,13 @@ MATCH_CELLS = 2_000_000  # (event, signature) cells one polars call evaluates: a
 
 
 def _condition(sig: Signature) -> pl.Expr:
-    cond = pl.col("message").str.contains(sig.pattern)
+    cond = pl.col("message").str.contains(ascii_classes(sig.pattern))
     if sig.kind:
         cond = cond & pl.col("kind").is_in(list(sig.kind))
     if sig.code:
         cond = cond & pl.col("code").is_in(list(sig.code))
     if sig.unless:
-        cond = cond & ~pl.col("message").str.contains(sig.unless)
+        cond = cond & ~pl.col("message").str.contains(ascii_classes(sig.unless))
     return cond.fill_null(False)
 
 

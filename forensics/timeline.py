@@ -12,6 +12,7 @@ from datetime import timedelta
 import polars as pl
 
 from parsers import source_names, source_with
+from parsers.ascii_regex import ascii_classes
 from parsers.records import UTC_DT
 
 PROCESS_SOURCES = source_names("process")  # a rank's or launcher's own output: it makes and stretches attempts
@@ -239,7 +240,7 @@ def sched_window(sched: pl.DataFrame | None) -> tuple | None:
         return None
     job = sched.filter((pl.col("step_id").is_null() | (pl.col("step_id") == "")) & pl.col("start").is_not_null())
     if job.is_empty():
-        job = sched.filter(pl.col("step_id").str.contains(r"^\d+$").fill_null(False) & pl.col("start").is_not_null())
+        job = sched.filter(pl.col("step_id").str.contains(ascii_classes(r"^\d+$")).fill_null(False) & pl.col("start").is_not_null())
     if job.is_empty():
         return None
     end = job["end"]
@@ -253,7 +254,7 @@ def sched_launches(sched: pl.DataFrame | None) -> list:
     launches."""
     if sched is None or sched.is_empty():
         return []
-    rows = sched.filter(pl.col("step_id").str.contains(r"^\d+$").fill_null(False) & pl.col("start").is_not_null())
+    rows = sched.filter(pl.col("step_id").str.contains(ascii_classes(r"^\d+$")).fill_null(False) & pl.col("start").is_not_null())
     if rows.height < 2:
         rows = sched.filter((pl.col("step_id").is_null() | (pl.col("step_id") == "")) & pl.col("start").is_not_null())
     out = []
@@ -354,7 +355,7 @@ def _sched_starts(spans: pl.DataFrame, sched: pl.DataFrame | None) -> pl.DataFra
     count."""
     if sched is None or sched.is_empty() or spans.is_empty():
         return spans
-    steps = sched.filter(pl.col("step_id").str.contains(r"^\d+$").fill_null(False) & pl.col("start").is_not_null())
+    steps = sched.filter(pl.col("step_id").str.contains(ascii_classes(r"^\d+$")).fill_null(False) & pl.col("start").is_not_null())
     if steps.is_empty():
         steps = sched.filter((pl.col("step_id").is_null() | (pl.col("step_id") == "")) & pl.col("start").is_not_null())
     if steps.is_empty():

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.lines import is_plain, plain_lines
 
 ENGINE_ENV = "FORENSICS_TRIAGE_ENGINE"
@@ -445,7 +446,7 @@ class Matcher:
         s = lines if lines is not None else _lines(data)
         if s.is_empty() or not self.regexes:
             return [np.array([], dtype=np.int64) for _ in self.regexes]
-        masks = pl.DataFrame({"t": s}).select([pl.col("t").str.contains(rx).alias(f"m{k}")
+        masks = pl.DataFrame({"t": s}).select([pl.col("t").str.contains(ascii_classes(rx)).alias(f"m{k}")
                                                for k, rx in enumerate(self.regexes)])
         return [np.flatnonzero(masks[c].fill_null(False).to_numpy()).astype(np.int64) for c in masks.columns]
 
@@ -506,7 +507,7 @@ class Matcher:
             conds.append(pl.col("t").str.contains_any(list(self.literals.exact)))
         if self.literals.caseless:
             conds.append(pl.col("t").str.contains_any(list(self.literals.caseless), ascii_case_insensitive=True))
-        conds += [pl.col("t").str.contains(rx) for rx in self.regexes]
+        conds += [pl.col("t").str.contains(ascii_classes(rx)) for rx in self.regexes]
         if not conds:
             return np.array([], dtype=np.int64)
         mask = pl.DataFrame({"t": s}).select(pl.any_horizontal(conds).alias("m"))["m"]

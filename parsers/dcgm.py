@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from parsers import dcgmi_json
+from parsers.ascii_regex import ascii_classes
 from parsers.kernel import xid_severity
 from parsers.records import (
     Extraction,
@@ -101,7 +102,7 @@ def _clean_values(raw: pl.Series, stripped: bool = False) -> pl.Series:
     big = v >= 2147483632
     if not big.any():  # no value in the sentinel ranges
         return v.alias(raw.name)
-    is_int = s.str.contains(r"^-?\d+$")
+    is_int = s.str.contains(ascii_classes(r"^-?\d+$"))
     blank = (
         (is_int & ((v >= 9.2233720368547758e18) | (big & (v <= 2147483635))))
         | (~is_int & (v >= 1.40737488355328e14) & v.is_finite())
@@ -227,7 +228,7 @@ def _prometheus(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     t = pl.col("text")
     df = lines.select("line_no", "text")
     comment = t.str.strip_chars().str.starts_with("#") | (t.str.strip_chars() == "")
-    g = t.str.extract_groups(PROM_RE)
+    g = t.str.extract_groups(ascii_classes(PROM_RE))
     df = df.with_columns(comment.alias("_c"), g.alias("_g")).unnest("_g")
     samples = df.filter(~pl.col("_c") & pl.col("name").is_not_null()
                         & (pl.col("labels").is_not_null() | pl.col("value").is_not_null()))
@@ -518,7 +519,7 @@ def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     df = lines.select("line_no", "text").with_columns(
         pl.when(t.str.starts_with("#Entity")).then(t).forward_fill().alias("_hdr"),
     )
-    is_row = t.str.contains(r"^(?:GPU|GPU-I|GPU-CI|Switch|SW|vGPU|CPU|CPU Core|Link)\s+\d") & pl.col("_hdr").is_not_null()
+    is_row = t.str.contains(ascii_classes(r"^(?:GPU|GPU-I|GPU-CI|Switch|SW|vGPU|CPU|CPU Core|Link)\s+\d")) & pl.col("_hdr").is_not_null()
     rows = df.filter(is_row)
     ignored = df.filter(~is_row)["line_no"]
     parts: list[pl.DataFrame] = []
@@ -549,7 +550,7 @@ def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("ts"),
         pl.lit("missing").alias("ts_quality"),
         pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
-        pl.col("_ent").str.extract(r"^GPU\s+(\d+)$", 1).cast(pl.Int64, strict=False).alias("gpu"),
+        pl.col("_ent").str.extract(ascii_classes(r"^GPU\s+(\d+)$"), 1).cast(pl.Int64, strict=False).alias("gpu"),
         pl.col("_short").replace({s: dmon_fields[s] for s in shorts if s in dmon_fields}).alias("field"),
         clean_value(pl.col("_raw")).alias("value"),
     ).join(lines.select("line_no", pl.col("text").alias("message")), on="line_no", how="left")
@@ -640,17 +641,17 @@ def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
     `dcgmi diag` tables. Non-healthy subsystems -> `dcgm_health` (code = Warning | Failure);
     failed or warning tests and their detail rows -> `dcgm_diag` (code = Fail | Warn | detail)."""
     t = pl.col("text")
-    c = t.str.extract_groups(CELLS_RE)
+    c = t.str.extract_groups(ascii_classes(CELLS_RE))
     left, right = pl.col("left"), pl.col("right")
     df = lines.select("line_no", "text").with_columns(c.alias("_c")).unnest("_c")
-    gpu_here = pl.coalesce(left.str.extract(r"^->\s*(\d+)$", 1), left.str.extract(r"^GPU ID:\s*(\d+)$", 1))
+    gpu_here = pl.coalesce(left.str.extract(ascii_classes(r"^->\s*(\d+)$"), 1), left.str.extract(ascii_classes(r"^GPU ID:\s*(\d+)$"), 1))
     df = df.with_columns(gpu_here.cast(pl.Int64, strict=False).forward_fill().alias("gpu"))
     tableish = t.str.contains(r"^\s*[+|]") | t.str.contains(HEALTH_MARK, literal=True)
     if health:
-        nh = right.str.extract_groups(NEW_HEALTH_RE)
-        old_sys = left.str.extract(r"^->\s*([A-Za-z][\w ./-]*)$", 1)
+        nh = right.str.extract_groups(ascii_classes(NEW_HEALTH_RE))
+        old_sys = left.str.extract(ascii_classes(r"^->\s*([A-Za-z][\w ./-]*)$"), 1)
         overall = pl.coalesce(
-            pl.when(left == "Overall Health").then(right), right.str.extract(r"Overall Health:\s*(\w+)", 1))
+            pl.when(left == "Overall Health").then(right), right.str.extract(ascii_classes(r"Overall Health:\s*(\w+)"), 1))
         status = pl.coalesce(
             nh.struct.field("st"),
             pl.when(old_sys.is_not_null() & right.is_in(STATUS_WORDS)).then(right),
@@ -661,10 +662,10 @@ def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
             pl.when(pl.col("code") == "Failure").then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
             pl.when(overall.is_not_null()).then(pl.lit(None, dtype=pl.Int64)).otherwise(pl.col("gpu")).alias("gpu"))
     else:
-        res = right.str.extract(r"^(Pass|Fail|Warn|Skip)\b", 1)
-        detail = left.str.contains(r"^(?:Warning|Error)\b")
-        gpus = right.str.extract(r"GPUs?:\s*(\d+)", 1).cast(pl.Int64, strict=False)
-        dgpu = pl.coalesce(left.str.extract(r"GPU\s*(\d+)", 1), right.str.extract(r"\bGPU\s*(\d+)", 1)) \
+        res = right.str.extract(ascii_classes(r"^(Pass|Fail|Warn|Skip)\b"), 1)
+        detail = left.str.contains(ascii_classes(r"^(?:Warning|Error)\b"))
+        gpus = right.str.extract(ascii_classes(r"GPUs?:\s*(\d+)"), 1).cast(pl.Int64, strict=False)
+        dgpu = pl.coalesce(left.str.extract(ascii_classes(r"GPU\s*(\d+)"), 1), right.str.extract(ascii_classes(r"\bGPU\s*(\d+)"), 1)) \
             .cast(pl.Int64, strict=False)
         df = df.with_columns(
             pl.when(detail).then(pl.lit("detail")).when(res.is_in(["Fail", "Warn"])).then(res).alias("code"),
@@ -674,7 +675,7 @@ def _dcgmi(lines: pl.DataFrame, ctx: ParseContext, health: bool) -> Extraction:
         # the next test (a named result row) or section banner are its details (nvvs prints each test's
         # result, then its warnings and infos; `Info` rows are no fault and often name the passing GPUs)
         named = (left != "") & left.is_not_null() & res.is_not_null()
-        block = (named | t.str.contains(DIAG_SECTION_RE)).cum_sum().alias("_blk")
+        block = (named | t.str.contains(ascii_classes(DIAG_SECTION_RE))).cum_sum().alias("_blk")
         df = df.with_columns(block)
         one = (df.filter(pl.col("code") == "detail").group_by("_blk")
                .agg(pl.col("gpu").drop_nulls().unique().alias("_g"))
@@ -705,14 +706,14 @@ def _hostengine(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     (code Warning | Failure as `dcgmi health`, gpu from the message's `GPU n`). The log's other lines
     (module loading, connections) stay unparsed: the error-like ones reach the signatures as error lines."""
     t = pl.col("text")
-    g = t.str.extract_groups(HOSTENGINE_HEALTH_RE)
+    g = t.str.extract_groups(ascii_classes(HOSTENGINE_HEALTH_RE))
     df = lines.select("line_no", "text").with_columns(g.alias("_g")).unnest("_g").filter(pl.col("st").is_not_null())
-    raw = t.str.extract(_HOSTENGINE_TS, 1)
+    raw = t.str.extract(ascii_classes(_HOSTENGINE_TS), 1)
     ev = df.with_columns(
         pl.lit("dcgm_health").alias("kind"),
         pl.col("st").replace_strict(HOSTENGINE_RESULT, default="Warning").alias("code"),
         pl.when(pl.col("st") == "FAILURE").then(pl.lit("error")).otherwise(pl.lit("warning")).alias("severity"),
-        pl.col("msg").str.extract(r"\bGPU (\d+)\b", 1).cast(pl.Int64, strict=False).alias("gpu"),
+        pl.col("msg").str.extract(ascii_classes(r"\bGPU (\d+)\b"), 1).cast(pl.Int64, strict=False).alias("gpu"),
         iso(raw, ctx.tz).alias("ts"), raw.alias("ts_raw"),
         pl.when(raw.is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
         pl.lit(SPEC.name).alias("source"), pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host"),
@@ -747,10 +748,10 @@ _DIAG_JSON_WARN_RE = r'^\s*"warnings?"\s*:\s*"(.+)$'
 def _dcgmi_json_excerpt(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     t = pl.col("text")
     df = lines.select("line_no", "text").with_columns(
-        t.str.extract(r'^\s*"(?:gpu_ids?|entity_id)"\s*:\s*"?(\d+)', 1).cast(pl.Int64, strict=False)
+        t.str.extract(ascii_classes(r'^\s*"(?:gpu_ids?|entity_id)"\s*:\s*"?(\d+)'), 1).cast(pl.Int64, strict=False)
         .forward_fill().alias("gpu"),
         t.str.extract(r'^\s*"status"\s*:\s*"(Pass|Fail|Warn|Skip)"', 1).alias("_st"),
-        t.str.extract(_DIAG_JSON_WARN_RE, 1).str.strip_chars_end('",').alias("_w"))
+        t.str.extract(ascii_classes(_DIAG_JSON_WARN_RE), 1).str.strip_chars_end('",').alias("_w"))
     code = pl.when(pl.col("_st").is_in(["Fail", "Warn"])).then(pl.col("_st")) \
         .when(pl.col("_w").is_not_null()).then(pl.lit("detail"))
     ev = df.with_columns(code.alias("code")).filter(pl.col("code").is_not_null()).with_columns(
@@ -836,13 +837,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             return _json(lines, ctx, text)
     if lines["text"].str.starts_with("#Entity").any():
         return _dmon(lines, ctx)
-    if lines["text"].str.contains(DIAG_JSON_STATUS_RE).any() and lines["text"].str.contains(DIAG_JSON_GPU_RE).any():
+    if lines["text"].str.contains(ascii_classes(DIAG_JSON_STATUS_RE)).any() and lines["text"].str.contains(ascii_classes(DIAG_JSON_GPU_RE)).any():
         return _dcgmi_json_excerpt(lines, ctx)
     if lines["text"].str.contains(HEALTH_MARK, literal=True).any():
         return _dcgmi(lines, ctx, health=True)
-    if lines["text"].str.contains(DIAG_ANY_RE).any():
+    if lines["text"].str.contains(ascii_classes(DIAG_ANY_RE)).any():
         return _dcgmi(lines, ctx, health=False)
-    if lines["text"].str.contains(HOSTENGINE_HEALTH_RE).any():
+    if lines["text"].str.contains(ascii_classes(HOSTENGINE_HEALTH_RE)).any():
         return _hostengine(lines, ctx)
     hdr = _csv_header(lines)
     if hdr is not None:

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 import numpy as np
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import (
     Extraction,
     ParseContext,
@@ -178,8 +179,8 @@ def _signal_name(exitcode: int | None, text: str | None = None) -> str | None:
 
 def _line_ts(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     b = pl.col("body")
-    py = b.str.extract(PYLOG_TS, 1)
-    g = b.str.extract_groups(GLOG_TS)
+    py = b.str.extract(ascii_classes(PYLOG_TS), 1)
+    g = b.str.extract_groups(ascii_classes(GLOG_TS))
     ts = pl.coalesce(iso(py, ctx.tz), mmdd_time(g.struct.field("1"), g.struct.field("2"), ctx.ref_year, ctx.tz),
                      iso(pl.col("prefix_ts"), ctx.tz))
     raw = pl.coalesce(py, pl.concat_str([g.struct.field("1"), g.struct.field("2")], separator=" "),
@@ -386,7 +387,7 @@ def _entry_rows(entries: list[dict]) -> list[dict]:
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
-    cand = lines.filter(pl.col("body").str.contains(ANCHOR_WORDS) | pl.col("body").str.contains(ANCHOR_LINES))
+    cand = lines.filter(pl.col("body").str.contains(ascii_classes(ANCHOR_WORDS)) | pl.col("body").str.contains(ascii_classes(ANCHOR_LINES)))
     if cand.is_empty():
         return Extraction(empty_events(), tables={"exits": empty_table("exits")})
     b = pl.col("body")
@@ -394,48 +395,48 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     exits_parts: list[pl.DataFrame] = []
     claimed: list[int] = []
 
-    agent = _line_ts(cand.filter(b.str.contains(AGENT_RE)), ctx)
-    wf = agent.filter(b.str.contains(FAILED_RE)).with_columns(
-        b.str.extract(FAILED_RE, 1).alias("code"),
-        b.str.extract(FAILED_RE, 2).cast(pl.Int64, strict=False).alias("local_rank"),
-        b.str.extract(FAILED_RE, 3).cast(pl.Int64, strict=False).alias("pid"),
+    agent = _line_ts(cand.filter(b.str.contains(ascii_classes(AGENT_RE))), ctx)
+    wf = agent.filter(b.str.contains(ascii_classes(FAILED_RE))).with_columns(
+        b.str.extract(ascii_classes(FAILED_RE), 1).alias("code"),
+        b.str.extract(ascii_classes(FAILED_RE), 2).cast(pl.Int64, strict=False).alias("local_rank"),
+        b.str.extract(ascii_classes(FAILED_RE), 3).cast(pl.Int64, strict=False).alias("pid"),
         pl.lit("worker_failed").alias("kind"), pl.lit("error").alias("severity"))
     parts.append(wf)
-    sig_num = b.str.extract(r"got signal: (\d+)", 1).cast(pl.Int64, strict=False)
-    td = agent.filter(b.str.contains(r"closing signal|death signal|SignalException: Process \d+ got signal")
-                      | b.str.contains(r"Killing subprocess \d+") | b.str.contains(DS_SIGNALLED_RE)).with_columns(
-        pl.coalesce(b.str.extract(r"closing signal (SIG\w+)", 1), b.str.extract(DS_SIGNALLED_RE, 1),
-                    b.str.extract(r"(?:Signals\.)?(SIG\w+) death signal", 1),
+    sig_num = b.str.extract(ascii_classes(r"got signal: (\d+)"), 1).cast(pl.Int64, strict=False)
+    td = agent.filter(b.str.contains(ascii_classes(r"closing signal|death signal|SignalException: Process \d+ got signal"))
+                      | b.str.contains(ascii_classes(r"Killing subprocess \d+")) | b.str.contains(ascii_classes(DS_SIGNALLED_RE))).with_columns(
+        pl.coalesce(b.str.extract(ascii_classes(r"closing signal (SIG\w+)"), 1), b.str.extract(ascii_classes(DS_SIGNALLED_RE), 1),
+                    b.str.extract(ascii_classes(r"(?:Signals\.)?(SIG\w+) death signal"), 1),
                     sig_num.replace_strict({k: v for k, v in SIGNALS.items()}, default=None, return_dtype=pl.Utf8),
                     pl.when(b.str.contains("Killing subprocess", literal=True)).then(pl.lit("SIGKILL")))
         .alias("code"),
-        pl.coalesce(b.str.extract(r"Sending process (\d+)", 1), b.str.extract(r"Process (\d+) got signal", 1),
-                    b.str.extract(r"Killing subprocess (\d+)", 1)).cast(pl.Int64, strict=False).alias("pid"),
+        pl.coalesce(b.str.extract(ascii_classes(r"Sending process (\d+)"), 1), b.str.extract(ascii_classes(r"Process (\d+) got signal"), 1),
+                    b.str.extract(ascii_classes(r"Killing subprocess (\d+)"), 1)).cast(pl.Int64, strict=False).alias("pid"),
         pl.lit("teardown_signal").alias("kind"), pl.lit("warning").alias("severity"))
     parts.append(td)
     rs = agent.filter(b.str.contains(r"Worker group FAILED")).with_columns(
-        b.str.extract(r"(\d+)/\d+ attempts left", 1).alias("code"),
+        b.str.extract(ascii_classes(r"(\d+)/\d+ attempts left"), 1).alias("code"),
         pl.lit("restart").alias("kind"), pl.lit("warning").alias("severity"))
     parts.append(rs)
-    parts.append(agent.filter(b.str.contains(LAUNCH_RE)).with_columns(
-        b.str.extract(r"SLURM_RESTART_COUNT\s*[=:]\s*(\d+)", 1).alias("code"),
+    parts.append(agent.filter(b.str.contains(ascii_classes(LAUNCH_RE))).with_columns(
+        b.str.extract(ascii_classes(r"SLURM_RESTART_COUNT\s*[=:]\s*(\d+)"), 1).alias("code"),
         pl.lit("launch").alias("kind"), pl.lit("info").alias("severity")))
     ds_re = r"exits with return code = (-?\d+)"
     # no local rank from the notice: launch.py logs `f"{cmd} exits with return code = {last_return_code}"`, and
     # `cmd` is the spawn loop's variable, the command of the LAST worker it started (its `--local_rank=N` is the
     # node's highest local rank whichever worker failed); the failed worker is not named
-    ds = agent.filter(b.str.contains(ds_re)).with_columns(
-        b.str.extract(ds_re, 1).alias("code"),
+    ds = agent.filter(b.str.contains(ascii_classes(ds_re))).with_columns(
+        b.str.extract(ascii_classes(ds_re), 1).alias("code"),
         pl.lit(None, dtype=pl.Int64).alias("local_rank"),
         pl.lit("launcher_exit").alias("kind"), pl.lit("error").alias("severity"))
     parts.append(ds)
     num = {v: k for k, v in SIGNALS.items()}
-    py = agent.filter(b.str.contains(CPE_SIGNAL_RE) | b.str.contains(SPAWN_SIGNAL_RE)).with_columns(
+    py = agent.filter(b.str.contains(ascii_classes(CPE_SIGNAL_RE)) | b.str.contains(ascii_classes(SPAWN_SIGNAL_RE))).with_columns(
         pl.concat_str([pl.lit("-"), pl.coalesce(
-            b.str.extract(CPE_SIGNAL_RE, 1), b.str.extract(CPE_SIGNAL_RE, 2),
-            b.str.extract(SPAWN_SIGNAL_RE, 2).replace_strict(num, default=None, return_dtype=pl.Int64).cast(pl.Utf8))])
+            b.str.extract(ascii_classes(CPE_SIGNAL_RE), 1), b.str.extract(ascii_classes(CPE_SIGNAL_RE), 2),
+            b.str.extract(ascii_classes(SPAWN_SIGNAL_RE), 2).replace_strict(num, default=None, return_dtype=pl.Int64).cast(pl.Utf8))])
         .alias("code"),
-        b.str.extract(SPAWN_SIGNAL_RE, 1).cast(pl.Int64, strict=False).alias("local_rank"),
+        b.str.extract(ascii_classes(SPAWN_SIGNAL_RE), 1).cast(pl.Int64, strict=False).alias("local_rank"),
         pl.lit("launcher_exit").alias("kind"), pl.lit("error").alias("severity"))
     py = py.filter(pl.col("code").is_not_null())
     parts.append(py)
@@ -445,16 +446,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if not ds.is_empty():
         exits_parts.append(_launcher_exits(ds, pl.lit("deepspeed")))
 
-    progress = cand.filter(~b.str.contains(AGENT_RE) & (b.str.contains(AGENT_PROGRESS) | b.str.contains(RDZV_RESULT)))
+    progress = cand.filter(~b.str.contains(ascii_classes(AGENT_RE)) & (b.str.contains(ascii_classes(AGENT_PROGRESS)) | b.str.contains(ascii_classes(RDZV_RESULT))))
     claimed.extend(progress["line_no"].to_list())
-    status = cand.filter(b.str.contains(STATUS_EVENT))
+    status = cand.filter(b.str.contains(ascii_classes(STATUS_EVENT)))
     if not status.is_empty():
         claimed.extend(status["line_no"].to_list())
         parts.append(_status_events(status, ctx))
         progress = pl.concat([progress.select("line_no"), status.select("line_no")])
 
     # ChildFailedError tables
-    table_anchor = cand.filter(~b.str.contains(AGENT_RE)).join(progress.select("line_no"), on="line_no", how="anti")
+    table_anchor = cand.filter(~b.str.contains(ascii_classes(AGENT_RE))).join(progress.select("line_no"), on="line_no", how="anti")
     ignored: list[int] = []
     if not table_anchor.is_empty():
         entries, t_claimed, t_ignored = _tables(lines, table_anchor["line_no"].to_list(), ctx)

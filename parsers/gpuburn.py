@@ -45,6 +45,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
 from parsers.spec import ParserSpec
 
@@ -94,7 +95,7 @@ def _progress_events(df: pl.DataFrame) -> pl.DataFrame:
         return p.select("line_no", pl.lit(None, dtype=pl.Int64).alias("gpu"), pl.lit(None, dtype=pl.Utf8).alias("code"))
     # each GPU's cell is `%d ` plus ` (DIED!)` / ` (WARNING!)`, cells joined by `- ` (no space before the
     # dash after a note: `-524288000  (WARNING!)- 0`), so the cells are read as numbers with their note
-    cells = (p.select("line_no", pl.col("_errs").str.extract_all(r"-?\d+(?:\s*\((?:DIED|WARNING)!\))?").alias("_c"))
+    cells = (p.select("line_no", pl.col("_errs").str.extract_all(ascii_classes(r"-?\d+(?:\s*\((?:DIED|WARNING)!\))?")).alias("_c"))
              .with_columns(pl.int_ranges(0, pl.col("_c").list.len()).alias("gpu")).explode("_c", "gpu"))
     cells = cells.with_columns(
         pl.when(pl.col("_c").str.contains(r"\(DIED!\)")).then(pl.lit("DIED"))
@@ -112,18 +113,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return Extraction(events=empty_events())  # the trigger: a frame with no such line gives nothing
     df = lines.select(
         "line_no", b.alias("b"),
-        b.str.extract(PROGRESS_RE, 1).alias("_errs"),
-        b.str.extract_groups(RESULT_RE).alias("_r"),
-        b.str.extract_groups(FRYER_PROBLEM_RE).alias("_f"),
-        b.str.contains(ABORT_RE).alias("_abort"),
-        (b.str.contains(LISTING_RE) | b.str.contains(BURN_INFO_RE) | b.str.contains(FRYER_INFO_RE)).alias("_info"),
+        b.str.extract(ascii_classes(PROGRESS_RE), 1).alias("_errs"),
+        b.str.extract_groups(ascii_classes(RESULT_RE)).alias("_r"),
+        b.str.extract_groups(ascii_classes(FRYER_PROBLEM_RE)).alias("_f"),
+        b.str.contains(ascii_classes(ABORT_RE)).alias("_abort"),
+        (b.str.contains(ascii_classes(LISTING_RE)) | b.str.contains(ascii_classes(BURN_INFO_RE)) | b.str.contains(ascii_classes(FRYER_INFO_RE))).alias("_info"),
     ).unnest("_r", "_f")
     ours = df.filter(pl.col("_errs").is_not_null() | pl.col("res").is_not_null() | pl.col("why").is_not_null()
                      | pl.col("_abort") | pl.col("_info"))
     # the burn test's own structure must be there: a progress line, its result table, the abort, or
     # gpu-fryer's report lines (a lone `Initialized device` / `Burning for` line of another tool is not enough)
     strong = ours.filter(pl.col("_errs").is_not_null() | pl.col("res").is_not_null() | pl.col("why").is_not_null()
-                         | pl.col("_abort") | pl.col("b").str.contains(_SNIFF_STRONG.pattern.replace("(?m)", "")))
+                         | pl.col("_abort") | pl.col("b").str.contains(ascii_classes(_SNIFF_STRONG.pattern.replace("(?m)", ""))))
     if strong.is_empty():
         return Extraction(events=empty_events())
     prog = _progress_events(ours)

@@ -29,6 +29,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, events_frame
 from parsers.spec import ParserSpec
 
@@ -81,10 +82,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     df = lines.select(
         "line_no",
         body.alias("b"),
-        body.str.extract(DEVICE_RE, 1).alias("device"),
-        body.str.extract(PORT_RE, 1).cast(pl.Int64, strict=False).alias("port"),
-        body.str.extract(FIELD_RE, 1).alias("key"),
-        body.str.extract(FIELD_RE, 2).alias("val"),
+        body.str.extract(ascii_classes(DEVICE_RE), 1).alias("device"),
+        body.str.extract(ascii_classes(PORT_RE), 1).cast(pl.Int64, strict=False).alias("port"),
+        body.str.extract(ascii_classes(FIELD_RE), 1).alias("key"),
+        body.str.extract(ascii_classes(FIELD_RE), 2).alias("val"),
     ).with_columns(
         pl.col("device").forward_fill().alias("dev_f"),
         # a port's lines belong to it until the next device header
@@ -125,7 +126,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
 def _rdma_link(df: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Series, pl.Series]:
     """`rdma link show` lines: events for the ports not ACTIVE / LINK_UP, the rest ignored."""
-    g = df.with_columns(pl.col("b").str.extract_groups(RDMA_LINK_RE).alias("_g")).unnest("_g") \
+    g = df.with_columns(pl.col("b").str.extract_groups(ascii_classes(RDMA_LINK_RE)).alias("_g")).unnest("_g") \
         .filter(pl.col("state").is_not_null())
     bad = g.filter((pl.col("state") != "ACTIVE") | (pl.col("phys").fill_null("LINK_UP") != "LINK_UP"))
     events = events_frame(bad.select(

@@ -36,6 +36,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
@@ -226,8 +227,8 @@ def _classify(stype: pl.Expr, event: pl.Expr, rules: tuple[tuple[str, str, str, 
 def _stamp(date: pl.Expr, time: pl.Expr, ctx: ParseContext) -> tuple[pl.Expr, pl.Expr]:
     """`07/23/2024` or `07/23/24` with `10:12:01[ TZ]` -> ISO text, in the job's zone (the zone
     abbreviation ipmitool adds is not resolvable; UTC/GMT are honoured). Undated forms: null."""
-    d = date.str.extract_groups(r"^(\d\d)/(\d\d)/(\d{2,4})$")
-    t = time.str.extract_groups(r"^(\d\d:\d\d:\d\d)(?:\s+(?:([A-Z]{2,5})|[+-]\d{2,4}))?$")
+    d = date.str.extract_groups(ascii_classes(r"^(\d\d)/(\d\d)/(\d{2,4})$"))
+    t = time.str.extract_groups(ascii_classes(r"^(\d\d:\d\d:\d\d)(?:\s+(?:([A-Z]{2,5})|[+-]\d{2,4}))?$"))
     year = d.struct.field("3")
     year = pl.when(year.str.len_chars() == 2).then(pl.concat_str([pl.lit("20"), year])).otherwise(year)
     raw = pl.when(d.struct.field("1").is_not_null() & t.struct.field("1").is_not_null()).then(
@@ -243,9 +244,9 @@ _MONTHS = {m: f"{i:02d}" for i, m in enumerate(
 
 def _stamp_freeipmi(date: pl.Expr, time: pl.Expr, ctx: ParseContext) -> tuple[pl.Expr, pl.Expr]:
     """ipmi-sel's `Dec-09-2024` with `21:12:29` -> ISO text in the job's zone; `PostInit`/`Unknown`: null."""
-    d = date.str.extract_groups(r"^([A-Z][a-z]{2})-(\d\d)-(\d{4})$")
+    d = date.str.extract_groups(ascii_classes(r"^([A-Z][a-z]{2})-(\d\d)-(\d{4})$"))
     month = d.struct.field("1").replace_strict(_MONTHS, default=None, return_dtype=pl.Utf8)
-    t = time.str.extract(r"^(\d\d:\d\d:\d\d)$", 1)
+    t = time.str.extract(ascii_classes(r"^(\d\d:\d\d:\d\d)$"), 1)
     raw = pl.when(month.is_not_null() & t.is_not_null()).then(
         pl.concat_str([d.struct.field("3"), pl.lit("-"), month, pl.lit("-"), d.struct.field("2"), pl.lit(" "), t]))
     return iso(raw, ctx.tz), pl.when(raw.is_not_null()).then(pl.concat_str([date, pl.lit(" "), time]))
@@ -259,9 +260,9 @@ def sniff(head: str) -> float:
 def _parse_freeipmi(cand: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Series]:
     """FreeIPMI `ipmi-sel` rows (see the module doc): the records, and the line numbers understood."""
     b = pl.col("body")
-    rec = cand.with_columns(b.str.extract_groups(FREEIPMI_RE).alias("_f")) \
+    rec = cand.with_columns(b.str.extract_groups(ascii_classes(FREEIPMI_RE)).alias("_f")) \
         .filter(pl.col("_f").struct.field("id").is_not_null())
-    header = cand.filter(b.str.contains(FREEIPMI_HEADER_RE))["line_no"]
+    header = cand.filter(b.str.contains(ascii_classes(FREEIPMI_HEADER_RE)))["line_no"]
     f = pl.col("_f").struct
     code, sev = _classify(f.field("type"), f.field("event"), FREEIPMI_RULES, FREEIPMI_THRESHOLDS)
     ts, ts_raw = _stamp_freeipmi(f.field("date"), f.field("time"), ctx)
@@ -273,14 +274,14 @@ def _parse_freeipmi(cand: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    cand = lines.filter(b.str.contains(_TRIGGER))
+    cand = lines.filter(b.str.contains(ascii_classes(_TRIGGER)))
     if cand.is_empty():
         return Extraction(events=empty_events())
-    g = b.str.extract_groups(SEL_RE)
+    g = b.str.extract_groups(ascii_classes(SEL_RE))
     rec = cand.with_columns(g.alias("_g")).filter(pl.col("_g").struct.field("id").is_not_null())
     fi, fi_lines = _parse_freeipmi(cand.filter(~pl.col("line_no").is_in(rec["line_no"].implode())), ctx)
     sensor = pl.col("_g").struct.field("sensor")
-    stype = sensor.str.extract(TYPE_RE, 1)
+    stype = sensor.str.extract(ascii_classes(TYPE_RE), 1)
     event = pl.col("_g").struct.field("event")
     code, sev = _classify(stype, event)
     ts, ts_raw = _stamp(pl.col("_g").struct.field("date"), pl.col("_g").struct.field("time"), ctx)

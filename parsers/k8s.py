@@ -61,6 +61,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, empty_table, events_frame, table_frame
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
@@ -170,18 +171,18 @@ def _empty() -> Extraction:
 
 def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     b = pl.col("body")
-    code = pl.when(b.str.contains(CLOUD[0][0])).then(pl.lit(CLOUD[0][1]))
+    code = pl.when(b.str.contains(ascii_classes(CLOUD[0][0]))).then(pl.lit(CLOUD[0][1]))
     for rx, c, _ in CLOUD[1:]:
-        code = code.when(b.str.contains(rx)).then(pl.lit(c))
+        code = code.when(b.str.contains(ascii_classes(rx))).then(pl.lit(c))
     kind = code.replace_strict({c: k for _, c, k in CLOUD}, return_dtype=pl.Utf8)  # each code has one kind
-    h = b.str.extract_groups(CLOUD_HOST_RE)
+    h = b.str.extract_groups(ascii_classes(CLOUD_HOST_RE))
     # the line's own leading stamp (ISO or Go's `2006/01/02 15:04:05`; a wrapper's, which the prefix
     # layer peeled off, counts as one), else the time the notice names
     wrapper = pl.col("prefix_ts") if "prefix_ts" in lines.columns else pl.lit(None, dtype=pl.Utf8)
-    lead = pl.coalesce(wrapper, b.str.extract(r"^\s*(\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)", 1))
-    stamp_raw = pl.coalesce(lead.str.replace_all("/", "-"), b.str.extract(
-        r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)", 1))
-    return lines.filter(b.str.contains(CLOUD_RE)).select(
+    lead = pl.coalesce(wrapper, b.str.extract(ascii_classes(r"^\s*(\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"), 1))
+    stamp_raw = pl.coalesce(lead.str.replace_all("/", "-"), b.str.extract(ascii_classes(
+        r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)"), 1))
+    return lines.filter(b.str.contains(ascii_classes(CLOUD_RE))).select(
         "line_no", kind.alias("kind"), code.alias("code"),
         code.replace_strict(CLOUD_SEVERITY, default="warning").alias("severity"),
         iso(stamp_raw, ctx.tz).alias("ts"), stamp_raw.alias("ts_raw"),
@@ -195,7 +196,7 @@ def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return _empty()
-    if not lines["body"].str.contains(MARKERS).any():
+    if not lines["body"].str.contains(ascii_classes(MARKERS)).any():
         cloud = _cloud(lines, ctx)
         if cloud.is_empty():
             return _empty()
@@ -203,7 +204,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return Extraction(events=events, tables={"exits": empty_table("exits"), "pod_nodes": empty_table("pod_nodes")},
                           claimed=events["line_no"].alias("line_no"), ignored=pl.Series("line_no", [], dtype=pl.Int64))
     b = pl.col("body")
-    kv = b.str.extract_groups(KV_RE)
+    kv = b.str.extract_groups(ascii_classes(KV_RE))
     df = lines.select("line_no", "body").with_columns(
         kv.struct.field("key").str.to_lowercase().str.replace_all(" ", "").alias("key"),
         kv.struct.field("val").str.strip_chars().alias("val"))
@@ -232,26 +233,26 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.col("code").fill_null("Terminated").alias("code"))
     # pod-level reasons, disruption conditions, waiting reasons, event rows, get-pods rows
     pod_reason = (key == "reason") & ~in_blk & val.is_in(POD_REASONS + DISRUPTION + WAITING)
-    job_reason = (key == "reason") & ~in_blk & val.str.contains(JOB_REASON_RE)
-    event_row = b.str.extract(r"^\s*(?:\S+\s+)?Warning\s+(\w+)\s", 1)
-    table_row = b.str.extract(r"^(?:\S+\s+)?\S+\s+\d+/\d+\s+(\w+)\s+\d+", 1)
+    job_reason = (key == "reason") & ~in_blk & val.str.contains(ascii_classes(JOB_REASON_RE))
+    event_row = b.str.extract(ascii_classes(r"^\s*(?:\S+\s+)?Warning\s+(\w+)\s"), 1)
+    table_row = b.str.extract(ascii_classes(r"^(?:\S+\s+)?\S+\s+\d+/\d+\s+(\w+)\s+\d+"), 1)
     pressure = pl.coalesce(
-        b.str.extract(EVICT_RESOURCE_RE, 1).replace_strict(EVICT_PRESSURE, default=None, return_dtype=pl.Utf8),
-        b.str.extract(EVICT_CONDITION_RE, 1),
-        pl.when(b.str.contains(EVICT_LIMIT_RE)).then(pl.lit("EphemeralStorageLimit")),
-        pl.when(b.str.contains(ADMISSION_RE)).then(pl.lit("UnexpectedAdmissionError")))
+        b.str.extract(ascii_classes(EVICT_RESOURCE_RE), 1).replace_strict(EVICT_PRESSURE, default=None, return_dtype=pl.Utf8),
+        b.str.extract(ascii_classes(EVICT_CONDITION_RE), 1),
+        pl.when(b.str.contains(ascii_classes(EVICT_LIMIT_RE))).then(pl.lit("EphemeralStorageLimit")),
+        pl.when(b.str.contains(ascii_classes(ADMISSION_RE))).then(pl.lit("UnexpectedAdmissionError")))
     other = df.with_columns(
         pl.when(pressure.is_not_null()).then(pressure)
         .when(pod_reason | job_reason).then(val)
         .when(event_row.is_in(POD_REASONS + ["BackOff", "Killing", "OOMKilling", "FailedScheduling", "NodeNotReady"]))
         .then(event_row)
-        .when(event_row.str.contains(JOB_REASON_RE)).then(event_row)
+        .when(event_row.str.contains(ascii_classes(JOB_REASON_RE))).then(event_row)
         .when(table_row.is_in(TERM_REASONS + WAITING + ["ContainerStatusUnknown", "UnexpectedAdmissionError"])
               & (table_row != "Completed"))
         .then(table_row).alias("code"),
         pl.lit(None, dtype=pl.Int64).alias("exitcode"),
     ).filter(pl.col("code").is_not_null()).with_columns(
-        pl.when(pl.col("code").str.contains(JOB_REASON_RE)).then(pl.lit("k8s_job_status"))
+        pl.when(pl.col("code").str.contains(ascii_classes(JOB_REASON_RE))).then(pl.lit("k8s_job_status"))
         .otherwise(pl.lit("k8s_pod_status")).alias("kind"), pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
         pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("ts"))
     msgs = lines.select("line_no", pl.col("body").alias("message"))
@@ -288,11 +289,11 @@ def _pods(lines: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataF
     block the line is in, a `get pods -o wide` row's own node, else the one node the file names
     (null where it names several and the line is in no block)."""
     b, key, val = pl.col("body"), pl.col("key"), pl.col("val")
-    section = (pl.when(b.str.contains(WIDE_HEADER_RE)).then(pl.lit(True))
-               .when(b.str.contains(NARROW_HEADER_RE) | b.str.contains(r"^\s*$")).then(pl.lit(False))
+    section = (pl.when(b.str.contains(ascii_classes(WIDE_HEADER_RE))).then(pl.lit(True))
+               .when(b.str.contains(ascii_classes(NARROW_HEADER_RE)) | b.str.contains(r"^\s*$")).then(pl.lit(False))
                .otherwise(None).forward_fill())
-    row = b.str.extract_groups(WIDE_ROW_RE)
-    assigned = b.str.extract_groups(ASSIGNED_RE)
+    row = b.str.extract_groups(ascii_classes(WIDE_ROW_RE))
+    assigned = b.str.extract_groups(ascii_classes(ASSIGNED_RE))
     starts = (key == "name") & (key.shift(-1) == "namespace")
     x = df.with_columns(
         pl.when(starts).then(pl.col("line_no")).forward_fill().alias("_pod_blk"),
@@ -301,7 +302,7 @@ def _pods(lines: pl.DataFrame, df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataF
         # describe's `Node: name/hostIP`, yaml/json's `nodeName`
         pl.when(key == "node").then(val.str.extract(r"^([^/\s]+)", 1)).when(key == "nodename").then(val)
         .alias("_node"),
-        pl.when(section & ~b.str.contains(WIDE_HEADER_RE)).then(row.struct.field("node")).alias("_row_node"),
+        pl.when(section & ~b.str.contains(ascii_classes(WIDE_HEADER_RE))).then(row.struct.field("node")).alias("_row_node"),
         pl.when(section).then(row.struct.field("pod")).alias("_row_pod"),
         pl.when(section).then(row.struct.field("ns")).alias("_row_ns"),
         assigned.struct.field("pod").alias("_as_pod"), assigned.struct.field("ns").alias("_as_ns"),

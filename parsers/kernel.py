@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.lines import literal_regex
 from parsers.records import (
     UTC_DT,
@@ -466,10 +467,10 @@ def _split_prefix(lines: pl.DataFrame, ctx: ParseContext, prefix_re: str) -> pl.
     message is cheaper than one more optional group in PREFIX_RE)."""
     keep = ["hint_host", "hint_file"] if ctx.batched else []
     df = lines.select("line_no", "body", "prefix_host", *keep).with_columns(
-        pl.col("body").str.extract_groups(prefix_re).alias("_g")).unnest("_g")
+        pl.col("body").str.extract_groups(ascii_classes(prefix_re)).alias("_g")).unnest("_g")
     df = df.with_columns(pl.col("body").str.slice(pl.col("pre").str.len_chars()).alias("msg"))
     df = df.with_columns(
-        pl.when(pl.col("up").is_not_null()).then(pl.col("msg").str.extract(MONOTONIC_RE, 1)).alias("mhost"))
+        pl.when(pl.col("up").is_not_null()).then(pl.col("msg").str.extract(ascii_classes(MONOTONIC_RE), 1)).alias("mhost"))
     return df.with_columns(
         pl.when(pl.col("mhost").is_not_null())
         .then(pl.col("msg").str.slice(pl.col("mhost").str.len_chars() + len(" kernel: ")))
@@ -486,7 +487,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     proc = pl.coalesce(pl.col("iproc"), pl.col("sproc"), pl.col("uproc"), pl.col("fproc"), pl.col("mproc"))
     unix_ts = (pl.col("unix").cast(pl.Float64, strict=False) * 1e6).round(0).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
     full_ts = pl.when(pl.col("fzone").is_in(["UTC", "GMT"])).then(iso(pl.col("full") + "+00:00", tz)) \
-        .when(pl.col("fzone").str.contains(r"^[+-]\d{4}$")).then(iso(pl.col("full") + pl.col("fzone"), tz)) \
+        .when(pl.col("fzone").str.contains(ascii_classes(r"^[+-]\d{4}$"))).then(iso(pl.col("full") + pl.col("fzone"), tz)) \
         .otherwise(iso(pl.col("full"), tz))  # another zone name: the host's local time, read in the job's zone
     syslog_raw = pl.concat_str([pl.col("mon"), pl.col("day"), pl.col("hms")], separator=" ")
     ts_exact = pl.coalesce(
@@ -594,9 +595,9 @@ def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.
     # regex alternation, whose case-insensitive part, Unicode's, matches a superset of ASCII's), and the
     # exact tests run on those alone
     fl = lines.select(
-        b.str.contains(UPTIME_LINE_RE).fill_null(False).alias("fast"),
-        b.str.contains(_screen_re()).fill_null(True).alias("lit"),
-        b.str.contains(AER_BIT_ANY_RE).fill_null(True).alias("aer"))
+        b.str.contains(ascii_classes(UPTIME_LINE_RE)).fill_null(False).alias("fast"),
+        b.str.contains(ascii_classes(_screen_re())).fill_null(True).alias("lit"),
+        b.str.contains(ascii_classes(AER_BIT_ANY_RE)).fill_null(True).alias("aer"))
     fast, keep = fl["fast"].to_numpy(), fl["aer"].to_numpy()
     lit = np.flatnonzero(fl["lit"].to_numpy())
     if lit.size:
@@ -610,7 +611,7 @@ def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.
     # reads: no stamp, no `dmesg -H` anchor or delta, no process; a kernel line only if a journal marker
     if slow_rows.size:
         bare = lines.select("body")[slow_rows].select(
-            b.str.contains(PREFIX_START_RE).fill_null(True).not_().alias("bare"),
+            b.str.contains(ascii_classes(PREFIX_START_RE)).fill_null(True).not_().alias("bare"),
             b.str.contains(r"^\s*" + MARKER_RE).fill_null(False).alias("marker"))
         drop = bare["bare"].to_numpy() & ~keep[slow_rows]
         if drop.any():
@@ -639,7 +640,7 @@ def _rule_literal(col: pl.Expr) -> pl.Expr:
 
 def _rule_line(col: pl.Expr) -> pl.Expr:
     """Whether a line holds one of the rules' literals or the AER bit form (see RULE_LITERALS)."""
-    return _rule_literal(col) | col.str.contains(AER_BIT_ANY_RE)
+    return _rule_literal(col) | col.str.contains(ascii_classes(AER_BIT_ANY_RE))
 
 
 def _next(a: np.ndarray, k: int) -> np.ndarray:
@@ -660,7 +661,7 @@ def _journal_json(lines: pl.DataFrame) -> pl.DataFrame:
     (`<iso> <host> <ident>: <MESSAGE>`), so that one grammar reads both. Time from
     `__REALTIME_TIMESTAMP` (µs since the epoch, UTC); kernel when `_TRANSPORT` or
     `SYSLOG_IDENTIFIER` says so."""
-    is_j = pl.col("body").str.contains(JOURNAL_JSON_RE)
+    is_j = pl.col("body").str.contains(ascii_classes(JOURNAL_JSON_RE))
     js = lines.filter(is_j)
     if js.is_empty():
         return lines
@@ -748,7 +749,7 @@ def _wall_hosts(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     line right under rsyslog's, two lines under journald's (after its blank line), where no wrapper named one."""
     if not lines["body"].str.contains("essage from s", literal=True).any():
         return lines
-    g = pl.col("body").str.extract_groups(WALL_RE)
+    g = pl.col("body").str.extract_groups(ascii_classes(WALL_RE))
     keys = file_keys(ctx)
     sys1 = g.struct.field("wsys").shift(1)
     jrn2 = g.struct.field("wjrn").shift(2)
@@ -763,9 +764,9 @@ def _hung_task_fs(cand: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     to the nearest hung task above it in the same file and host, within HUNG_STACK_LINES lines, when no
     other event lies between them."""
     m = pl.col("msg")
-    g = m.str.extract_groups(NETFS_FRAME_RE)
+    g = m.str.extract_groups(ascii_classes(NETFS_FRAME_RE))
     fam = pl.coalesce(g.struct.field("mod"),
-                      g.struct.field("fn").str.extract(r"^(__rpc|nfs4|cxiWaitEventWait|[a-z]+\d?)", 1))
+                      g.struct.field("fn").str.extract(ascii_classes(r"^(__rpc|nfs4|cxiWaitEventWait|[a-z]+\d?)"), 1))
     keys = [c for c in ("host",) if c in cand.columns] + file_keys(ctx)
     hung = pl.col("kind") == "hung_task"
     other = pl.col("kind").is_not_null() & ~hung
@@ -801,7 +802,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         m.str.contains("fallen off the bus", literal=True).alias("_fell"),
         m.str.contains("not supported", literal=True).alias("_unsup"),
         m.str.contains("error status/mask=", literal=True).alias("_aer_mask"),
-        m.str.contains(AER_BIT_RE).alias("_aer_bit_like"),
+        m.str.contains(ascii_classes(AER_BIT_RE)).alias("_aer_bit_like"),
     )
     flag = {}
     for c in ("_thegpu", "_fell", "_unsup", "_aer_mask", "_aer_bit_like"):
@@ -814,9 +815,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         "_after_mask": _next(flag["_aer_mask"] | flag["_aer_bit_like"], -1),
     }
     df = df.with_columns([pl.Series(c, a[rows]) for c, a in near.items()])
-    power_src = pl.col("proc").is_in(POWER_PROCS).fill_null(False) & m.str.contains(POWER_RE)
+    power_src = pl.col("proc").is_in(POWER_PROCS).fill_null(False) & m.str.contains(ascii_classes(POWER_RE))
     rule = m.str.contains_any(KEYWORDS) & _rule_line(m) if SCREEN else m.str.contains_any(KEYWORDS)
-    fm_src = (pl.col("proc").is_in(FM_PROCS) | ((pl.col("proc") == "systemd") & m.str.contains(FM_UNIT_RE))) \
+    fm_src = (pl.col("proc").is_in(FM_PROCS) | ((pl.col("proc") == "systemd") & m.str.contains(ascii_classes(FM_UNIT_RE)))) \
         .fill_null(False)
     cand = df.filter((pl.col("kernel_src") & rule) | power_src | fm_src)
     if SCREEN and cand.is_empty():  # no line any rule reads (a rank log's lines): what the rules below give
@@ -824,21 +825,21 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return _no_candidates(lines["line_no"].filter(pl.Series(kernel_line)))
     warnings: list[str] = []
 
-    xid = m.str.extract_groups(XID_RE)
-    ident = m.str.extract_groups(IDENT_RE)
-    sx = m.str.extract_groups(SXID_RE)
-    aer_recv = m.str.extract_groups(AER_RECV_RE)
-    aer_bus = m.str.extract_groups(AER_BUS_RE)
-    aer_bit = m.str.extract_groups(AER_BIT_RE)
-    oom = m.str.extract_groups(OOM_RE)
+    xid = m.str.extract_groups(ascii_classes(XID_RE))
+    ident = m.str.extract_groups(ascii_classes(IDENT_RE))
+    sx = m.str.extract_groups(ascii_classes(SXID_RE))
+    aer_recv = m.str.extract_groups(ascii_classes(AER_RECV_RE))
+    aer_bus = m.str.extract_groups(ascii_classes(AER_BUS_RE))
+    aer_bit = m.str.extract_groups(ascii_classes(AER_BIT_RE))
+    oom = m.str.extract_groups(ascii_classes(OOM_RE))
     # an OOM record's task / reaper line stands for it only when no `Killed process` line is near
     # (the kill line comes right after `oom-kill:` and right before `oom_reaper:`)
-    killed = m.str.contains(OOM_RE)
+    killed = m.str.contains(ascii_classes(OOM_RE))
     cand = cand.with_columns(
         xid.alias("_x"), ident.alias("_id"), sx.alias("_sx"), aer_recv.alias("_ar"), aer_bus.alias("_ab"),
-        aer_bit.alias("_abit"), oom.alias("_oom"), m.str.extract_groups(OOM_TASK_RE).alias("_ot"),
-        m.str.extract_groups(OOM_REAP_RE).alias("_or"), m.str.extract_groups(HUNG_RE).alias("_hung"),
-        m.str.extract_groups(USER_FAULT_RE).alias("_uf"),
+        aer_bit.alias("_abit"), oom.alias("_oom"), m.str.extract_groups(ascii_classes(OOM_TASK_RE)).alias("_ot"),
+        m.str.extract_groups(ascii_classes(OOM_REAP_RE)).alias("_or"), m.str.extract_groups(ascii_classes(HUNG_RE)).alias("_hung"),
+        m.str.extract_groups(ascii_classes(USER_FAULT_RE)).alias("_uf"),
         killed.alias("_killed"),
     )
     # the nearest kill line above and below (its line and pid), within one file of a batch
@@ -854,7 +855,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         near.append((dist <= OOM_NEAR) & (pid == part_pid))
     cand = cand.with_columns(pl.any_horizontal(near).fill_null(False).alias("_killed_near"))
     # a header with no record line (kill / task / reaper) after it before the next header
-    hdr = m.str.contains(OOM_HEADER_RE)
+    hdr = m.str.contains(ascii_classes(OOM_HEADER_RE))
     rec = pl.col("_killed") | part_pid.is_not_null()
     next_rec = pl.when(rec).then(pl.col("line_no")).backward_fill()
     next_hdr = pl.when(hdr).then(pl.col("line_no")).shift(-1).backward_fill()
@@ -876,8 +877,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (m.str.contains("NV_ERR_GPU_IS_LOST", literal=True), pl.lit("NV_ERR_GPU_IS_LOST")),
         (m.str.contains("NV_ERR_RESET_REQUIRED", literal=True), pl.lit("NV_ERR_RESET_REQUIRED")),
         (m.str.contains("rpcSendMessage failed", literal=True), pl.lit("RPC_SEND_FAILED")),
-        (m.str.contains(r"Timeout after \d+s of waiting for RPC response|Timeout waiting for RPC from GSP"
-                        r"|_kgspLogRpcTimeout|\*+ GSP Timeout \*+"), pl.lit("RPC_TIMEOUT")),
+        (m.str.contains(ascii_classes(r"Timeout after \d+s of waiting for RPC response|Timeout waiting for RPC from GSP"
+                        r"|_kgspLogRpcTimeout|\*+ GSP Timeout \*+")), pl.lit("RPC_TIMEOUT")),
         (m.str.contains(r"_kgspIsHeartbeatTimedOut|GSP heartbeat timed out|Heartbeat timed out"), pl.lit("HEARTBEAT_TIMEOUT")),
         (m.str.contains("GspRmFree failed", literal=True), pl.lit("GSP_RM_FREE_FAILED")),
     ])
@@ -901,14 +902,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_aer_bit = F("_abit").struct.field("bit").is_not_null() & F("_after_mask")
     # drivers/pci/pcie/err.c: the recovery outcome ("device recovery failed", older kernels capitalised;
     # "can't recover (no error_detected callback)" when the device's driver cannot take part)
-    is_aer = aer_sev_word.is_not_null() | is_aer_bit | m.str.contains(AER_RECOVERY_FAILED_RE)
+    is_aer = aer_sev_word.is_not_null() | is_aer_bit | m.str.contains(ascii_classes(AER_RECOVERY_FAILED_RE))
     aer_sev_of = (pl.when(aer_sev_word.str.contains("Fatal") & ~aer_sev_word.str.contains("Non-Fatal"))
                   .then(pl.lit("critical"))
                   .when(aer_sev_word.str.starts_with("Uncorrected")).then(pl.lit("error"))
                   .when(aer_sev_word.is_not_null()).then(pl.lit("warning")))
-    is_aer_cont = m.str.contains(AER_CONT_RE) & m.str.contains(PCI_FN_RE)
+    is_aer_cont = m.str.contains(ascii_classes(AER_CONT_RE)) & m.str.contains(ascii_classes(PCI_FN_RE))
     # IB / mlx
-    ib_dev = m.str.contains(IB_DEV_RE)
+    ib_dev = m.str.contains(ascii_classes(IB_DEV_RE))
     ib_state = m.str.extract(r"state changed to ([A-Z_]+)", 1)
     ib_code = _when_chain([
         (m.str.contains(r"(?i)link (?:is )?down"), pl.lit("LINK_DOWN")),
@@ -927,7 +928,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
               .when(ib_code.is_in(["LINK_DOWN", "DOWN", "FW_ERROR", "CABLE_UNPLUGGED", "CABLE_ERROR"])).then(pl.lit("error"))
               .otherwise(pl.lit("warning")))
     # MCE / EDAC
-    edac = m.str.extract(r"EDAC\b.*?\b\d+ (UE|CE)\b", 1)
+    edac = m.str.extract(ascii_classes(r"EDAC\b.*?\b\d+ (UE|CE)\b"), 1)
     hw_err = m.str.contains("[Hardware Error]", literal=True)
     mce_code = _when_chain([
         (edac.is_not_null(), edac),
@@ -947,7 +948,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     oom_pid = pl.coalesce(F("_oom").struct.field("pid"), oom_part)
     oom_name = pl.when(is_oom_kill).then(F("_oom").struct.field("name")).otherwise(
         pl.coalesce(F("_ot").struct.field("name"), F("_or").struct.field("name")))
-    is_oom_cont = m.str.contains(r"invoked oom-killer|oom-kill:|oom_reaper: |Killed process \d+ \(")
+    is_oom_cont = m.str.contains(ascii_classes(r"invoked oom-killer|oom-kill:|oom_reaper: |Killed process \d+ \("))
     # hung tasks, lockups, filesystems, power key
     is_hung = F("_hung").struct.field("pid").is_not_null()
     is_ufault = F("_uf").struct.field("pid").is_not_null()
@@ -959,9 +960,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (m.str.contains("hard LOCKUP", literal=True), pl.lit("hard_lockup")),
         (m.str.contains(r"stalls? on CPU"), pl.lit("rcu_stall")),
     ])
-    lockup_code = pl.when(m.str.contains(LOCKUP_RE)).then(lockup_code)
-    fs_code = _when_chain([(m.str.contains(rx), pl.lit(code)) for rx, code in FS_CODES])
-    is_power = m.str.contains(POWER_RE) & (pl.col("kernel_src") | pl.col("proc").is_in(POWER_PROCS)).fill_null(False)
+    lockup_code = pl.when(m.str.contains(ascii_classes(LOCKUP_RE))).then(lockup_code)
+    fs_code = _when_chain([(m.str.contains(ascii_classes(rx)), pl.lit(code)) for rx, code in FS_CODES])
+    is_power = m.str.contains(ascii_classes(POWER_RE)) & (pl.col("kernel_src") | pl.col("proc").is_in(POWER_PROCS)).fill_null(False)
     is_fm = fm_src & ~pl.col("kernel_src").fill_null(False)
     fm_code = m.str.extract(r"\[(NV_(?:ERR|WARN)_[A-Z_]+)\]", 1)
     # severity from FM's status code and the line's writer: FM's own stderr carries its errors, systemd's
@@ -983,20 +984,20 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (m.str.starts_with("-- Reboot --"), pl.lit("reboot")),
     ])
     is_nvrm_cont = (
-        m.str.contains(r"NVRM: (?:GPU\d+ )?(?:RPC (?:event )?history|GSP RPC buffer contains)")
+        m.str.contains(ascii_classes(r"NVRM: (?:GPU\d+ )?(?:RPC (?:event )?history|GSP RPC buffer contains)"))
         | m.str.contains(r"^NVRM:\s{2,}\S")
-        | (m.str.contains(r"NVRM: GPU\d+ kgspHealthCheck", literal=False)
+        | (m.str.contains(ascii_classes(r"NVRM: GPU\d+ kgspHealthCheck"), literal=False)
            & ~m.str.contains("GSP-CrashCat", literal=True))
         | m.str.contains("NVRM: GPU Board Serial Number", literal=True)
         | (F("_thegpu_prev") & m.str.contains(r"^NVRM: (?:\(PCI ID:|fallen off the bus)"))
     )
     mce_cont = hw_err
-    amd_code = _when_chain([(m.str.contains(rx), pl.lit(code)) for rx, code in AMDGPU_CODES])
+    amd_code = _when_chain([(m.str.contains(ascii_classes(rx)), pl.lit(code)) for rx, code in AMDGPU_CODES])
     amd_sev = _when_chain([
         (amd_code.is_in(["GPU_LOST", "RAS_UE", "RAS_UE_UMC", "RESET_FAILED"]), pl.lit("critical")),
         (amd_code.is_in(["RAS_CE", "ACA_LOGGED", "GPU_RESET"]), pl.lit("warning")),
     ], pl.lit("error"))
-    amd_cont = m.str.contains(AMDGPU_CONT_RE)
+    amd_cont = m.str.contains(ascii_classes(AMDGPU_CONT_RE))
     oops_cont = pl.lit(False)
 
     kind = _when_chain([
@@ -1026,7 +1027,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         (is_xid, F("_x").struct.field("pci")),
         (is_sxid, F("_sx").struct.field("pci")),
         (is_ident, F("_id").struct.field("pci")),
-    ], m.str.extract(PCI_ANY_RE, 1))
+    ], m.str.extract(ascii_classes(PCI_ANY_RE), 1))
     sxid_sev = (pl.when(F("_sx").struct.field("sev") == "Fatal").then(pl.lit("critical"))
                 .when(F("_sx").struct.field("sev") == "Non-fatal").then(pl.lit("warning"))
                 .otherwise(pl.lit("error")))
@@ -1112,7 +1113,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .then(pl.lit(None, dtype=pl.Utf8)).otherwise(F("_x").struct.field("name").str.strip_chars())
         .alias("proc_name"),
         F("_x").struct.field("gi").cast(pl.Int64, strict=False).alias("gpu_instance"),
-        F("_x").struct.field("body").str.extract(r"caused by previous Xid (\d+)", 1)
+        F("_x").struct.field("body").str.extract(ascii_classes(r"caused by previous Xid (\d+)"), 1)
         .cast(pl.Int64, strict=False).alias("caused_by_xid"),
         F("_x").struct.field("body").alias("body"),
     ))

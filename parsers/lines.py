@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.prefixes import peel
 
 ANSI_RE = r"\x1b\[[0-9;?]*[A-Za-z]"
@@ -105,7 +106,7 @@ def decode_lines(data: bytes, first_line_no: int = 1, plain: bool | None = None)
     df = df.with_columns(
         pl.col("text")
         .str.strip_chars_end("\r")
-        .str.replace_all(ANSI_RE, "")
+        .str.replace_all(ascii_classes(ANSI_RE), "")
         .str.replace(r"^(?s).*\r([^\r]+)$", "$1")
     )
     return DecodedText(df, invalid, nul, longest)

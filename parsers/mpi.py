@@ -39,6 +39,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import (
     UTC_DT,
     Extraction,
@@ -101,18 +102,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if df.is_empty():
         return Extraction(events=empty_events())
     df = df.with_columns(
-        b.str.extract_groups(NOTICED_RE).alias("_n"),
-        b.str.extract_groups(MV_EXIT_RE).alias("_mv"),
-        b.str.extract_groups(MV_ABORT_RE).alias("_mva"),
-        b.str.extract(PROC_NAME_RE, 1).cast(pl.Int64, strict=False).alias("_pn"),
-        b.str.extract(EXIT_CODE_RE, 1).alias("_ec"),
-        b.str.extract(ABORT_RE, 1).cast(pl.Int64, strict=False).alias("_ab"),
-        b.str.contains(LOST_ITS_RE).alias("_lost_its"),
-        b.str.contains(LOST_REMOTE_RE).alias("_lost_rem"),
-        b.str.contains(DAEMON_FAILED_RE).alias("_dfail"),
-        b.str.extract(HOSTNAME_RE, 1).alias("_hn"),
-        b.str.extract(REMOTE_RE, 1).alias("_rd"),
-        b.str.contains(DETAIL_RE).alias("_detail"),
+        b.str.extract_groups(ascii_classes(NOTICED_RE)).alias("_n"),
+        b.str.extract_groups(ascii_classes(MV_EXIT_RE)).alias("_mv"),
+        b.str.extract_groups(ascii_classes(MV_ABORT_RE)).alias("_mva"),
+        b.str.extract(ascii_classes(PROC_NAME_RE), 1).cast(pl.Int64, strict=False).alias("_pn"),
+        b.str.extract(ascii_classes(EXIT_CODE_RE), 1).alias("_ec"),
+        b.str.extract(ascii_classes(ABORT_RE), 1).cast(pl.Int64, strict=False).alias("_ab"),
+        b.str.contains(ascii_classes(LOST_ITS_RE)).alias("_lost_its"),
+        b.str.contains(ascii_classes(LOST_REMOTE_RE)).alias("_lost_rem"),
+        b.str.contains(ascii_classes(DAEMON_FAILED_RE)).alias("_dfail"),
+        b.str.extract(ascii_classes(HOSTNAME_RE), 1).alias("_hn"),
+        b.str.extract(ascii_classes(REMOTE_RE), 1).alias("_rd"),
+        b.str.contains(ascii_classes(DETAIL_RE)).alias("_detail"),
     )
     # the lost node: the first `hostname:` / `Remote daemon:` line within a few lines after the notice
     ln = pl.col("line_no")
@@ -160,7 +161,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                          field("pid").cast(pl.Int64, strict=False).alias("pid"))
     ev = df.filter(pl.col("kind").is_not_null())
     claimed = pl.concat([ev["line_no"], df.filter(pl.col("kind").is_null() & (
-        pl.col("_detail") | pl.col("_pn").is_not_null() | pl.col("_ec").is_not_null() | b.str.contains(DETECTED_RE)
+        pl.col("_detail") | pl.col("_pn").is_not_null() | pl.col("_ec").is_not_null() | b.str.contains(ascii_classes(DETECTED_RE))
     ))["line_no"]]).unique().sort()
     if ev.is_empty():
         return Extraction(events=empty_events(), tables={"exits": empty_table("exits")}, claimed=claimed)
@@ -171,7 +172,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # the process exits also as `exits` rows (origin mpi): what the launcher saw end, by signal or status
     ex = ev.filter(pl.col("kind") == "mpi_proc_exit").select(
         "line_no", pl.lit(None, dtype=UTC_DT).alias("ts"), "host", "rank", pl.lit(None, dtype=pl.Int64).alias("local_rank"),
-        "pid", pl.col("code").str.extract(r"^EXIT_(-?\d+)$", 1).cast(pl.Int64, strict=False).alias("exitcode"),
+        "pid", pl.col("code").str.extract(ascii_classes(r"^EXIT_(-?\d+)$"), 1).cast(pl.Int64, strict=False).alias("exitcode"),
         pl.when(pl.col("code").str.starts_with("SIG")).then(pl.col("code")).alias("signal"),
         pl.lit("mpi").alias("origin"), pl.lit(None, dtype=pl.Boolean).alias("first_observed"),
         pl.lit(None, dtype=pl.Utf8).alias("error_file"), b.alias("message"))

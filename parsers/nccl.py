@@ -20,6 +20,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import (
     Extraction,
     ParseContext,
@@ -99,11 +100,11 @@ def sniff(head: str) -> float:
     if "NCCL" not in head:
         return 0.0
     lines = pl.Series(head.split("\n"), dtype=pl.Utf8)  # Rust regex, line by line: linear on hostile heads
-    if lines.str.contains(r"\S+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (?:INFO|WARN|TRACE)").any():
+    if lines.str.contains(ascii_classes(r"\S+:\d+:\d+ (?:\[\d+\] )?(?:\S+:\d+ (?:\([^)]*\) )?)?NCCL (?:INFO|WARN|TRACE)")).any():
         return 0.9
-    if lines.str.contains(r"^\s*NCCL version \d+\.\d+\.\d+ compiled with CUDA").any():
+    if lines.str.contains(ascii_classes(r"^\s*NCCL version \d+\.\d+\.\d+ compiled with CUDA")).any():
         return 0.8
-    if lines.str.contains(r"^\s*NCCL version \d+\.\d+\.\d+").any() or "NCCL WARN" in head:
+    if lines.str.contains(ascii_classes(r"^\s*NCCL version \d+\.\d+\.\d+")).any() or "NCCL WARN" in head:
         return 0.5
     return 0.0
 
@@ -114,13 +115,13 @@ def chatter(line: pl.Expr, interesting: pl.Expr | None = None) -> pl.Expr:
     and counts them as ignored, exactly as `parse` does. `interesting`: whether each line matches
     INFO_INTERESTING, when the caller found that already (bulk's triage engine)."""
     if interesting is None:
-        interesting = line.str.contains(INFO_INTERESTING)
+        interesting = line.str.contains(ascii_classes(INFO_INTERESTING))
     boring = (
         (line.str.contains(" NCCL INFO ", literal=True) & ~interesting
          & ~line.str.contains("NCCL WARN", literal=True))  # a WARN glued behind INFO (GLUED_RE) is kept
         | line.str.contains(" NCCL TRACE ", literal=True) | line.str.contains(" NCCL CALL ", literal=True)
     )
-    return boring & line.str.contains(PREFIX_CHECK)
+    return boring & line.str.contains(ascii_classes(PREFIX_CHECK))
 
 
 def _empty_series() -> pl.Series:
@@ -284,17 +285,17 @@ def _parse_ras(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     warnings: list[str] = []
-    cand = lines.filter(pl.col("body").str.contains(_TRIGGER))
+    cand = lines.filter(pl.col("body").str.contains(ascii_classes(_TRIGGER)))
     if cand.is_empty():
         return Extraction(empty_events())
-    if cand["body"].str.contains(GLUED_RE).any():
+    if cand["body"].str.contains(ascii_classes(GLUED_RE)).any():
         cand = cand.with_columns(
-            pl.col("body").str.replace_all(GLUED_RE, "\n${1}").str.split("\n")).explode("body")
+            pl.col("body").str.replace_all(ascii_classes(GLUED_RE), "\n${1}").str.split("\n")).explode("body")
     # Plain INFO/TRACE/CALL chatter: a cheap prefix check, no capture groups (the hot path).
     cand = cand.with_columns(chatter(pl.col("body")).alias("_boring"))
     ignored_nos = cand.filter(pl.col("_boring"))["line_no"]
     cand = cand.filter(~pl.col("_boring"))
-    g = pl.col("body").str.extract_groups(PREFIX_RE)
+    g = pl.col("body").str.extract_groups(ascii_classes(PREFIX_RE))
     cand = cand.with_columns(g.alias("_g")).unnest("_g").with_columns(
         pl.col("pid").cast(pl.Int64, strict=False), pl.col("dev").cast(pl.Int64, strict=False).alias("gpu"),
         pl.col("msg").fill_null(""),
@@ -305,12 +306,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     level = pl.col("level")
     msg = pl.col("msg")
     is_info = level == "INFO"
-    c_version = msg.str.contains(VERSION_RE)
+    c_version = msg.str.contains(ascii_classes(VERSION_RE))
     c_comm = is_info & msg.str.contains(" - ", literal=True) & msg.str.contains(
         r" - (?:Init START|Init COMPLETE|Abort START|Abort COMPLETE|Destroy COMPLETE)")
     c_iface = is_info & msg.str.contains("Using", literal=True) & msg.str.contains("<", literal=True) & \
         msg.str.contains(r"Bootstrap ?: Using|OOB|NET/Socket ?: Using")
-    c_trace = is_info & msg.str.contains(" -> ", literal=True) & msg.str.contains(ERRTRACE_RE)
+    c_trace = is_info & msg.str.contains(" -> ", literal=True) & msg.str.contains(ascii_classes(ERRTRACE_RE))
     c_svc = is_info & msg.str.contains("Connection closed by localRank", literal=True)
     pref = pref.with_columns(
         pl.when(level == "WARN").then(pl.lit("warn"))
@@ -327,7 +328,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # prefix-less WARN lines: the same WARN path as prefixed ones, host / pid / dev null
     bare_warn = bare.filter(pl.col("body").str.contains("NCCL WARN", literal=True))
     bare = bare.filter(~pl.col("body").str.contains("NCCL WARN", literal=True))
-    bw = pl.col("body").str.extract_groups(BARE_WARN_RE)
+    bw = pl.col("body").str.extract_groups(ascii_classes(BARE_WARN_RE))
     bare_warn = bare_warn.with_columns(bw.alias("_bw")).unnest("_bw").filter(pl.col("bmsg").is_not_null())
     bare_warn = bare_warn.with_columns(
         pl.lit("WARN").alias("level"), pl.col("bnts").alias("nts"), pl.col("bfile").alias("file"),
@@ -338,8 +339,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
     bodyc = pl.col("body")
     bare = bare.with_columns(
-        pl.when(bodyc.str.contains(VERSION_RE)).then(pl.lit("version"))
-        .when(bodyc.str.contains(BARE_RE)).then(pl.lit("bare"))
+        pl.when(bodyc.str.contains(ascii_classes(VERSION_RE))).then(pl.lit("version"))
+        .when(bodyc.str.contains(ascii_classes(BARE_RE))).then(pl.lit("bare"))
         .when(bodyc.str.contains(r"^\s*(?:Job summary\s*$|Communicators\.\.\.)")).then(pl.lit("ras"))
         .otherwise(None).alias("_cls"),
         bodyc.alias("msg"),
@@ -379,13 +380,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
     # --- version banner
     ver = work.filter(pl.col("_cls") == "version").with_columns(
-        pl.col("msg").str.extract(VERSION_RE, 1).alias("code"),
+        pl.col("msg").str.extract(ascii_classes(VERSION_RE), 1).alias("code"),
         pl.lit("nccl_version").alias("kind"), pl.lit("info").alias("severity"))
     ev_parts.append(ver)
 
     # --- communicator lifecycle
     comm = work.filter(pl.col("_cls") == "comm")
-    cg = pl.col("msg").str.extract_groups(INIT_RE)
+    cg = pl.col("msg").str.extract_groups(ascii_classes(INIT_RE))
     comm = comm.with_columns(cg.alias("_c")).unnest("_c").filter(pl.col("ev").is_not_null())
     comm = comm.with_columns(
         pl.col("crank").cast(pl.Int64, strict=False), pl.col("nranks").cast(pl.Int64, strict=False),
@@ -415,7 +416,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
     # --- interfaces
     iface = work.filter(pl.col("_cls") == "iface").with_columns(
-        pl.col("msg").str.extract(IFACE_RE, 2).alias("code"),
+        pl.col("msg").str.extract(ascii_classes(IFACE_RE), 2).alias("code"),
         pl.lit("nccl_iface").alias("kind"), pl.lit("info").alias("severity"),
     )
     ev_parts.append(iface)
@@ -429,21 +430,21 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     errs = work.filter(pl.col("_cls").is_in(["warn", "bare"]))
     m = pl.col("msg")
     errs = errs.with_columns(
-        pl.when(m.str.contains(ABORT_TEST)).then(pl.lit("nccl_abort"))
-        .when(m.str.contains(CUDA_TEST)).then(pl.lit("nccl_cuda_error"))
+        pl.when(m.str.contains(ascii_classes(ABORT_TEST))).then(pl.lit("nccl_abort"))
+        .when(m.str.contains(ascii_classes(CUDA_TEST))).then(pl.lit("nccl_cuda_error"))
         .when(m.str.contains(r"NET/Socket ?: peer .* message truncated")).then(pl.lit("nccl_socket_error"))
-        .when(m.str.contains(IB_TEST)).then(pl.lit("nccl_ib_error"))
-        .when(m.str.contains(SOCKET_TEST)).then(pl.lit("nccl_socket_error"))
+        .when(m.str.contains(ascii_classes(IB_TEST))).then(pl.lit("nccl_ib_error"))
+        .when(m.str.contains(ascii_classes(SOCKET_TEST))).then(pl.lit("nccl_socket_error"))
         .otherwise(pl.lit("nccl_warn")).alias("kind"),
-        m.str.extract(r"with (?:error |status=)(?:\w+\()?(\d+)", 1).cast(pl.Int64, strict=False).alias("_st_ib"),
-        m.str.extract(r"RC: (\d+)", 1).cast(pl.Int64, strict=False).alias("_st_ofi"),
-        m.str.extract(r"vendor[ _]err[ =]?(\d+)", 1).cast(pl.Int64, strict=False).alias("_ve_ib"),
-        m.str.extract(r"Error: (\d+) \(", 1).cast(pl.Int64, strict=False).alias("_ve_ofi"),
-        m.str.extract_groups(r"(?:peer|remote peer|from|to|Connect to) (?P<peer_ip>[^\s<>]+)<(?P<peer_port>\d+)>")
+        m.str.extract(ascii_classes(r"with (?:error |status=)(?:\w+\()?(\d+)"), 1).cast(pl.Int64, strict=False).alias("_st_ib"),
+        m.str.extract(ascii_classes(r"RC: (\d+)"), 1).cast(pl.Int64, strict=False).alias("_st_ofi"),
+        m.str.extract(ascii_classes(r"vendor[ _]err[ =]?(\d+)"), 1).cast(pl.Int64, strict=False).alias("_ve_ib"),
+        m.str.extract(ascii_classes(r"Error: (\d+) \("), 1).cast(pl.Int64, strict=False).alias("_ve_ofi"),
+        m.str.extract_groups(ascii_classes(r"(?:peer|remote peer|from|to|Connect to) (?P<peer_ip>[^\s<>]+)<(?P<peer_port>\d+)>"))
         .alias("_p"),
-        pl.coalesce(m.str.extract(r"\bhca (\S+)", 1),
-                    m.str.extract(r"NET/IB ?: ?(\w+):\d+ (?:Got non-fatal )?async", 1)).alias("hca"),
-        m.str.extract(r"\bres=(\d+)", 1).cast(pl.Int64, strict=False).alias("_res_warn"),
+        pl.coalesce(m.str.extract(ascii_classes(r"\bhca (\S+)"), 1),
+                    m.str.extract(ascii_classes(r"NET/IB ?: ?(\w+):\d+ (?:Got non-fatal )?async"), 1)).alias("hca"),
+        m.str.extract(ascii_classes(r"\bres=(\d+)"), 1).cast(pl.Int64, strict=False).alias("_res_warn"),
     ).unnest("_p").with_columns(
         pl.coalesce("_st_ib", "_st_ofi").alias("status"),
         pl.coalesce("_ve_ib", "_ve_ofi").alias("vendor_err"),
@@ -460,20 +461,20 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(m.str.contains("Proxy Call", literal=True)).then(pl.lit("proxy_call_failed"))
         .when(m.str.contains("no socket interface|no interface found")).then(pl.lit("no_interface"))
         .when(m.str.contains("Address already in use", literal=True)).then(pl.lit("address_in_use"))
-        .otherwise(m.str.extract(r"(?:failed|error)\s*:?\s*([A-Za-z][\w ]+)$", 1))
+        .otherwise(m.str.extract(ascii_classes(r"(?:failed|error)\s*:?\s*([A-Za-z][\w ]+)$"), 1))
     )
     ib_code = pl.coalesce(
         pl.col("status").cast(pl.Utf8),
         # `async fatal event on QP (%p)[ qpn=.. rq_psn=..]: %s`, `... on CQ (%p) handle=.. cqe=..: %s`, `... on SRQ,
         # unused for now (%p): %s` (src/transport/net_ib/common.cc:126-150 at NCCL master): the event string
-        m.str.extract(r"async (?:fatal )?event(?: on (?:QP|CQ|SRQ)\b[^:]*)? ?: ?(.+?)\s*(?:\(\d+\))?$", 1),
-        m.str.extract(r"Call to (ibv_\w+)", 1),
+        m.str.extract(ascii_classes(r"async (?:fatal )?event(?: on (?:QP|CQ|SRQ)\b[^:]*)? ?: ?(.+?)\s*(?:\(\d+\))?$"), 1),
+        m.str.extract(ascii_classes(r"Call to (ibv_\w+)"), 1),
     )
     cuda_code = pl.coalesce(
         # the cudaGetErrorString text: `Cuda failure 'x'` (checks.h), `Cuda failure 1 'x'` (cudawrap.h),
         # `... CUDA error 401 'x'` (nvls.cc)
-        m.str.extract(r"(?:Cuda failure|CUDA error|HIP failure) (?:\d+ )?'([^']+)'", 1),
-        m.str.extract(r"Cuda failure (\d+)", 1),
+        m.str.extract(ascii_classes(r"(?:Cuda failure|CUDA error|HIP failure) (?:\d+ )?'([^']+)'"), 1),
+        m.str.extract(ascii_classes(r"Cuda failure (\d+)"), 1),
         pl.when(m.str.contains("Failed to CUDA", literal=True)).then(pl.lit("cuda_alloc_failed")),
     )
     errs = errs.with_columns(
@@ -489,7 +490,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 
     # --- error propagation lines `file:line -> N`: fold into the preceding WARN of that host:pid
     trace = work.filter(pl.col("_cls") == "trace").select(
-        "line_no", "host", "pid", *file_keys(ctx), pl.col("msg").str.extract(ERRTRACE_RE, 1).cast(pl.Int64, strict=False).alias("_res"))
+        "line_no", "host", "pid", *file_keys(ctx), pl.col("msg").str.extract(ascii_classes(ERRTRACE_RE), 1).cast(pl.Int64, strict=False).alias("_res"))
     warn_keys = errs.filter(pl.col("host").is_not_null()).select(
         "host", "pid", *file_keys(ctx), pl.col("line_no").alias("_warn_line"), pl.col("line_no").alias("_wl"))
     if not trace.is_empty() and not warn_keys.is_empty():

@@ -49,6 +49,7 @@ from functools import cache
 import numpy as np
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.lines import literal_regex
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
 from parsers.spec import ParserSpec
@@ -132,9 +133,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
     # the lines a pattern other than ROW_RE and BARE_RE may match (one literal pass over the frame);
     # the patterns run on those alone
-    maybe = np.flatnonzero(lines.select(b.str.contains(_literals_re()).fill_null(False))[:, 0].to_numpy())
+    maybe = np.flatnonzero(lines.select(b.str.contains(ascii_classes(_literals_re())).fill_null(False))[:, 0].to_numpy())
     near = lines.select("body")[maybe].select(b.str.contains_any(list(_TRIGGER)).fill_null(False).alias("lit"),
-                                              b.str.contains(_patterns_re()).fill_null(False).alias("any"))
+                                              b.str.contains(ascii_classes(_patterns_re())).fill_null(False).alias("any"))
     if not near["lit"].any():  # the trigger: a file with no such line gives nothing (rows alone are not read)
         return Extraction(events=empty_events())
     if not near["any"].any():  # trigger lines only (a dmesg's ` device `): nothing is claimed, nothing ignored
@@ -145,36 +146,36 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # among the candidates), where they are looked for on every line
     hit = maybe[near["any"].to_numpy()]
     f = lines.select("body")[hit].select(
-        (b.str.contains(DEVICE_RE) | b.str.contains(OOB_RE) | b.str.contains(AVGBW_RE)).fill_null(False).alias("foot"),
-        (b.str.contains(HEADER_RE) | b.str.contains(COLUMNS_RE) | b.str.contains(WRONG_ELT_RE)).fill_null(False)
+        (b.str.contains(ascii_classes(DEVICE_RE)) | b.str.contains(ascii_classes(OOB_RE)) | b.str.contains(ascii_classes(AVGBW_RE))).fill_null(False).alias("foot"),
+        (b.str.contains(ascii_classes(HEADER_RE)) | b.str.contains(ascii_classes(COLUMNS_RE)) | b.str.contains(ascii_classes(WRONG_ELT_RE))).fill_null(False)
         .alias("struct"))
     struct, foot = f["struct"].to_numpy(), f["foot"].to_numpy()
     lit = near["lit"].to_numpy()
     keep = np.union1d(maybe[lit], hit[struct])
     if bool(((foot | struct) & (lit[near["any"].to_numpy()] | struct)).any()):
-        rows = np.flatnonzero(lines.select((b.str.contains(ROW_RE) | b.str.contains(BARE_RE)).fill_null(False))[:, 0]
+        rows = np.flatnonzero(lines.select((b.str.contains(ascii_classes(ROW_RE)) | b.str.contains(ascii_classes(BARE_RE))).fill_null(False))[:, 0]
                               .to_numpy())
         keep = np.union1d(keep, rows)
     cand = lines[keep]
-    dev = b.str.extract_groups(DEVICE_RE)
-    fail = b.str.extract_groups(FAILURE_RE)
-    oob = b.str.extract_groups(OOB_RE)
-    avg = b.str.extract_groups(AVGBW_RE)
-    wr = b.str.extract_groups(WRONG_RANK_RE)
+    dev = b.str.extract_groups(ascii_classes(DEVICE_RE))
+    fail = b.str.extract_groups(ascii_classes(FAILURE_RE))
+    oob = b.str.extract_groups(ascii_classes(OOB_RE))
+    avg = b.str.extract_groups(ascii_classes(AVGBW_RE))
+    wr = b.str.extract_groups(ascii_classes(WRONG_RANK_RE))
     rec = cand.with_columns(
         dev.struct.field("rank").cast(pl.Int64).alias("_rank"), dev.struct.field("host").alias("_dhost"),
         dev.struct.field("dev").cast(pl.Int64).alias("_dev"), dev.struct.field("pid").cast(pl.Int64).alias("_dpid"),
         dev.struct.field("pci").str.to_lowercase().alias("_pci"),
         pl.coalesce(fail.struct.field("host"), fail.struct.field("thost"), fail.struct.field("ohost")).alias("_fhost"),
-        b.str.contains(FAILURE_RE).alias("_fail"),
+        b.str.contains(ascii_classes(FAILURE_RE)).alias("_fail"),
         fail.struct.field("pid").cast(pl.Int64).alias("_fpid"),
         oob.struct.field("n").cast(pl.Int64).alias("_oob"), oob.struct.field("st").alias("_oobst"),
         avg.struct.field("bw").alias("_bw"), avg.struct.field("st").alias("_bwst"),
         wr.struct.field("rank").cast(pl.Int64).alias("_wrank"), wr.struct.field("n").cast(pl.Int64).alias("_wn"),
-        _wrong(b.str.extract(ROW_RE, 1).str.replace_all(r"\s+", " ")).alias("_roww"),
-        b.str.contains(ROW_RE).alias("_row"),
-        (b.str.contains(HEADER_RE) | b.str.contains(COLUMNS_RE) | b.str.contains(WRONG_ELT_RE)).alias("_struct"),
-        b.str.contains(BARE_RE).alias("_bare"),
+        _wrong(b.str.extract(ascii_classes(ROW_RE), 1).str.replace_all(r"\s+", " ")).alias("_roww"),
+        b.str.contains(ascii_classes(ROW_RE)).alias("_row"),
+        (b.str.contains(ascii_classes(HEADER_RE)) | b.str.contains(ascii_classes(COLUMNS_RE)) | b.str.contains(ascii_classes(WRONG_ELT_RE))).alias("_struct"),
+        b.str.contains(ascii_classes(BARE_RE)).alias("_bare"),
     )
     is_dev = pl.col("_rank").is_not_null()
     is_fail = pl.col("_fail")

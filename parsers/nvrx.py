@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host, rank_hint
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
@@ -125,9 +126,9 @@ def _code(kind: str) -> pl.Expr:
                 .when(b.str.contains("Attribution")).then(pl.lit("attribution_stop"))
                 .otherwise(pl.lit("no_restart")))
     if kind == "inprocess_interruption":
-        return b.str.extract(INPROC_INT, 1)
+        return b.str.extract(ascii_classes(INPROC_INT), 1)
     if kind == "inprocess_exception":
-        return b.str.extract(INPROC_LOG, 3)
+        return b.str.extract(ascii_classes(INPROC_LOG), 3)
     if kind == "straggler_flagged":
         return pl.when(b.str.contains("relative")).then(pl.lit("relative")).otherwise(pl.lit("individual"))
     if kind == "straggler_report":
@@ -137,24 +138,24 @@ def _code(kind: str) -> pl.Expr:
 
 def _one_rank(group: int) -> pl.Expr:
     """The rank an interruption record names when it names exactly one (null for several)."""
-    s = pl.col("body").str.extract(INPROC_INT, group).str.strip_chars()
-    return pl.when(s.str.contains(r"^\d+$")).then(s.cast(pl.Int64, strict=False)).otherwise(None)
+    s = pl.col("body").str.extract(ascii_classes(INPROC_INT), group).str.strip_chars()
+    return pl.when(s.str.contains(ascii_classes(r"^\d+$"))).then(s.cast(pl.Int64, strict=False)).otherwise(None)
 
 
 def _rank_host(kind: str, ctx: ParseContext) -> tuple[pl.Expr, pl.Expr]:
     b = pl.col("body")
-    host = pl.coalesce(b.str.extract(RM_NEW, 1), b.str.extract(NVRX_LOGGER, 1))
-    rank = pl.coalesce(b.str.extract(RM_NEW, 2), b.str.extract(RM_OLD, 1),
-                       b.str.extract(NVRX_LOGGER, 2)).cast(pl.Int64, strict=False)
+    host = pl.coalesce(b.str.extract(ascii_classes(RM_NEW), 1), b.str.extract(ascii_classes(NVRX_LOGGER), 1))
+    rank = pl.coalesce(b.str.extract(ascii_classes(RM_NEW), 2), b.str.extract(ascii_classes(RM_OLD), 1),
+                       b.str.extract(ascii_classes(NVRX_LOGGER), 2)).cast(pl.Int64, strict=False)
     if kind == "ft_unhealthy":
         host = pl.coalesce(b.str.extract(r"for node (\S+?):? ", 1), b.str.extract(r"Node (\S+) (?:has|is) ", 1), host)
     if kind == "inprocess_interruption":
         return pl.coalesce(_one_rank(2), _one_rank(3)), line_host(ctx)
     if kind == "inprocess_exception":
-        rank = b.str.extract(INPROC_LOG, 1).cast(pl.Int64, strict=False)
+        rank = b.str.extract(ascii_classes(INPROC_LOG), 1).cast(pl.Int64, strict=False)
     if kind == "straggler_flagged":
-        rank = b.str.extract(STRAGGLER_ID, 1).cast(pl.Int64, strict=False)
-        host = b.str.extract(STRAGGLER_ID, 2)
+        rank = b.str.extract(ascii_classes(STRAGGLER_ID), 1).cast(pl.Int64, strict=False)
+        host = b.str.extract(ascii_classes(STRAGGLER_ID), 2)
     return pl.coalesce(rank, pl.col("prefix_rank"), rank_hint(ctx)), pl.coalesce(host, line_host(ctx))
 
 
@@ -165,11 +166,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return Extraction(events=empty_events())
     kind = pl.lit(None, dtype=pl.Utf8)
     for k, p, _ in reversed(RULES):
-        kind = pl.when(b.str.contains(p)).then(pl.lit(k)).otherwise(kind)
+        kind = pl.when(b.str.contains(ascii_classes(p))).then(pl.lit(k)).otherwise(kind)
     cand = cand.with_columns(kind.alias("_kind")).filter(pl.col("_kind").is_not_null())
     if cand.is_empty():
         return Extraction(events=empty_events())
-    raw = b.str.extract(TS_RE, 1)
+    raw = b.str.extract(ascii_classes(TS_RE), 1)
     parts = []
     for k, _, sev in RULES:
         if not k:

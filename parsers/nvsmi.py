@@ -53,6 +53,7 @@ import re
 import polars as pl
 
 from parsers import nvsmi_xml
+from parsers.ascii_regex import ascii_classes
 from parsers.kernel import xid_severity
 from parsers.records import (
     UTC_DT,
@@ -200,17 +201,17 @@ def _errors(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     cand = lines.filter(b.str.contains_any(["device handle", "NVML", "NVIDIA-SMI has failed", "No devices were found"]))
     if cand.is_empty():
         return _agents(lines, ctx)
-    h = b.str.extract_groups(HANDLE_RE)
+    h = b.str.extract_groups(ascii_classes(HANDLE_RE))
     why = h.struct.field("why")
     lost = cand.filter(h.struct.field("pci").is_not_null()).select(
         "line_no", pl.lit("gpu_lost").alias("kind"), pl.lit("critical").alias("severity"),
         pl.when(why.str.contains("(?i)GPU is lost")).then(pl.lit("GPU is lost"))
         .otherwise(why.str.replace(r"\.$", "")).alias("code"),
         normalize_pci(h.struct.field("pci")).alias("pci_bus_id"), b.alias("message"))
-    init = cand.filter(b.str.contains(NVML_INIT_RE)).select(
+    init = cand.filter(b.str.contains(ascii_classes(NVML_INIT_RE))).select(
         "line_no", pl.lit("nvml_error").alias("kind"), pl.lit("error").alias("severity"),
-        b.str.extract(NVML_INIT_RE, 1).alias("code"), b.alias("message"))
-    other = cand.filter(b.str.contains(NO_DRIVER, literal=True) | b.str.contains(NO_DEVICES_RE)).select(
+        b.str.extract(ascii_classes(NVML_INIT_RE), 1).alias("code"), b.alias("message"))
+    other = cand.filter(b.str.contains(NO_DRIVER, literal=True) | b.str.contains(ascii_classes(NO_DEVICES_RE))).select(
         "line_no", pl.lit("nvml_error").alias("kind"), pl.lit("error").alias("severity"),
         pl.when(b.str.contains(NO_DRIVER, literal=True)).then(pl.lit("driver_unreachable"))
         .otherwise(pl.lit("no_devices")).alias("code"), b.alias("message"))
@@ -220,16 +221,16 @@ def _errors(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
 def _agents(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Xid / health lines of NVML agents (k8s device plugin, gpud): see the module docstring."""
     b = pl.col("body")
-    cand = lines.filter(b.str.contains(_unnamed(rf"{AGENT_XID_LINE}|{UNHEALTHY_RE}|{GPU_IS_LOST_RE}")))
+    cand = lines.filter(b.str.contains(ascii_classes(_unnamed(rf"{AGENT_XID_LINE}|{UNHEALTHY_RE}|{GPU_IS_LOST_RE}"))))
     if cand.is_empty():
         return pl.DataFrame()
-    x = b.str.extract_groups(AGENT_XID_RE)
-    go = b.str.extract_groups(GO_STAMP_RE)
+    x = b.str.extract_groups(ascii_classes(AGENT_XID_RE))
+    go = b.str.extract_groups(ascii_classes(GO_STAMP_RE))
     go_raw = pl.concat_str([go.struct.field("1"), go.struct.field("2"), go.struct.field("3")], separator="-")
     stamp_raw = pl.when(go.struct.field("1").is_not_null()).then(
         pl.concat_str([go_raw, go.struct.field("4")], separator=" "))
-    is_xid = b.str.contains(AGENT_XID_LINE)
-    is_unh = b.str.contains(UNHEALTHY_RE)
+    is_xid = b.str.contains(ascii_classes(AGENT_XID_LINE))
+    is_unh = b.str.contains(ascii_classes(UNHEALTHY_RE))
     xid = x.struct.field("xid").cast(pl.Int64, strict=False)
     return cand.select(
         "line_no",
@@ -255,10 +256,10 @@ def _nvlink(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Se
     A block is a GPU line and the link rows right under it; link rows with no GPU line above are a
     block of their own (gpu unknown)."""
     b = pl.col("body")
-    smi_gpu = b.str.extract(SMI_NVL_GPU_RE, 1)
-    dc_gpu = b.str.extract(DCGMI_NVL_GPU_RE, 1)
-    smi_link = b.str.extract_groups(SMI_NVL_LINK_RE)
-    dc_links = b.str.extract(DCGMI_NVL_LINKS_RE, 1)
+    smi_gpu = b.str.extract(ascii_classes(SMI_NVL_GPU_RE), 1)
+    dc_gpu = b.str.extract(ascii_classes(DCGMI_NVL_GPU_RE), 1)
+    smi_link = b.str.extract_groups(ascii_classes(SMI_NVL_LINK_RE))
+    dc_links = b.str.extract(ascii_classes(DCGMI_NVL_LINKS_RE), 1)
     df = lines.select("line_no", "body").with_columns(
         pl.coalesce(smi_gpu, dc_gpu).cast(pl.Int64, strict=False).alias("_gpu"),
         smi_gpu.is_not_null().alias("_smi_hdr"), dc_gpu.is_not_null().alias("_dc_hdr"),
@@ -303,16 +304,16 @@ _value = nvsmi_xml.value_expr
 
 def _query(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.DataFrame, pl.Series]:
     t = pl.col("body")
-    kv = t.str.extract_groups(KV_RE)
-    hd = t.str.extract_groups(HDR_RE)
-    headed = lines.select(t.str.contains(Q_MARKER_RE).any()).item()
+    kv = t.str.extract_groups(ascii_classes(KV_RE))
+    hd = t.str.extract_groups(ascii_classes(HDR_RE))
+    headed = lines.select(t.str.contains(ascii_classes(Q_MARKER_RE)).any()).item()
     df = lines.select("line_no", "body").with_columns(
-        (t.str.contains(Q_MARKER_RE) | (pl.lit(not headed) & t.str.contains(Q_SECTION_RE))).alias("_mark"),
+        (t.str.contains(ascii_classes(Q_MARKER_RE)) | (pl.lit(not headed) & t.str.contains(ascii_classes(Q_SECTION_RE)))).alias("_mark"),
         (t.str.strip_chars() == "").alias("_blank"),
         kv.struct.field("key").alias("key"),
         kv.struct.field("val").alias("val"),
         pl.coalesce(kv.struct.field("ind"), hd.struct.field("ind")).str.len_chars().fill_null(0).alias("_ind"),
-        t.str.extract(Q_GPU_RE, 1).alias("_gpu_pci"),
+        t.str.extract(ascii_classes(Q_GPU_RE), 1).alias("_gpu_pci"),
     ).with_columns(
         (pl.col("_ind") // 4).alias("lvl"),
         pl.when(pl.col("key").is_null() & ~pl.col("_blank")).then(t.str.strip_chars()).alias("_hdr"),
@@ -416,7 +417,7 @@ def _table(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Dat
         ctime(t.str.strip_chars(), ctx.tz).alias("_stamp"), t.str.strip_chars().alias("_raw"))
     df = df.with_columns(
         pl.col("_stamp").shift(1).alias("_prev_stamp"), pl.col("_raw").shift(1).alias("_prev_raw"))
-    smi_groups = df.filter(pl.col("_tab") & t.str.contains(r"NVIDIA-SMI \d|\|\s*Processes:"))["_grp"].unique()
+    smi_groups = df.filter(pl.col("_tab") & t.str.contains(ascii_classes(r"NVIDIA-SMI \d|\|\s*Processes:")))["_grp"].unique()
     df = df.filter(pl.col("_tab") & pl.col("_grp").is_in(smi_groups.implode()))
     if df.is_empty():
         return pl.DataFrame(), pl.DataFrame(), pl.Series("line_no", [], dtype=pl.Int64)
@@ -425,7 +426,7 @@ def _table(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Dat
         pl.when(first).then(pl.col("_prev_stamp")).max().over("_grp").alias("ts"),
         pl.when(first & pl.col("_prev_stamp").is_not_null()).then(pl.col("_prev_raw")).max().over("_grp")
         .alias("ts_raw"),
-        t.str.extract_groups(TABLE_ROW1_RE).alias("_r1"), t.str.extract_groups(TABLE_ROW2_RE).alias("_r2"))
+        t.str.extract_groups(ascii_classes(TABLE_ROW1_RE)).alias("_r1"), t.str.extract_groups(ascii_classes(TABLE_ROW2_RE)).alias("_r2"))
     df = df.with_columns(pl.col("_r1").shift(1).alias("_r1_prev"), pl.col("line_no").shift(1).alias("_l1"))
     r1 = df.filter(pl.col("_r1").struct.field("pci").is_not_null())
     r2 = df.filter(pl.col("_r2").struct.field("temp").is_not_null()
@@ -440,7 +441,7 @@ def _table(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Dat
                       pl.col("_r1").struct.field("ecc").cast(pl.Float64, strict=False).alias("value"))
     r2g = pl.col("_r1_prev").struct.field("idx").cast(pl.Int64, strict=False)
     r2p = normalize_pci(pl.col("_r1_prev").struct.field("pci"))
-    num = lambda e: e.str.extract(r"^(\d+(?:\.\d+)?)", 1).cast(pl.Float64, strict=False)  # noqa: E731
+    num = lambda e: e.str.extract(ascii_classes(r"^(\d+(?:\.\d+)?)"), 1).cast(pl.Float64, strict=False)  # noqa: E731
     s2 = []
     for fname, expr in (("DCGM_FI_DEV_GPU_TEMP", num(pl.col("_r2").struct.field("temp"))),
                         ("DCGM_FI_DEV_POWER_USAGE", num(pl.col("_r2").struct.field("pwr"))),
@@ -471,9 +472,9 @@ def _table(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Dat
 
 def _dmon(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Series, list[str]]:
     t = pl.col("body")
-    is_hdr = t.str.contains(DMON_HDR_RE)
-    is_units = t.str.contains(DMON_UNITS_RE)
-    is_row = t.str.contains(DMON_ROW_RE)
+    is_hdr = t.str.contains(ascii_classes(DMON_HDR_RE))
+    is_units = t.str.contains(ascii_classes(DMON_UNITS_RE))
+    is_row = t.str.contains(ascii_classes(DMON_ROW_RE))
     df = lines.select("line_no", "body").with_columns(
         pl.when(is_hdr).then(t).when(~(is_row | is_units)).then(pl.lit("")).otherwise(None)
         .forward_fill().alias("_hdr"), is_row.alias("_row"), is_units.alias("_units"), is_hdr.alias("_ishdr"))
@@ -556,7 +557,7 @@ def _qcsv(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, pl.Data
     b = pl.col("body")
     host = line_host(ctx) if "prefix_host" in lines.columns else host_hint(ctx)
     cand = lines.select("line_no", "body", host.alias("_host")).with_columns(
-        (b.str.contains(QCSV_HDR_RE) | b.str.contains(QCSV_CMD_RE)).alias("_hdr_like"),
+        (b.str.contains(ascii_classes(QCSV_HDR_RE)) | b.str.contains(ascii_classes(QCSV_CMD_RE))).alias("_hdr_like"),
         (b.str.count_matches(",") + 1).alias("_cells"))
     hdr_texts = cand.filter(pl.col("_hdr_like"))["body"].unique(maintain_order=True).to_list()
     headers = {h: n for h in hdr_texts if (n := _qcsv_names(h)) is not None}
@@ -667,15 +668,15 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     warnings: list[str] = []
     b = pl.col("body")
     flags = lines.select(
-        (b.str.contains(Q_MARKER_RE).any() | b.str.contains(Q_SECTION_RE).any()).alias("q"),
+        (b.str.contains(ascii_classes(Q_MARKER_RE)).any() | b.str.contains(ascii_classes(Q_SECTION_RE)).any()).alias("q"),
         b.str.contains("NVIDIA-SMI", literal=True).any().alias("t"),
-        b.str.contains(DMON_HDR_RE).any().alias("d"),
+        b.str.contains(ascii_classes(DMON_HDR_RE)).any().alias("d"),
     ).row(0, named=True)
     sample_parts, event_parts, ignored_parts = [], [], []
     err = _errors(lines, ctx)
     if not err.is_empty():
         event_parts.append(err)
-    if lines.select(b.str.contains(NVL_ANY_RE).any()).item():
+    if lines.select(b.str.contains(ascii_classes(NVL_ANY_RE)).any()).item():
         e, ig = _nvlink(lines, ctx)
         event_parts.append(e)
         ignored_parts.append(ig)
@@ -694,7 +695,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     event_parts.append(x.events)
     ignored_parts.append(x.ignored)
     warnings.extend(x.warnings)
-    if lines.select((b.str.contains(QCSV_HDR_RE) | b.str.contains(QCSV_CMD_RE)).any()).item():
+    if lines.select((b.str.contains(ascii_classes(QCSV_HDR_RE)) | b.str.contains(ascii_classes(QCSV_CMD_RE))).any()).item():
         s, e, ig = _qcsv(lines, ctx)
         sample_parts.append(s)
         event_parts.append(e)

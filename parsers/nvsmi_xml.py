@@ -35,6 +35,7 @@ from xml.parsers import expat
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import ParseContext, normalize_pci
 from parsers.timestamps import ctime
 
@@ -82,7 +83,7 @@ CLOCK_SLUGS = {"hw_slowdown": "hw_slowdown", "hw_thermal_slowdown": "hw_thermal"
 def value_expr(val: pl.Expr) -> pl.Expr:
     """'45 C' / '71.25 W' / '3' / 'Yes' / 'Active' -> float; anything else (N/A) null."""
     v = val.str.strip_chars()
-    num = v.str.extract(r"^(-?\d+(?:\.\d+)?)(?:\s*[A-Za-z%()/]+)*$", 1).cast(pl.Float64, strict=False)
+    num = v.str.extract(ascii_classes(r"^(-?\d+(?:\.\d+)?)(?:\s*[A-Za-z%()/]+)*$"), 1).cast(pl.Float64, strict=False)
     return (pl.when(v.is_in(["Yes", "Active"])).then(pl.lit(1.0))
             .when(v.is_in(["No", "Not Active"])).then(pl.lit(0.0))
             .otherwise(num))
@@ -175,9 +176,9 @@ def _none() -> XmlRead:
 def region(lines: pl.DataFrame) -> pl.DataFrame:
     """The lines from the first to the last tag line, if any tag line is one of a -q -x report."""
     b = pl.col("body")
-    if not lines.select(b.str.contains(MARKER_RE).any()).item():
+    if not lines.select(b.str.contains(ascii_classes(MARKER_RE)).any()).item():
         return lines.clear()
-    tagged = lines.filter(b.str.contains(TAG_LINE_RE))["line_no"]
+    tagged = lines.filter(b.str.contains(ascii_classes(TAG_LINE_RE)))["line_no"]
     return lines.filter(pl.col("line_no").is_between(tagged.min(), tagged.max()))
 
 
@@ -221,7 +222,7 @@ def read(lines: pl.DataFrame, ctx: ParseContext, host: pl.Expr) -> XmlRead:
     ts_raw = pl.lit(stamp_raw[0] if stamp_raw.len() else None, dtype=pl.Utf8)
     path, v = pl.col("path"), pl.col("value")
     field = pl.col("path").replace_strict(FIELDS, default=pl.concat_str([pl.lit("nvsmi:xml/"), pl.col("path")]))
-    pstate = pl.col("val").str.extract(r"^\s*P(\d{1,2})\s*$", 1).cast(pl.Float64, strict=False)
+    pstate = pl.col("val").str.extract(ascii_classes(r"^\s*P(\d{1,2})\s*$"), 1).cast(pl.Float64, strict=False)
     value = pl.when(path == "performance_state").then(pstate).otherwise(value_expr(pl.col("val")))
     q = leaves.with_columns(field.alias("field"), value.alias("value"),
                             ctime(ts_raw, ctx.tz).alias("ts"), ts_raw.alias("ts_raw"))
@@ -232,8 +233,8 @@ def read(lines: pl.DataFrame, ctx: ParseContext, host: pl.Expr) -> XmlRead:
     out.samples = q.select("line_no", "ts", "ts_raw", tsq, host.alias("host"), "gpu", pci, "field", "value",
                            "message")
     f = pl.col("field")
-    clock = path.str.extract(CLOCK_RE, 1).replace_strict(CLOCK_SLUGS, default=None)
-    sram = path.str.contains(SRAM_UNCORRECTABLE_RE)
+    clock = path.str.extract(ascii_classes(CLOCK_RE), 1).replace_strict(CLOCK_SLUGS, default=None)
+    sram = path.str.contains(ascii_classes(SRAM_UNCORRECTABLE_RE))
     dbe = f.is_in(["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"])
     kind = (pl.when((dbe | sram) & (v > 0)).then(pl.lit("gpu_ecc"))
             .when(f.is_in(["DCGM_FI_DEV_ROW_REMAP_PENDING", "DCGM_FI_DEV_ROW_REMAP_FAILURE"]) & (v > 0))

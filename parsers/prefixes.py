@@ -36,6 +36,8 @@ from functools import lru_cache
 import numpy as np
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
+
 MAX_PEELS = 6  # wrappers peeled per line at most (the deepest nesting seen is four)
 HINTS = ("host", "rank", "local_rank", "task", "stamp")
 
@@ -567,7 +569,7 @@ def _stamp_text(raw: pl.Expr, kind: str) -> pl.Expr:
         return (raw.str.replace_all(r"\s+", " ").str.to_datetime("%a %b %d %H:%M:%S %Y", strict=False)
                 .dt.strftime("%Y-%m-%d %H:%M:%S"))
     if kind == "zone_after_space":  # `2022-01-26 14:19:34 +1100` (strftime %z after a space)
-        return raw.str.replace(r" ([+-]\d{4})$", "$1")
+        return raw.str.replace(ascii_classes(r" ([+-]\d{4})$"), "$1")
     if kind == "epoch_ms":
         return (raw.cast(pl.Int64, strict=False).cast(pl.Datetime("ms", "UTC"))
                 .dt.strftime("%Y-%m-%dT%H:%M:%S%.3f+00:00"))
@@ -593,7 +595,7 @@ def _which(df: pl.DataFrame) -> list[tuple[int, pl.DataFrame]]:
                                                                  include_key=False)
     for (c,), rem in groups.items():
         for i in _candidates(c or ""):
-            m = rem["_rest"].str.contains(_ANCHORED[i])
+            m = rem["_rest"].str.contains(ascii_classes(_ANCHORED[i]))
             if m.all():  # a file behind one wrapper: the usual case
                 out.append((i, rem))
                 break
@@ -608,8 +610,8 @@ def _hint_frame(prefix: pl.Series, i: int) -> pl.DataFrame:
     (a pdsh host, an mpirun tag, a rank: the same on many lines), else line by line."""
     uniq = prefix.unique()
     if 4 * uniq.len() > prefix.len():
-        return prefix.to_frame().select(pl.col("_p").str.extract_groups(_WHOLE[i]).alias("g")).unnest("g")
-    g = uniq.to_frame().with_columns(pl.col("_p").str.extract_groups(_WHOLE[i]).alias("g")).unnest("g")
+        return prefix.to_frame().select(pl.col("_p").str.extract_groups(ascii_classes(_WHOLE[i])).alias("g")).unnest("g")
+    g = uniq.to_frame().with_columns(pl.col("_p").str.extract_groups(ascii_classes(_WHOLE[i])).alias("g")).unnest("g")
     return prefix.to_frame().join(g, on="_p", how="left", maintain_order="left").drop("_p")
 
 
@@ -685,15 +687,15 @@ def _round(df: pl.DataFrame) -> pl.DataFrame:
             if inside.any():
                 sub = sub.filter(~inside)
         if w.veto:
-            vetoed = sub["_rest"].str.contains(w.veto)
+            vetoed = sub["_rest"].str.contains(ascii_classes(w.veto))
             if vetoed.any():
                 sub = sub.filter(~vetoed)
         if sub.is_empty():
             continue
-        prefix = sub.select(rest.str.extract(_PREFIX_ONLY[i], 0).fill_null("").alias("_p"))["_p"]
+        prefix = sub.select(rest.str.extract(ascii_classes(_PREFIX_ONLY[i]), 0).fill_null("").alias("_p"))["_p"]
         body = _cut(sub["_rest"], prefix.str.len_chars()).alias("_rest")
         if w.suffix:
-            body = body.str.replace(w.suffix, "")
+            body = body.str.replace(ascii_classes(w.suffix), "")
         upd = [body, pl.lit(i, dtype=pl.Int32).alias("_w")]
         if i not in _NO_CAPTURE:
             g = _hint_frame(prefix, i)
@@ -732,11 +734,11 @@ def _same_host_prefix(text: pl.Series, body: pl.Series, host: pl.Series) -> tupl
     peeled = host.is_not_null() & (body != text)
     if not peeled.any():
         return body, host
-    lead = text.str.extract(_WEAK_HOST, 1)
+    lead = text.str.extract(ascii_classes(_WEAK_HOST), 1)
     hosts = lead.filter(peeled & (lead == host)).unique()
     if hosts.is_empty() or hosts.len() > MAX_SAME_HOSTS:
         return body, host
-    more = (body == text) & lead.is_in(hosts.implode()) & ~text.str.contains(_NOT_HOST)
+    more = (body == text) & lead.is_in(hosts.implode()) & ~text.str.contains(ascii_classes(_NOT_HOST))
     if not more.any():
         return body, host
     cut = text.str.slice(lead.str.len_chars() + 2)
@@ -746,7 +748,7 @@ def _same_host_prefix(text: pl.Series, body: pl.Series, host: pl.Series) -> tupl
 def _stamp_lines(body: pl.Series, stamp: pl.Series) -> tuple[pl.Series, pl.Series]:
     """A line that is an ISO stamp alone (a console copy's Timestamp cell): body empty, its stamp the
     hint of the line itself and of the next line (the Message cell) when that one has none."""
-    alone = body.str.extract(_STAMP_ALONE, 1)
+    alone = body.str.extract(ascii_classes(_STAMP_ALONE), 1)
     if alone.null_count() == alone.len():
         return body, stamp
     is_alone = alone.is_not_null()
@@ -786,7 +788,7 @@ def _json_value(text: pl.Expr, paths: tuple[str, ...], string: bool = True) -> p
     vals = []
     for p in paths:
         v = text.str.json_path_match(p)
-        ok = ~v.str.contains(_JSON_NESTED)
+        ok = ~v.str.contains(ascii_classes(_JSON_NESTED))
         if string:
             key = re.escape(p.rsplit(".", 1)[-1].strip("$[]'"))
             ok = ok & text.str.contains(f'"{key}"\\s*:\\s*"')
@@ -796,19 +798,19 @@ def _json_value(text: pl.Expr, paths: tuple[str, ...], string: bool = True) -> p
 
 def _epoch_iso(v: pl.Expr) -> pl.Expr:
     """An epoch number (its digit count says the unit) as ISO text; other text as it is."""
-    whole = v.str.extract(r"^(\d+)", 1)
+    whole = v.str.extract(ascii_classes(r"^(\d+)"), 1)
     digits = whole.str.len_chars()
     num = v.cast(pl.Float64, strict=False)
     us = (pl.when(digits <= 10).then(num * 1e6).when(digits <= 13).then(num * 1e3).when(digits <= 16).then(num)
           .otherwise(num / 1e3))
     iso = us.cast(pl.Int64, strict=False).cast(pl.Datetime("us", "UTC")).dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00")
-    return pl.when(v.str.contains(_EPOCH)).then(iso).otherwise(v)
+    return pl.when(v.str.contains(ascii_classes(_EPOCH))).then(iso).otherwise(v)
 
 
 def _json_records(text: pl.Series) -> tuple[pl.Series, pl.Series | None, pl.Series | None]:
     """`text` with each JSON log record's message in place of the record, and the records' host and
     stamp hints (None when no line is one)."""
-    is_j = text.str.contains(_JSON_STRING_MESSAGE)
+    is_j = text.str.contains(ascii_classes(_JSON_STRING_MESSAGE))
     if not is_j.any():
         return text, None, None
     t = pl.col("text")
@@ -834,13 +836,13 @@ def peel(text: pl.Series) -> pl.DataFrame:
     n = text.len()
     body = text.rename("body")
     nulls = {f"_{h}": pl.repeat(None, n, dtype=pl.Utf8, eager=True) for h in HINTS}
-    cand = text.str.contains(_START)
+    cand = text.str.contains(ascii_classes(_START))
     live = pl.DataFrame({"_i": pl.int_range(0, n, eager=True, dtype=pl.Int64), "_rest": text}).filter(cand)
     live = live.with_columns(*[pl.lit(None, dtype=pl.Utf8).alias(f"_{h}") for h in HINTS],
                              pl.lit(-1, dtype=pl.Int32).alias("_w"))
     for _ in range(MAX_PEELS):
         # one pass of the whole table as one pattern (no captures) drops the rows no wrapper fits
-        live = live.filter(pl.col("_rest").str.contains(PATTERN))
+        live = live.filter(pl.col("_rest").str.contains(ascii_classes(PATTERN)))
         if live.is_empty():
             break
         live = _round(live)
@@ -858,7 +860,7 @@ def peel(text: pl.Series) -> pl.DataFrame:
     body, stamp = _stamp_lines(body, nulls["_stamp"])
     nulls["_stamp"] = stamp
     if body.str.contains(_RAY_DEDUP_HINT, literal=True).any():
-        body = body.str.replace(RAY_DEDUP_SUFFIX, "")
+        body = body.str.replace(ascii_classes(RAY_DEDUP_SUFFIX), "")
     return pl.DataFrame({
         "body": body,
         "prefix_host": nulls["_host"],

@@ -28,6 +28,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import UTC_DT, Extraction, ParseContext, empty_events, events_frame, host_hint, rank_hint
 from parsers.spec import ParserSpec
 
@@ -60,10 +61,10 @@ def sniff(head: str) -> float:
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
     df = lines.select("line_no", "body").sort("line_no").with_columns(
-        b.str.contains(THREAD_RE).alias("_thr"),
-        b.str.contains(HEADER_RE).alias("_hdr"),
-        b.str.contains(FRAME_RE).alias("_frm"),
-        b.str.contains(LOCALS_RE).alias("_loc"),
+        b.str.contains(ascii_classes(THREAD_RE)).alias("_thr"),
+        b.str.contains(ascii_classes(HEADER_RE)).alias("_hdr"),
+        b.str.contains(ascii_classes(FRAME_RE)).alias("_frm"),
+        b.str.contains(ascii_classes(LOCALS_RE)).alias("_loc"),
     )
     if not df["_thr"].any():
         return Extraction(events=empty_events())
@@ -77,11 +78,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     in_dump = (pl.col("_blk") > 0) & (pl.col("_breaks") == 0)
     claimed_rows = df.filter(pl.col("_thr") | pl.col("_hdr") | (in_dump & pl.col("_body")))
     frames = df.filter(in_dump & pl.col("_frm")).with_columns(b.str.strip_chars().alias("_f"))
-    frames = frames.filter(~pl.col("_f").str.contains(SYSTEM_FRAME))
+    frames = frames.filter(~pl.col("_f").str.contains(ascii_classes(SYSTEM_FRAME)))
     innermost = frames.group_by("_blk").agg(pl.col("line_no").min()).join(frames, on=["_blk", "line_no"])
     innermost = innermost.with_columns(
-        pl.when(pl.col("_f").str.contains(COLLECTIVE)).then(pl.lit("collective"))
-        .when(pl.col("_f").str.contains(CUDA_SYNC)).then(pl.lit("cuda_sync"))
+        pl.when(pl.col("_f").str.contains(ascii_classes(COLLECTIVE))).then(pl.lit("collective"))
+        .when(pl.col("_f").str.contains(ascii_classes(CUDA_SYNC))).then(pl.lit("cuda_sync"))
         .otherwise(None).alias("code")
     ).filter(pl.col("code").is_not_null())
     if innermost.is_empty():

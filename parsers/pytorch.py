@@ -36,6 +36,7 @@ import re
 import numpy as np
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import (
     Extraction,
     ParseContext,
@@ -450,9 +451,9 @@ def sniff(head: str) -> float:
 
 def _prep(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """msg (body without a `[rankN]:` left in it and the space after `[rankN]: `), stream, rank."""
-    rb = pl.col("body").str.extract(r"^\s*\[rank(\d+)\]:", 1).cast(pl.Int64, strict=False)
-    spaced = pl.col("text").str.contains(r"\[rank\d+\]: ", literal=False)
-    msg = pl.col("body").str.replace(r"^\s*\[rank\d+\]:", "")
+    rb = pl.col("body").str.extract(ascii_classes(r"^\s*\[rank(\d+)\]:"), 1).cast(pl.Int64, strict=False)
+    spaced = pl.col("text").str.contains(ascii_classes(r"\[rank\d+\]: "), literal=False)
+    msg = pl.col("body").str.replace(ascii_classes(r"^\s*\[rank\d+\]:"), "")
     msg = pl.when(spaced & msg.str.starts_with(" ")).then(msg.str.slice(1)).otherwise(msg)
     out = df.with_columns(rb.alias("_rb"), msg.alias("msg"))
     r = pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"))
@@ -487,8 +488,8 @@ def _default_group() -> pl.Expr:
 
 def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """ts, host, rank, pg columns for candidate lines."""
-    g = pl.col("msg").str.extract_groups(GLOG_RE)
-    tag = pl.col("msg").str.extract_groups(PG_TAG_RE)
+    g = pl.col("msg").str.extract_groups(ascii_classes(GLOG_RE))
+    tag = pl.col("msg").str.extract_groups(ascii_classes(PG_TAG_RE))
     df = df.with_columns(g.alias("_g"), tag.alias("_t")).unnest("_g", "_t")
     glog_ts = mmdd_time(pl.col("mmdd"), pl.col("hms"), ctx.ref_year, ctx.tz)
     return df.with_columns(
@@ -497,11 +498,11 @@ def _common(df: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .alias("ts_raw"),
         pl.coalesce(pl.col("prefix_rank"), pl.col("_rb"),
                     pl.when(_default_group()).then(pl.col("tag_rank").cast(pl.Int64, strict=False)),
-                    pl.col("msg").str.extract(SELF_REPORT, 1).cast(pl.Int64, strict=False),
-                    pl.col("msg").str.extract(SELF_RANK, 1).cast(pl.Int64, strict=False),
+                    pl.col("msg").str.extract(ascii_classes(SELF_REPORT), 1).cast(pl.Int64, strict=False),
+                    pl.col("msg").str.extract(ascii_classes(SELF_RANK), 1).cast(pl.Int64, strict=False),
                     rank_hint(ctx)).alias("rank"),
         pl.col("prefix_local_rank").alias("local_rank"),
-        pl.coalesce(pl.col("msg").str.extract(SELF_REPORT, 2), line_host(ctx)).alias("host"),
+        pl.coalesce(pl.col("msg").str.extract(ascii_classes(SELF_REPORT), 2), line_host(ctx)).alias("host"),
         pl.col("body").alias("message"),
         pl.coalesce(_group_uid(), pl.col("pg")).alias("pg"),
     ).with_columns(
@@ -517,8 +518,8 @@ def _work_fields(rows: pl.DataFrame, m: pl.Expr) -> pl.DataFrame:
     """`rows` (watchdog timeout lines, message `m`) with the fields of their `WorkNCCL(...)` record and
     the milliseconds the collective ran for."""
     return rows.with_columns(
-        m.str.extract(WORK_RE, 1).alias("_kv"),
-        m.str.extract(r"ran for (\d+) milliseconds", 1).cast(pl.Int64, strict=False).alias("ran_for_ms"),
+        m.str.extract(ascii_classes(WORK_RE), 1).alias("_kv"),
+        m.str.extract(ascii_classes(r"ran for (\d+) milliseconds"), 1).cast(pl.Int64, strict=False).alias("ran_for_ms"),
     ).with_columns(
         _kv("SeqNum").cast(pl.Int64, strict=False).alias("seq"),
         _kv("OpType").alias("op_type"),
@@ -545,10 +546,10 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
         m.str.contains(TB_HEADER, literal=True).alias("hdr"),
         m.str.contains(r"^\s+\S").alias("ind"),
         m.str.contains(r'^\s+File "').alias("fil"),
-        m.str.contains(EXC_LINE).alias("exc"),
-        m.str.contains(CKPT_FRAME).alias("ckf"),
-        m.str.contains(IGNORED_HEAD).alias("ign_head"),
-        m.str.contains(FINALIZER_FRAME).alias("fin_frame"),
+        m.str.contains(ascii_classes(EXC_LINE)).alias("exc"),
+        m.str.contains(ascii_classes(CKPT_FRAME)).alias("ckf"),
+        m.str.contains(ascii_classes(IGNORED_HEAD)).alias("ign_head"),
+        m.str.contains(ascii_classes(FINALIZER_FRAME)).alias("fin_frame"),
     )
     nos = full["line_no"].to_numpy()
     st = full["stream"].to_numpy()
@@ -594,7 +595,7 @@ def _tracebacks(lines: pl.DataFrame, cand: pl.DataFrame, ctx: ParseContext
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
-    cand = lines.filter(pl.col("body").str.contains(ANCHORS))
+    cand = lines.filter(pl.col("body").str.contains(ascii_classes(ANCHORS)))
     if cand.is_empty():
         return Extraction(empty_events())
     cand = _common(_prep(cand, ctx), ctx).sort("line_no")
@@ -630,17 +631,17 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         add(rest.unique(key, keep="first", maintain_order=True), "watchdog_timeout", "error", pl.col("seq"))
 
     # --- watchdog status lines
-    is_status = m.str.contains(r"[Ll]ast enqueued", literal=False) & m.str.contains(STATUS_ENQ)
+    is_status = m.str.contains(r"[Ll]ast enqueued", literal=False) & m.str.contains(ascii_classes(STATUS_ENQ))
     st = cand.filter(is_status & ~is_to).with_columns(
-        m.str.extract(STATUS_SEQ, 1).cast(pl.Int64, strict=False).alias("seq"),
-        m.str.extract(STATUS_ENQ, 1).cast(pl.Int64, strict=False).alias("last_enqueued"),
-        m.str.extract(STATUS_COMP, 1).cast(pl.Int64, strict=False).alias("last_completed"),
+        m.str.extract(ascii_classes(STATUS_SEQ), 1).cast(pl.Int64, strict=False).alias("seq"),
+        m.str.extract(ascii_classes(STATUS_ENQ), 1).cast(pl.Int64, strict=False).alias("last_enqueued"),
+        m.str.extract(ascii_classes(STATUS_COMP), 1).cast(pl.Int64, strict=False).alias("last_completed"),
     )
     add(st, "watchdog_status", "error",
-        pl.when(m.str.contains(VICTIM)).then(pl.lit("victim"))
+        pl.when(m.str.contains(ascii_classes(VICTIM))).then(pl.lit("victim"))
         .when(pl.col("seq").is_not_null()).then(pl.col("seq").cast(pl.Utf8))
         .when(m.str.contains("dump signal", literal=True)).then(pl.lit("dump")))
-    victim = cand.filter(m.str.contains(VICTIM) & ~is_status & ~is_to)
+    victim = cand.filter(m.str.contains(ascii_classes(VICTIM)) & ~is_status & ~is_to)
     add(victim, "watchdog_status", "warning", pl.lit("victim"))
     ct = pl.concat([to, st], how="diagonal_relaxed") if not st.is_empty() else to
     collective = table_frame("collective_timeouts", ct.sort("line_no")) if not ct.is_empty() \
@@ -655,13 +656,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # `One or more rank (marked by "!") is stalled for longer than N seconds. Will shutdown.`). One event
     # per report (code `shutdown` or `warning`); its rows are claimed. The coordinator (rank 0) prints it:
     # the event's rank is the one rank its rows name, when they name one, else unknown (not the printer)
-    is_stall = m.str.contains(STALL)
+    is_stall = m.str.contains(ascii_classes(STALL))
     stall = cand.filter(is_stall).filter(
         (pl.col("line_no") - pl.col("line_no").shift(1)).fill_null(99) > 1)
     if not stall.is_empty():
         heads = stall.select("line_no", pl.col("line_no").alias("_head")).sort("line_no")
-        rows = (cand.select("line_no", m.str.extract(r"^\s*(\d+)!?: \[", 1).cast(pl.Int64, strict=False).alias("_sr"),
-                            m.str.contains(STALL_SHUTDOWN).alias("_down"))
+        rows = (cand.select("line_no", m.str.extract(ascii_classes(r"^\s*(\d+)!?: \["), 1).cast(pl.Int64, strict=False).alias("_sr"),
+                            m.str.contains(ascii_classes(STALL_SHUTDOWN)).alias("_down"))
                 .filter(pl.col("_sr").is_not_null() | pl.col("_down")).sort("line_no")
                 .join_asof(heads, on="line_no", strategy="backward").drop_nulls("_head")
                 .group_by("_head").agg(pl.col("_sr").drop_nulls().unique().alias("_u"), pl.col("_down").any()))
@@ -672,17 +673,17 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
             pl.col("_one").cast(pl.Int64).alias("rank"))
         add(stall, "stall_warning", "warning",
             pl.when(pl.col("_down").fill_null(False)).then(pl.lit("shutdown")).otherwise(pl.lit("warning")))
-        claimed.append(cand.filter(is_stall | m.str.contains(STALL_ROW) | m.str.contains(STALL_SHUTDOWN))["line_no"])
+        claimed.append(cand.filter(is_stall | m.str.contains(ascii_classes(STALL_ROW)) | m.str.contains(ascii_classes(STALL_SHUTDOWN)))["line_no"])
 
     # --- heartbeat monitor
-    hb = cand.filter(m.str.contains(HEARTBEAT))
-    add(hb, "heartbeat_timeout", "error", m.str.extract(r"stuck for (\d+) seconds", 1))
+    hb = cand.filter(m.str.contains(ascii_classes(HEARTBEAT)))
+    add(hb, "heartbeat_timeout", "error", m.str.extract(ascii_classes(r"stuck for (\d+) seconds"), 1))
 
     # --- desync report
-    ds = cand.filter(m.str.contains(DESYNC))
+    ds = cand.filter(m.str.contains(ascii_classes(DESYNC)))
     lag = ds.with_columns(
-        m.str.extract(LAGGING, 1).str.replace_all(r"\s", "").alias("_lag"),
-        pl.coalesce([m.str.extract(NOT_JOINED, i) for i in (1, 2)]).str.replace_all(r"\s", "").alias("_nj"),
+        m.str.extract(ascii_classes(LAGGING), 1).str.replace_all(r"\s", "").alias("_lag"),
+        pl.coalesce([m.str.extract(ascii_classes(NOT_JOINED), i) for i in (1, 2)]).str.replace_all(r"\s", "").alias("_nj"),
     )
     add(lag.filter(pl.col("_lag").is_not_null()), "watchdog_status", "error",
         pl.concat_str([pl.lit("lagging:"), pl.col("_lag")]))
@@ -695,8 +696,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     for text, name in reversed(RESULT_BY_TEXT):
         res_expr = pl.when(m.str.contains(text, literal=True)).then(pl.lit(name)).otherwise(res_expr)
     cand = cand.with_columns(
-        m.str.contains(NCCL_ERR).alias("_nerr"),
-        m.str.extract(NCCL_DETAIL, 1).alias("_detail"),
+        m.str.contains(ascii_classes(NCCL_ERR)).alias("_nerr"),
+        m.str.extract(ascii_classes(NCCL_DETAIL), 1).alias("_detail"),
     ).with_columns(
         pl.when(pl.col("_nerr")).then(res_expr).otherwise(pl.col("_detail")).alias("_res"),
     ).with_columns(
@@ -725,26 +726,26 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         claimed.append(last["line_no"])
 
     # --- CUDA errors, ECC, OOM, segfault, NaN
-    is_oom = (m.str.contains(OOM_GPU) | m.str.contains(OOM_HOST) | m.str.contains(OOM_SHM)) & ~m.str.contains(RAY_OOM_KILL)
-    cu = cand.filter(m.str.contains(CUDA_ERR) & ~is_oom)
+    is_oom = (m.str.contains(ascii_classes(OOM_GPU)) | m.str.contains(ascii_classes(OOM_HOST)) | m.str.contains(ascii_classes(OOM_SHM))) & ~m.str.contains(ascii_classes(RAY_OOM_KILL))
+    cu = cand.filter(m.str.contains(ascii_classes(CUDA_ERR)) & ~is_oom)
     cuda_code = pl.coalesce(
         # a CUDA_CHECK: the error string glog appends after `(<va> vs. <vb>)`, else the failing status value
-        m.str.extract(CUDA_CHECK + r".*?\(-?\d+ vs\. -?\d+\)\s+(\S.*?)\s*$", 1),
-        pl.when(m.str.contains(CUDA_CHECK)).then(pl.coalesce(
-            m.str.extract(r"== \w+ \((-?\d+) vs\. 0\)", 1), m.str.extract(r"\(0 vs\. (-?\d+)\)", 1))),
+        m.str.extract(ascii_classes(CUDA_CHECK + r".*?\(-?\d+ vs\. -?\d+\)\s+(\S.*?)\s*$"), 1),
+        pl.when(m.str.contains(ascii_classes(CUDA_CHECK))).then(pl.coalesce(
+            m.str.extract(ascii_classes(r"== \w+ \((-?\d+) vs\. 0\)"), 1), m.str.extract(ascii_classes(r"\(0 vs\. (-?\d+)\)"), 1))),
         m.str.extract(r"(CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+)", 1),
         m.str.extract(r"(?:CUDA|HIP) error: ([^.\n]+?)\.?\s*$", 1),
         m.str.extract(r"(?:CUDA|HIP) error: ([^.]+)", 1),
-        m.str.extract(r"cuda runtime error \((\d+)\)", 1),
+        m.str.extract(ascii_classes(r"cuda runtime error \((\d+)\)"), 1),
         m.str.extract(r"(CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+)", 1),
         m.str.extract(r"(uncorrectable ECC error encountered)", 1),
     ).str.strip_chars()
     is_ecc = m.str.contains("ECC error", literal=True)
     add(cu.filter(is_ecc), "ecc_error", "critical", cuda_code)
     add(cu.filter(~is_ecc), "cuda_error", "error", cuda_code)
-    da = cand.filter(m.str.contains(DEVICE_ASSERT) & ~m.str.contains(CUDA_ERR)).with_columns(
-        m.str.extract(r"^(.*?:\d+): ", 1).fill_null("").alias("_site"),
-        m.str.extract(r"found on GPU #(\d+)", 1).cast(pl.Int64, strict=False).alias("gpu"))
+    da = cand.filter(m.str.contains(ascii_classes(DEVICE_ASSERT)) & ~m.str.contains(ascii_classes(CUDA_ERR))).with_columns(
+        m.str.extract(ascii_classes(r"^(.*?:\d+): "), 1).fill_null("").alias("_site"),
+        m.str.extract(ascii_classes(r"found on GPU #(\d+)"), 1).cast(pl.Int64, strict=False).alias("gpu"))
     # a run: the next lines of one stream failing the same assert (file:line); each run is one event
     da = da.with_columns(((pl.col("line_no").diff().over("stream") != 1)
                           | (pl.col("_site") != pl.col("_site").shift(1).over("stream"))).fill_null(True)
@@ -752,39 +753,39 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     add(da.filter(pl.col("_new")), "cuda_error", "error", pl.lit("device-side assert"))
     claimed.append(da["line_no"])
     oom = cand.filter(is_oom).with_columns(
-        pl.coalesce(m.str.extract(r"GPU (\d+) has a total capacity", 1), m.str.extract(r"GPU (\d+);", 1),
-                    m.str.extract(r"device:GPU:(\d+)", 1), m.str.extract(r"\(GPU_(\d+)_bfc\)", 1))
+        pl.coalesce(m.str.extract(ascii_classes(r"GPU (\d+) has a total capacity"), 1), m.str.extract(ascii_classes(r"GPU (\d+);"), 1),
+                    m.str.extract(ascii_classes(r"device:GPU:(\d+)"), 1), m.str.extract(ascii_classes(r"\(GPU_(\d+)_bfc\)"), 1))
         .cast(pl.Int64, strict=False).alias("gpu"))
     # code: which memory ran out (gpu | host | shm), or `retry` for an allocator's non-fatal notice
-    add(oom, "oom", "error", pl.when(m.str.contains(OOM_RETRY)).then(pl.lit("retry"))
-        .when(m.str.contains(OOM_SHM)).then(pl.lit("shm"))
-        .when(m.str.contains(OOM_HOST)).then(pl.lit("host")).otherwise(pl.lit("gpu")))
+    add(oom, "oom", "error", pl.when(m.str.contains(ascii_classes(OOM_RETRY))).then(pl.lit("retry"))
+        .when(m.str.contains(ascii_classes(OOM_SHM))).then(pl.lit("shm"))
+        .when(m.str.contains(ascii_classes(OOM_HOST))).then(pl.lit("host")).otherwise(pl.lit("gpu")))
     sig_code = pl.lit(None, dtype=pl.Utf8)
     for pattern, name in reversed(SIGNAL_BY_TEXT):
-        sig_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(sig_code)
-    add(cand.filter(m.str.contains(SEGFAULT) & ~m.str.contains(CUDA_CHECK)), "segfault", "critical",
+        sig_code = pl.when(m.str.contains(ascii_classes(pattern))).then(pl.lit(name)).otherwise(sig_code)
+    add(cand.filter(m.str.contains(ascii_classes(SEGFAULT)) & ~m.str.contains(ascii_classes(CUDA_CHECK))), "segfault", "critical",
         sig_code.fill_null("SIGSEGV"))
-    add(cand.filter(m.str.contains(NAN)).with_columns(
-        m.str.extract(SELF_DEVICE, 1).cast(pl.Int64, strict=False).alias("gpu")), "nan", "warning", pl.lit("nan"))
-    bar = cand.filter(m.str.contains(PREPROC_BAR) | m.str.contains(PREPROC_BANNER))
+    add(cand.filter(m.str.contains(ascii_classes(NAN))).with_columns(
+        m.str.extract(ascii_classes(SELF_DEVICE), 1).cast(pl.Int64, strict=False).alias("gpu")), "nan", "warning", pl.lit("nan"))
+    bar = cand.filter(m.str.contains(ascii_classes(PREPROC_BAR)) | m.str.contains(ascii_classes(PREPROC_BANNER)))
     add(bar, "data_preprocess", "info",
-        pl.when(m.str.contains(PREPROC_BAR) & (m.str.extract(PREPROC_BAR, 2) == m.str.extract(PREPROC_BAR, 3)))
+        pl.when(m.str.contains(ascii_classes(PREPROC_BAR)) & (m.str.extract(ascii_classes(PREPROC_BAR), 2) == m.str.extract(ascii_classes(PREPROC_BAR), 3)))
         .then(pl.lit("done")).otherwise(pl.lit("running")))
     # the process group torn down without destroy_process_group(): ProcessGroupNCCL's destructor / exit
     # notice in its three wordings (PG_EXIT), printed while the process exits. Context (`pg_exit`, info):
     # on a healthy run the last line; a watchdog firing after it hung in that exit (precedence.toml
     # [exit_wait])
-    add(cand.filter(m.str.contains(PG_EXIT)), "pg_exit", "info", pl.lit("exit"))
+    add(cand.filter(m.str.contains(ascii_classes(PG_EXIT))), "pg_exit", "info", pl.lit("exit"))
     store_code = pl.lit(None, dtype=pl.Utf8)
     for pattern, name in reversed(STORE_BY_TEXT):
-        store_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(store_code)
-    store = cand.filter((m.str.contains(STORE) | m.str.contains(r"^(?:[\w.]+\.)?\w*Error: Address already in use"))
+        store_code = pl.when(m.str.contains(ascii_classes(pattern))).then(pl.lit(name)).otherwise(store_code)
+    store = cand.filter((m.str.contains(ascii_classes(STORE)) | m.str.contains(ascii_classes(r"^(?:[\w.]+\.)?\w*Error: Address already in use")))
                         & store_code.is_not_null())
     add(store, "store_error", "error", store_code)
     gloo_code = pl.lit(None, dtype=pl.Utf8)
     for pattern, name in reversed(GLOO_BY_TEXT):
-        gloo_code = pl.when(m.str.contains(pattern)).then(pl.lit(name)).otherwise(gloo_code)
-    gloo = cand.with_columns(gloo_code.alias("_gloo")).filter(m.str.contains(GLOO) & pl.col("_gloo").is_not_null())
+        gloo_code = pl.when(m.str.contains(ascii_classes(pattern))).then(pl.lit(name)).otherwise(gloo_code)
+    gloo = cand.with_columns(gloo_code.alias("_gloo")).filter(m.str.contains(ascii_classes(GLOO)) & pl.col("_gloo").is_not_null())
     add(gloo.filter(pl.col("_gloo") != "loopback_fallback"), "gloo_error", "error", pl.col("_gloo"))
     add(gloo.filter(pl.col("_gloo") == "loopback_fallback"), "gloo_error", "warning", pl.col("_gloo"))
 
@@ -797,21 +798,21 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # NCCL error, OOM) is not read twice.
     seen = pl.concat([p["line_no"] for p in parts]) if parts else pl.Series("line_no", [], dtype=pl.Int64)
     thrown = cand.with_columns(
-        m.str.extract(TERMINATE_TYPE, 1).shift(1).over("stream").alias("_thrown"),
+        m.str.extract(ascii_classes(TERMINATE_TYPE), 1).shift(1).over("stream").alias("_thrown"),
     ).filter(m.str.contains(r"^\s*what\(\):") & pl.col("_thrown").is_not_null()
-             & ~pl.col("_thrown").str.starts_with("c10::") & ~m.str.contains(WATCHDOG_RESTATED)
+             & ~pl.col("_thrown").str.starts_with("c10::") & ~m.str.contains(ascii_classes(WATCHDOG_RESTATED))
              & ~pl.col("line_no").is_in(seen.implode()))
     add(thrown, "exception", "error", pl.col("_thrown"))
 
-    claimed.append(cand.filter(m.str.contains(COMPANION) | (m.str.contains(TIMEOUT_MAIN, literal=True) & wrapped)
-                               | m.str.contains(SIGNAL_COMPANION) | m.str.contains(OOM_COMPANION))["line_no"])
+    claimed.append(cand.filter(m.str.contains(ascii_classes(COMPANION)) | (m.str.contains(TIMEOUT_MAIN, literal=True) & wrapped)
+                               | m.str.contains(ascii_classes(SIGNAL_COMPANION)) | m.str.contains(ascii_classes(OOM_COMPANION)))["line_no"])
 
     # --- Python tracebacks (a loop over the few traceback lines only)
     tb_claimed, finals, ckpt, ignored = _tracebacks(lines, cand, ctx)
     fin = pl.DataFrame(finals, schema={"line_no": pl.Int64, "_exc": pl.Utf8}, orient="row")
     # lone exception lines (no traceback around them: an excerpt, a logger printing the error) and the
     # exception line after a traceback whose frames were cut (issue 14: partial records are events)
-    lone = cand.filter(m.str.contains(LONE_EXC) & ~m.str.contains(NCCL_DETAIL)).join(fin, on="line_no", how="anti").select(
+    lone = cand.filter(m.str.contains(ascii_classes(LONE_EXC)) & ~m.str.contains(ascii_classes(NCCL_DETAIL))).join(fin, on="line_no", how="anti").select(
         "line_no", m.str.extract(r"^([^:]*?)(?: \(see above for traceback\))?:", 1).alias("_exc"))
     fin = pl.concat([fin, lone]).sort("line_no")
     if not fin.is_empty():
@@ -821,14 +822,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         ex = ex.filter(~pl.col("line_no").is_in(ignored))
         add(ex, "exception", "error", pl.col("_exc"))
         # a write failure inside checkpoint-saving frames: storage, whatever the exception's wording
-        ck = ex.filter(pl.col("line_no").is_in(ckpt) & pl.col("_exc").str.contains(CKPT_EXC)
-                       & ~pl.col("msg").str.contains(CUDA_ERR) & ~pl.col("msg").str.contains(NCCL_ERR)
-                       & ~pl.col("msg").str.contains(OOM_GPU))
+        ck = ex.filter(pl.col("line_no").is_in(ckpt) & pl.col("_exc").str.contains(ascii_classes(CKPT_EXC))
+                       & ~pl.col("msg").str.contains(ascii_classes(CUDA_ERR)) & ~pl.col("msg").str.contains(ascii_classes(NCCL_ERR))
+                       & ~pl.col("msg").str.contains(ascii_classes(OOM_GPU)))
         add(ck, "checkpoint_error", "error", pl.col("_exc"))
     claimed.append(pl.Series("line_no", tb_claimed, dtype=pl.Int64))
     # the heads of reported-and-ignored exceptions, and Python 2's one-line form of them
-    add(cand.filter(m.str.contains(IGNORED_HEAD) | m.str.contains(IGNORED_PY2)), "exception_ignored", "warning",
-        pl.when(m.str.contains(IGNORED_PY2)).then(m.str.extract(r"^Exception ([A-Za-z_][\w.]*)", 1))
+    add(cand.filter(m.str.contains(ascii_classes(IGNORED_HEAD)) | m.str.contains(ascii_classes(IGNORED_PY2))), "exception_ignored", "warning",
+        pl.when(m.str.contains(ascii_classes(IGNORED_PY2))).then(m.str.extract(ascii_classes(r"^Exception ([A-Za-z_][\w.]*)"), 1))
         .otherwise(pl.lit("ignored")))
 
     events = pl.concat(parts, how="diagonal_relaxed") if parts else empty_events()

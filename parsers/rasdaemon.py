@@ -29,6 +29,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, file_keys, line_host
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
@@ -64,13 +65,13 @@ def sniff(head: str) -> float:
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    if not lines["body"].str.contains(NONE_RE + "|" + HEADER_RE).any():  # no report of ras-mc-ctl's here
+    if not lines["body"].str.contains(ascii_classes(NONE_RE + "|" + HEADER_RE)).any():  # no report of ras-mc-ctl's here
         return Extraction(events=empty_events())
-    mc = b.str.extract_groups(MC_ROW_RE)
-    aer = b.str.extract_groups(AER_ROW_RE)
-    mce = b.str.extract_groups(MCE_ROW_RE)
-    mcs = b.str.extract(MC_SUMMARY_RE, 1)
-    mces = b.str.extract(MCE_SUMMARY_RE, 1)
+    mc = b.str.extract_groups(ascii_classes(MC_ROW_RE))
+    aer = b.str.extract_groups(ascii_classes(AER_ROW_RE))
+    mce = b.str.extract_groups(ascii_classes(MCE_ROW_RE))
+    mcs = b.str.extract(ascii_classes(MC_SUMMARY_RE), 1)
+    mces = b.str.extract(ascii_classes(MCE_SUMMARY_RE), 1)
     df = lines.with_columns(mc.alias("_mc"), aer.alias("_aer"), mce.alias("_mce"), mcs.alias("_mcs"),
                             mces.alias("_mces"))
     is_mc = pl.col("_mc").struct.field("id").is_not_null()
@@ -82,13 +83,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
              .when(is_mce | pl.col("_mces").is_not_null()).then(pl.lit("mce")))
     bad = (pl.when(is_mc | pl.col("_mcs").is_not_null()).then(mc_type.is_in(["Uncorrected", "Fatal", "Deferred"]))
            .when(is_aer).then(pl.col("_aer").struct.field("type") != "Corrected")
-           .when(is_mce).then(pl.col("_mce").struct.field("msg").str.contains(UNCORRECTED_RE))
-           .otherwise(pl.col("_mces").str.contains(UNCORRECTED_RE)))
+           .when(is_mce).then(pl.col("_mce").struct.field("msg").str.contains(ascii_classes(UNCORRECTED_RE)))
+           .otherwise(pl.col("_mces").str.contains(ascii_classes(UNCORRECTED_RE))))
     raw_ts = pl.coalesce(pl.col("_mc").struct.field("ts"), pl.col("_aer").struct.field("ts"),
                          pl.col("_mce").struct.field("ts"))
-    raw_ts = pl.when(raw_ts.str.contains(r"^\d")).then(raw_ts)
+    raw_ts = pl.when(raw_ts.str.contains(ascii_classes(r"^\d"))).then(raw_ts)
     # only the files that hold a report of ras-mc-ctl's (a batch mixes files)
-    report = b.str.contains(NONE_RE + "|" + HEADER_RE).any()
+    report = b.str.contains(ascii_classes(NONE_RE + "|" + HEADER_RE)).any()
     keys = file_keys(ctx)
     df = df.with_columns(table.alias("_table"), bad.alias("_bad"), raw_ts.alias("ts_raw"),
                          (report.over(keys) if keys else report).alias("_report")).filter(pl.col("_report"))
@@ -103,8 +104,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
                        .otherwise(pl.lit("_corrected"))]).alias("code"),
         b.alias("message"))
     events = events_frame(ev) if not ev.is_empty() else empty_events()
-    understood = df.filter(pl.col("_table").is_not_null() | b.str.contains(NONE_RE) | b.str.contains(HEADER_RE)
-                           | b.str.contains(COMMAND_RE))["line_no"]
+    understood = df.filter(pl.col("_table").is_not_null() | b.str.contains(ascii_classes(NONE_RE)) | b.str.contains(ascii_classes(HEADER_RE))
+                           | b.str.contains(ascii_classes(COMMAND_RE)))["line_no"]
     return Extraction(events=events, claimed=understood.sort())
 
 

@@ -37,6 +37,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
@@ -92,16 +93,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return Extraction(events=empty_events())
     ln = pl.col("line_no")
     df = df.with_columns(
-        b.str.extract_groups(NODE_MARKED_RE).alias("_nm"), b.str.extract_groups(NODE_TASK_RE).alias("_nt"),
-        b.str.contains(NODE_ACTOR_RE).alias("_na"), b.str.contains(NODE_SELF_RE).alias("_ns"),
-        b.str.extract_groups(OOM_SUMMARY_RE).alias("_os"), b.str.extract(OOM_LOW_RE, 1).alias("_ol"),
-        b.str.contains(OOM_TASK_RE).alias("_ot"), pl.coalesce(b.str.extract(OOM_NODE_RE, 1), b.str.extract(NODE_ID_IP_RE, 1)).alias("_on"),
-        b.str.contains(DIED_RE).alias("_died"), b.str.extract(WORKER_IP_RE, 1).alias("_wip"),
-        b.str.contains(TAIL_RE).alias("_tail"),
+        b.str.extract_groups(ascii_classes(NODE_MARKED_RE)).alias("_nm"), b.str.extract_groups(ascii_classes(NODE_TASK_RE)).alias("_nt"),
+        b.str.contains(ascii_classes(NODE_ACTOR_RE)).alias("_na"), b.str.contains(ascii_classes(NODE_SELF_RE)).alias("_ns"),
+        b.str.extract_groups(ascii_classes(OOM_SUMMARY_RE)).alias("_os"), b.str.extract(ascii_classes(OOM_LOW_RE), 1).alias("_ol"),
+        b.str.contains(ascii_classes(OOM_TASK_RE)).alias("_ot"), pl.coalesce(b.str.extract(ascii_classes(OOM_NODE_RE), 1), b.str.extract(ascii_classes(NODE_ID_IP_RE), 1)).alias("_on"),
+        b.str.contains(ascii_classes(DIED_RE)).alias("_died"), b.str.extract(ascii_classes(WORKER_IP_RE), 1).alias("_wip"),
+        b.str.contains(ascii_classes(TAIL_RE)).alias("_tail"),
     )
     nm, nt, os_ = pl.col("_nm"), pl.col("_nt"), pl.col("_os")
-    is_marked = nm.struct.field("ip").is_not_null() | b.str.contains(NODE_MARKED_RE)
-    is_node_task = b.str.contains(NODE_TASK_RE)
+    is_marked = nm.struct.field("ip").is_not_null() | b.str.contains(ascii_classes(NODE_MARKED_RE))
+    is_node_task = b.str.contains(ascii_classes(NODE_TASK_RE))
     is_node = is_marked | is_node_task | pl.col("_na") | pl.col("_ns")
     is_summary = (os_.struct.field("n").cast(pl.Int64, strict=False) >= 1).fill_null(False)
     is_zero = (os_.struct.field("n").cast(pl.Int64, strict=False) == 0).fill_null(False)
@@ -119,7 +120,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     near_ip, mem_ip = pl.col("_run_wip"), pl.col("_run_on")
     code_died = pl.lit("UNKNOWN")
     for pattern, name in reversed(DETAIL_CODES):
-        code_died = pl.when(pl.col("_text").str.contains(pattern)).then(pl.lit(name)).otherwise(code_died)
+        code_died = pl.when(pl.col("_text").str.contains(ascii_classes(pattern))).then(pl.lit(name)).otherwise(code_died)
     df = df.with_columns(code_died.alias("_cd"))
     died_oom = is_died & (pl.col("_cd") == "NODE_OUT_OF_MEMORY")
     kind = (pl.when(is_node).then(pl.lit("ray_node_lost"))
@@ -134,7 +135,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     severity = (pl.when(is_node).then(pl.lit("critical"))
                 .when(is_died & pl.col("_cd").is_in(["SIGTERM", "SYSTEM_EXIT"])).then(pl.lit("warning"))
                 .otherwise(pl.lit("error")))
-    g = b.str.extract_groups(_STAMP)
+    g = b.str.extract_groups(ascii_classes(_STAMP))
     stamp = pl.concat_str([g.struct.field("1"), pl.lit("."), g.struct.field("2").fill_null("0")])
     df = df.with_columns(kind.alias("kind"), code.alias("code"), host.alias("host"), severity.alias("severity"),
                          pl.when(g.struct.field("1").is_not_null()).then(stamp).alias("ts_raw"))

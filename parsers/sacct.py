@@ -22,6 +22,7 @@ from typing import Any
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, empty_table, events_frame, table_frame
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
@@ -235,14 +236,14 @@ def _sc(key: str) -> pl.Expr:
 def _parse_scontrol(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     t = pl.col("text")
     blank = t.str.strip_chars() == ""
-    kv = t.str.contains(_SC_KV)
-    head = t.str.contains(r"^\s*JobId=\d+")
+    kv = t.str.contains(ascii_classes(_SC_KV))
+    head = t.str.contains(ascii_classes(r"^\s*JobId=\d+"))
     df = lines.select("line_no", "text").with_columns(
         # a new record at each JobId= line and at the first Key= line after a blank or a non-record line
         (head | (kv & ~kv.shift(1).fill_null(False))).cum_sum().alias("_rec"), kv.alias("_kv"), blank.alias("_blank"))
     rows = df.filter(pl.col("_kv")).with_columns(
         *[_sc(k).alias(c) for c, k in _SC_KEYS.items()],
-        t.str.extract(r"(?:^|\s)JobName=(.*?)(?:\s+[A-Z][\w:/]*=|\s*$)", 1).alias("name"),
+        t.str.extract(ascii_classes(r"(?:^|\s)JobName=(.*?)(?:\s+[A-Z][\w:/]*=|\s*$)"), 1).alias("name"),
         pl.when(t.str.contains(r"(?:^|\s)JobState=")).then(pl.col("line_no")).alias("_state_no"))
     cols = [*_SC_KEYS, "name"]
     rec = rows.group_by("_rec", maintain_order=True).agg(
@@ -255,7 +256,7 @@ def _parse_scontrol(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     def val(c: str) -> pl.Expr:
         return pl.when(pl.col(c).is_in(_NULL_WORDS)).then(null).otherwise(pl.col(c))
 
-    exitc = pl.col("exit").str.extract_groups(r"^(\d+):(\d+)$")
+    exitc = pl.col("exit").str.extract_groups(ascii_classes(r"^(\d+):(\d+)$"))
     stamp = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$"
     out = rec.select(
         pl.coalesce("_state_no", "_first_no").alias("line_no"), pl.col("message"),
@@ -263,12 +264,12 @@ def _parse_scontrol(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         pl.col("state").str.extract(r"^([A-Z_]+)", 1).alias("state"),
         exitc.struct.field("1").cast(pl.Int64, strict=False).alias("exit_code"),
         exitc.struct.field("2").cast(pl.Int64, strict=False).alias("signal"),
-        iso(pl.col("start").str.extract(stamp, 1), ctx.tz).alias("start"),
-        iso(pl.col("end").str.extract(stamp, 1), ctx.tz).alias("end"),
+        iso(pl.col("start").str.extract(ascii_classes(stamp), 1), ctx.tz).alias("start"),
+        iso(pl.col("end").str.extract(ascii_classes(stamp), 1), ctx.tz).alias("end"),
         val("node_list").alias("node_list"), null.alias("failed_node"),
         pl.col("restarts").cast(pl.Int64, strict=False).alias("restarts"),
         val("reason").alias("reason"),
-        pl.coalesce(pl.col("end").str.extract(stamp, 1), pl.col("start").str.extract(stamp, 1)).alias("ts_raw"),
+        pl.coalesce(pl.col("end").str.extract(ascii_classes(stamp), 1), pl.col("start").str.extract(ascii_classes(stamp), 1)).alias("ts_raw"),
     )
     events = _state_events(out, ctx)
     return Extraction(
@@ -282,7 +283,7 @@ def _parse_scontrol(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     if lines.is_empty():
         return _empty()
-    if lines.head(200)["text"].str.contains(_SCONTROL_STATE.pattern).any():
+    if lines.head(200)["text"].str.contains(ascii_classes(_SCONTROL_STATE.pattern)).any():
         return _parse_scontrol(lines, ctx)
     first = lines.filter(pl.col("text").str.strip_chars() != "").head(1)["text"]
     if first.len() and first[0].lstrip().startswith("{"):
@@ -328,9 +329,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     state = state_full.str.extract(r"^([A-Z_]+)", 1)
     state_rest = state_full.str.extract(r"^[A-Z_]+\s+(.+)$", 1)
     reason_col = col("Reason")
-    exitc = col("ExitCode").str.extract_groups(r"^(\d+):(\d+)$")
-    start = iso(col("Start").str.extract(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$", 1), ctx.tz)
-    end = iso(col("End").str.extract(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$", 1), ctx.tz)
+    exitc = col("ExitCode").str.extract_groups(ascii_classes(r"^(\d+):(\d+)$"))
+    start = iso(col("Start").str.extract(ascii_classes(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$"), 1), ctx.tz)
+    end = iso(col("End").str.extract(ascii_classes(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$"), 1), ctx.tz)
     rec = wide.select(
         "line_no", pl.col("text").alias("message"),
         jobid.str.extract(r"^([^.]+)", 1).alias("job_id"),

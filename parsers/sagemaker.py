@@ -43,6 +43,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, empty_events, events_frame, line_host
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
@@ -72,7 +73,7 @@ _TRIGGER = (r"^\s*(?:" + "|".join(IN_PROGRESS + TERMINAL) + r")\s*(?:\||\t)|^\s*
 
 def _time(raw: pl.Expr, ctx: ParseContext) -> pl.Expr:
     """Console `Apr 12, 2022 08:51 UTC` (UTC/GMT honoured, else the job's zone) or ISO 8601."""
-    c = raw.str.extract_groups(r"^([A-Z][a-z]{2}) (\d{1,2}), (\d{4}) (\d\d:\d\d)(:\d\d)?(?: ([A-Z]{2,5}))?$")
+    c = raw.str.extract_groups(ascii_classes(r"^([A-Z][a-z]{2}) (\d{1,2}), (\d{4}) (\d\d:\d\d)(:\d\d)?(?: ([A-Z]{2,5}))?$"))
     mon = c.struct.field("1").replace_strict(
         {m: f"{i + 1:02d}" for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep",
                                                   "Oct", "Nov", "Dec"])}, default=None)
@@ -91,13 +92,13 @@ def sniff(head: str) -> float:
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
-    cand = lines.filter(b.str.contains(_TRIGGER))
+    cand = lines.filter(b.str.contains(ascii_classes(_TRIGGER)))
     if cand.is_empty():
         return Extraction(events=empty_events())
     g, sg = pl.col("_g"), pl.col("_s")
-    rec = cand.with_columns(b.str.extract_groups(ROW_RE).alias("_g"), b.str.extract_groups(SDK_ROW_RE).alias("_s"),
-                            b.str.extract(FAILURE_RE, 1).alias("_f"),
-                            b.str.contains(PLATFORM_RE).alias("_p"))
+    rec = cand.with_columns(b.str.extract_groups(ascii_classes(ROW_RE)).alias("_g"), b.str.extract_groups(ascii_classes(SDK_ROW_RE)).alias("_s"),
+                            b.str.extract(ascii_classes(FAILURE_RE), 1).alias("_f"),
+                            b.str.contains(ascii_classes(PLATFORM_RE)).alias("_p"))
     rows = rec.filter(g.struct.field("status").is_not_null() | sg.struct.field("status").is_not_null())
     status = pl.coalesce(g.struct.field("status"), sg.struct.field("status"))
     start = pl.coalesce(g.struct.field("start"), sg.struct.field("time"))

@@ -59,6 +59,7 @@ import re
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import Extraction, ParseContext, events_frame, line_host
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
@@ -173,14 +174,14 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
     cand = lines.filter(b.str.contains_any(list(CANDIDATES)))
     cand = cand.with_columns(
-        b.str.extract_groups(CANCEL_RE).alias("_c"),
-        b.str.extract_groups(STEP_FAIL_RE).alias("_sf"),
-        b.str.extract_groups(NOT_ENDING_RE).alias("_ne"),
-        b.str.extract_groups(TASK_RE).alias("_t"),
-        b.str.extract_groups(OOM_RE).alias("_o"),
-        b.str.extract_groups(NODE_FAIL_RE).alias("_nf"),
-        pl.coalesce(b.str.extract(CTLD_KILL_RE, 2), b.str.extract(CTLD_REQUEUE_RE, 2),
-                    b.str.extract(CTLD_REMOVE_RE, 1)).alias("_ctld_host"),
+        b.str.extract_groups(ascii_classes(CANCEL_RE)).alias("_c"),
+        b.str.extract_groups(ascii_classes(STEP_FAIL_RE)).alias("_sf"),
+        b.str.extract_groups(ascii_classes(NOT_ENDING_RE)).alias("_ne"),
+        b.str.extract_groups(ascii_classes(TASK_RE)).alias("_t"),
+        b.str.extract_groups(ascii_classes(OOM_RE)).alias("_o"),
+        b.str.extract_groups(ascii_classes(NODE_FAIL_RE)).alias("_nf"),
+        pl.coalesce(b.str.extract(ascii_classes(CTLD_KILL_RE), 2), b.str.extract(ascii_classes(CTLD_REQUEUE_RE), 2),
+                    b.str.extract(ascii_classes(CTLD_REMOVE_RE), 1)).alias("_ctld_host"),
     )
     F = pl.col  # noqa: N806
     is_cancel = F("_c").struct.field("id").is_not_null()
@@ -188,71 +189,71 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_notend = F("_ne").struct.field("host").is_not_null()
     is_task = F("_t").struct.field("host").is_not_null()
     is_oom = F("_o").struct.field("n").is_not_null()
-    is_memlimit = b.str.contains(MEMLIMIT_RE)
-    is_memhit = b.str.contains(MEMHIT_RE)
+    is_memlimit = b.str.contains(ascii_classes(MEMLIMIT_RE))
+    is_memhit = b.str.contains(ascii_classes(MEMHIT_RE))
     is_nodefail = F("_nf").struct.field("host").is_not_null()
     is_ctld = F("_ctld_host").is_not_null()
-    ctld_code = (pl.when(b.str.contains(CTLD_KILL_RE)).then(pl.lit("FAILED_NODE_KILL"))
-                 .when(b.str.contains(CTLD_REQUEUE_RE)).then(pl.lit("FAILED_NODE_REQUEUE"))
+    ctld_code = (pl.when(b.str.contains(ascii_classes(CTLD_KILL_RE))).then(pl.lit("FAILED_NODE_KILL"))
+                 .when(b.str.contains(ascii_classes(CTLD_REQUEUE_RE))).then(pl.lit("FAILED_NODE_REQUEUE"))
                  .otherwise(pl.lit("FAILED_NODE_REMOVED")))
-    is_gpu_low = b.str.contains(GPU_LOW_RE)
+    is_gpu_low = b.str.contains(ascii_classes(GPU_LOW_RE))
     is_aborted = b.str.contains(r"srun: Job step aborted", literal=False)
     is_force = b.str.contains(r"Force Terminated", literal=True)
-    cg_oom = b.str.extract(CG_OOM_RE, 1)
-    is_execve = b.str.contains(EXECVE_RE)
-    is_prolog = b.str.contains(PROLOG_RE) & b.str.contains(r"(?i)error|slurm|fail")
-    not_resp = b.str.extract(NOT_RESP_RE, 1)
-    is_pbs = b.str.contains(PBS_RE)
+    cg_oom = b.str.extract(ascii_classes(CG_OOM_RE), 1)
+    is_execve = b.str.contains(ascii_classes(EXECVE_RE))
+    is_prolog = b.str.contains(ascii_classes(PROLOG_RE)) & b.str.contains(r"(?i)error|slurm|fail")
+    not_resp = b.str.extract(ascii_classes(NOT_RESP_RE), 1)
+    is_pbs = b.str.contains(ascii_classes(PBS_RE))
     pbs_code = (
         pl.when(b.str.contains(r"job preempted \(node failure\)")).then(pl.lit("NODE_FAILURE"))
         .when(b.str.contains(r"[Jj]ob (?:was )?preempted")).then(pl.lit("PREEMPTED"))
-        .when(b.str.contains(r"walltime \d+\S* exceeded|exceeded its walltime limit")).then(pl.lit("WALLTIME"))
+        .when(b.str.contains(ascii_classes(r"walltime \d+\S* exceeded|exceeded its walltime limit"))).then(pl.lit("WALLTIME"))
         .when(b.str.contains(r"job killed: (?:mem|vmem|pmem) ")).then(pl.lit("MEMLIMIT"))
         .when(b.str.contains("Job deleted at request of", literal=True)).then(pl.lit("DELETED"))
-        .otherwise(pl.concat_str([pl.lit("EXIT_STATUS="), b.str.extract(r"\bExit_status=(-?\d+)", 1)]))
+        .otherwise(pl.concat_str([pl.lit("EXIT_STATUS="), b.str.extract(ascii_classes(r"\bExit_status=(-?\d+)"), 1)]))
     )
-    sub_sig = b.str.extract_groups(SUBMITIT_SIG_RE)
-    sub_ran = b.str.extract_groups(SUBMITIT_RAN_RE)
+    sub_sig = b.str.extract_groups(ascii_classes(SUBMITIT_SIG_RE))
+    sub_ran = b.str.extract_groups(ascii_classes(SUBMITIT_RAN_RE))
     is_sub = sub_sig.struct.field("host").is_not_null()
-    is_sub_timeout = sub_ran.struct.field("not").is_null() & b.str.contains(SUBMITIT_RAN_RE)
+    is_sub_timeout = sub_ran.struct.field("not").is_null() & b.str.contains(ascii_classes(SUBMITIT_RAN_RE))
     sub_code = (pl.when(is_sub & (sub_sig.struct.field("case") == "preempted")).then(pl.lit("SUBMITIT_PREEMPTED"))
                 .when(is_sub | is_sub_timeout).then(pl.lit("SUBMITIT_TIMEOUT")))
-    is_reason = b.str.contains(r"\*\*\* REASON: ") | (b.str.contains(SUBMITIT_RAN_RE) & ~is_sub_timeout)
-    fx = b.str.extract_groups(FLUX_EXC_RE)
+    is_reason = b.str.contains(r"\*\*\* REASON: ") | (b.str.contains(ascii_classes(SUBMITIT_RAN_RE)) & ~is_sub_timeout)
+    fx = b.str.extract_groups(ascii_classes(FLUX_EXC_RE))
     fx_type = fx.struct.field("type")
     is_fx = fx_type.is_not_null()
-    fx_nodefail = b.str.contains(FLUX_NODEFAIL_RE)
+    fx_nodefail = b.str.contains(ascii_classes(FLUX_NODEFAIL_RE))
     fx_code = (pl.when(fx_nodefail | (fx_type == "node-failure")).then(pl.lit("NODE_FAILURE"))
                .otherwise(fx_type.str.to_uppercase().str.replace_all("-", "_")))
-    doom = b.str.extract_groups(FLUX_DOOM_RE)
+    doom = b.str.extract_groups(ascii_classes(FLUX_DOOM_RE))
     is_doom = doom.struct.field("rank").is_not_null()
     doom_disp = doom.struct.field("disp")
-    doom_code = pl.coalesce(doom_disp.str.extract(r"^Exit (-?\d+)$", 1),
+    doom_code = pl.coalesce(doom_disp.str.extract(ascii_classes(r"^Exit (-?\d+)$"), 1),
                             doom_disp.replace_strict(SIGNAL_NAMES, default=None, return_dtype=pl.Utf8),
                             pl.when(doom.struct.field("what") == "failed").then(pl.lit("FAILED")),
                             pl.lit("EXITED"))
-    fte = b.str.extract_groups(FLUX_TASKEXIT_RE)
+    fte = b.str.extract_groups(ascii_classes(FLUX_TASKEXIT_RE))
     is_fte = fte.struct.field("rank").is_not_null()
     ftasks = b.str.extract(r"^\s*flux-job: task\(s\) (.+?)\s*$", 1)
     is_ftasks = ftasks.is_not_null()
-    ftasks_code = pl.coalesce(ftasks.str.extract(r"^exited with exit code (\d+)", 1),
+    ftasks_code = pl.coalesce(ftasks.str.extract(ascii_classes(r"^exited with exit code (\d+)"), 1),
                               ftasks.replace_strict(SIGNAL_NAMES, default=None, return_dtype=pl.Utf8),
                               ftasks.str.to_uppercase().str.replace_all(r"[^A-Z0-9]+", "_"))
     is_fnode = fx_nodefail & ~is_fx
-    moab_res = b.str.extract(MOAB_INFO_RE, 1).str.to_lowercase()
+    moab_res = b.str.extract(ascii_classes(MOAB_INFO_RE), 1).str.to_lowercase()
     is_moab = moab_res.is_not_null()
     moab_code = (pl.when(moab_res.is_in(["wallclock", "walltime", "wall"])).then(pl.lit("WALLTIME"))
                  .when(moab_res.is_in(["mem", "memory", "pmem", "vmem", "swap", "jobmem"])).then(pl.lit("MEMLIMIT"))
                  .otherwise(pl.concat_str([pl.lit("MOAB_"), moab_res.str.to_uppercase()])))
-    moab_down = b.str.extract(MOAB_DOWN_RE, 1)
+    moab_down = b.str.extract(ascii_classes(MOAB_DOWN_RE), 1)
     is_moab_down = moab_down.is_not_null()
-    is_lsf_done = b.str.contains(LSF_DONE_RE)
+    is_lsf_done = b.str.contains(ascii_classes(LSF_DONE_RE))
     what = F("_t").struct.field("what")
     what_core = what.str.replace(r"\s*\(core dumped\)$", "")
-    exit_code = what.str.extract(r"^Exited with exit code (\d+)", 1)
+    exit_code = what.str.extract(ascii_classes(r"^Exited with exit code (\d+)"), 1)
     task_oom = what.str.contains(r"(?i)^out of memory")
     tasks = F("_t").struct.field("tasks").str.strip_chars()
-    single_task = tasks.str.contains(r"^\d+$")
+    single_task = tasks.str.contains(ascii_classes(r"^\d+$"))
     task_code = pl.coalesce(exit_code, what_core.replace_strict(SIGNAL_NAMES, default=None, return_dtype=pl.Utf8),
                             what_core.str.to_uppercase().str.replace_all(r"[^A-Z0-9]+", "_"))
     kind = (
@@ -325,7 +326,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     )
     # where the line was logged: slurmstepd built with MULTIPLE_SLURMD names its node in its log
     # prefix (`slurmstepd-<NodeName>: `, slurmstepd.c log_set_argv0), before a wrapper's host or the path's
-    where = pl.coalesce(b.str.extract(STEPD_HOST_RE, 1), line_host(ctx))
+    where = pl.coalesce(b.str.extract(ascii_classes(STEPD_HOST_RE), 1), line_host(ctx))
     # a host the poster redacted (`ON ... CANCELLED`, `ON <node> CANCELLED`) names no node: null
     host = pl.coalesce(*[pl.when(h.str.contains(r"^[A-Za-z0-9]")).then(h) for h in (
         F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
@@ -335,8 +336,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     keys = [k for k in ("hint_file",) if k in cand.columns]
     # the memory-limit kill names the job (`Job 7518 exceeded ...`, `Step 7518.0 ...`), not the node; the
     # `*** JOB 7518 ON host CANCELLED ***` banner slurmstepd prints for that kill names it
-    mem_job = b.str.extract(r"\b(?:Job|Step) (\d+)[.\d]* exceeded (?:virtual )?memory limit", 1)
-    cancel_job = F("_c").struct.field("id").str.extract(r"^(\d+)", 1)
+    mem_job = b.str.extract(ascii_classes(r"\b(?:Job|Step) (\d+)[.\d]* exceeded (?:virtual )?memory limit"), 1)
+    cancel_job = F("_c").struct.field("id").str.extract(ascii_classes(r"^(\d+)"), 1)
     cancel_host = pl.when(F("_c").struct.field("host").str.contains(r"^[A-Za-z0-9]")).then(F("_c").struct.field("host"))
     job_host = (pl.when(cancel_job == mem_job.drop_nulls().first()).then(cancel_host).drop_nulls().first()
                 .over(keys) if keys else
@@ -346,18 +347,18 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # a `scontrol show node` record names its node on its first line (`NodeName=H Arch=...`)
     node_name = b.str.extract(r"^\s*NodeName=(\S+)", 1)
     node_name = node_name.forward_fill().over(keys) if keys else node_name.forward_fill()
-    flux_host = pl.coalesce(doom.struct.field("host"), b.str.extract(FLUX_NODEFAIL_RE, 1))
+    flux_host = pl.coalesce(doom.struct.field("host"), b.str.extract(ascii_classes(FLUX_NODEFAIL_RE), 1))
     host = (pl.when(is_pbs | is_moab).then(pl.coalesce(exec_host, line_host(ctx)))
             .when(is_moab_down).then(moab_down)
             .when(is_fx | is_fnode | is_doom).then(pl.coalesce(flux_host, line_host(ctx)))
-            .when(is_gpu_low).then(pl.coalesce(b.str.extract(INVAL_HOST_RE, 1), b.str.extract(r"\bnode=(\S+?):?\s", 1),
+            .when(is_gpu_low).then(pl.coalesce(b.str.extract(ascii_classes(INVAL_HOST_RE), 1), b.str.extract(ascii_classes(r"\bnode=(\S+?):?\s"), 1),
                                                node_name, where))
             .when(not_resp.is_not_null()).then(not_resp.str.extract(r"^([^\[,]+)$", 1))  # a node list: no one host
             .when(mem_job.is_not_null()).then(pl.coalesce(where, job_host))
             .otherwise(host))
     # slurmctld/slurmd's own line stamp (LogTimeFormat iso8601[_ms] or rfc5424[_ms]): `[2026-05-01T12:00:00.101] `
-    own = b.str.extract(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ", 1)
-    t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"), own, b.str.extract(SUBMITIT_TS_RE, 1))
+    own = b.str.extract(ascii_classes(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] "), 1)
+    t_raw = pl.coalesce(F("_c").struct.field("t"), F("_ne").struct.field("t"), own, b.str.extract(ascii_classes(SUBMITIT_TS_RE), 1))
     ts = iso(t_raw.str.replace("T", " "), ctx.tz)
     cand = cand.with_columns(kind.alias("kind"), code.alias("code"), severity.alias("severity"),
                              host.alias("host"), ts.alias("ts"), t_raw.alias("ts_raw"),

@@ -64,6 +64,7 @@ from functools import cache
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.lines import literal_regex
 from parsers.records import (
     UTC_DT,
@@ -215,14 +216,14 @@ def inum(e: pl.Expr) -> pl.Expr:
 
 def field(pattern: str) -> pl.Expr:
     """First capture group of `pattern` anywhere in the message, as Float64."""
-    return fnum(pl.col("message_m").str.extract(pattern, 1))
+    return fnum(pl.col("message_m").str.extract(ascii_classes(pattern), 1))
 
 
 def step_from_path(col: str = "path") -> pl.Expr:
     p = pl.col(col)
     return pl.coalesce(
-        p.str.extract(r"global_step(\d+)", 1), p.str.extract(r"checkpoint-(\d+)", 1),
-        p.str.extract(r"step[=_-](\d+)", 1), p.str.extract(r"iter_(\d+)", 1),
+        p.str.extract(ascii_classes(r"global_step(\d+)"), 1), p.str.extract(ascii_classes(r"checkpoint-(\d+)"), 1),
+        p.str.extract(ascii_classes(r"step[=_-](\d+)"), 1), p.str.extract(ascii_classes(r"iter_(\d+)"), 1),
     ).cast(pl.Int64, strict=False)
 
 
@@ -530,7 +531,7 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
         # --- tqdm bars with a loss in the postfix (Lightning's `Epoch N:` bars are read above)
         (r"^(?:[^|]{0,80}?:? *)?\d+%\|[^|]*\| *(?P<n>\d+)/(?P<tot>\d+) \[(?P<inner>[^\]]*\bloss=[^\]]*)\]",
          steprow("tqdm", step=inum(g("n")), total_steps=inum(g("tot")),
-                 loss=fnum(g("inner").str.extract(rf"\bloss=({NUM})", 1)), step_time_s=_tqdm_time(g("inner")))),
+                 loss=fnum(g("inner").str.extract(ascii_classes(rf"\bloss=({NUM})"), 1)), step_time_s=_tqdm_time(g("inner")))),
         # --- generic checkpoint lines (Python logging, custom loops)
         (r"^(?:[Ss]aving|[Ww]riting) (?:model )?checkpoint (?:to|at|in):? ['\"]?(?P<path>[^'\"\s]+?)['\"]?\s*\.{0,3}\s*$",
          ckpt("save_start", "generic", path=g("path"))),
@@ -626,10 +627,10 @@ def _keywords_re() -> str:
 def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Candidates: message (prefix stripped), stamp, rank."""
     b = pl.col("body")
-    cand = lines.filter(b.str.contains(_keywords_re()))  # (= str.contains_any(KEYWORDS), read faster)
+    cand = lines.filter(b.str.contains(ascii_classes(_keywords_re())))  # (= str.contains_any(KEYWORDS), read faster)
     cand = cand.filter(b.str.contains_any(RULE_LITERALS) | b.str.contains_any(RULE_LITERALS_CI, ascii_case_insensitive=True))
-    p = pl.col("body").str.extract_groups(PREFIX)
-    mdy = p.struct.field("mdy").str.extract_groups(r"^(\d\d)/(\d\d)/(\d{4}) (.*)$")
+    p = pl.col("body").str.extract_groups(ascii_classes(PREFIX))
+    mdy = p.struct.field("mdy").str.extract_groups(ascii_classes(r"^(\d\d)/(\d\d)/(\d{4}) (.*)$"))
     mdy_iso = pl.concat_str([mdy.struct.field("3"), pl.lit("-"), mdy.struct.field("1"), pl.lit("-"),
                              mdy.struct.field("2"), pl.lit(" "), mdy.struct.field("4")])
     raw = pl.coalesce(p.struct.field("bts"), p.struct.field("nts"), p.struct.field("tts"),
@@ -637,10 +638,10 @@ def _prepare(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                       p.struct.field("vts"), p.struct.field("lts"))
     rank_hint = pl.lit(ctx.rank_hint, dtype=pl.Int64)
     return cand.with_columns(
-        pl.col("body").str.replace(PREFIX, "").str.strip_chars_end().alias("message_m"),
+        pl.col("body").str.replace(ascii_classes(PREFIX), "").str.strip_chars_end().alias("message_m"),
         raw.alias("_raw"),
         pl.coalesce(p.struct.field("crank").cast(pl.Int64, strict=False),
-                    p.struct.field("nrest").str.extract(r"rank:(\d+)", 1).cast(pl.Int64, strict=False),
+                    p.struct.field("nrest").str.extract(ascii_classes(r"rank:(\d+)"), 1).cast(pl.Int64, strict=False),
                     pl.col("prefix_rank"), rank_hint).alias("rank"),
     ).with_columns(iso(pl.col("_raw"), ctx.tz).alias("_ts"))
 
@@ -653,12 +654,12 @@ def _match_rules(cand: pl.DataFrame) -> pl.DataFrame:
     d = pl.col("_d")
     which = pl.coalesce([pl.when(d.struct.field(f"r{i}").is_not_null()).then(pl.lit(i, pl.Int32))
                          for i in range(len(rules))])
-    tagged = (cand.with_columns(pl.col("message_m").str.extract_groups(_dispatch()).alias("_d"))
+    tagged = (cand.with_columns(pl.col("message_m").str.extract_groups(ascii_classes(_dispatch())).alias("_d"))
               .with_columns(which.alias("_rule")).drop("_d").filter(pl.col("_rule").is_not_null()))
     out = []
     for (idx,), sub in tagged.partition_by("_rule", as_dict=True, maintain_order=True).items():
         pattern, cols = rules[int(idx)]
-        sub = sub.with_columns(pl.col("message_m").str.extract_groups(pattern).alias(_G))
+        sub = sub.with_columns(pl.col("message_m").str.extract_groups(ascii_classes(pattern)).alias(_G))
         sub = sub.with_columns(**cols)
         out.append(sub.select(["line_no", "body", "message_m", "rank", "_ts", "_raw", "prefix_ts", *cols.keys()]))
     if not out:
@@ -693,7 +694,7 @@ def _finish_rows(m: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .otherwise(pl.col("ignore")).alias("ignore"),
     )
     # JSON lines
-    jkey = msg.str.extract(r"\"(?:step|global_step|iteration|iter)\"\s*:\s*(\d+)", 1)
+    jkey = msg.str.extract(ascii_classes(r"\"(?:step|global_step|iteration|iter)\"\s*:\s*(\d+)"), 1)
     jts = msg.str.extract(r"\"(?:timestamp|time|ts)\"\s*:\s*(\"[^\"]*\"|[-+0-9.eE]+)", 1)
     jts_num = jts.cast(pl.Float64, strict=False)
     jts_val = pl.when(jts_num.is_not_null()).then(epoch_ts(jts_num)).otherwise(
@@ -701,10 +702,10 @@ def _finish_rows(m: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     jnum = lambda keys: fnum(msg.str.extract(rf"\"(?:{keys})\"\s*:\s*\"?({NUM}|Infinity|-Infinity)", 1))  # noqa: E731
     is_json = aux == "json"
     # Lightning bars
-    inner = msg.str.extract(r"\| *\d+/\d+ \[([^\]]*)\]", 1)
+    inner = msg.str.extract(ascii_classes(r"\| *\d+/\d+ \[([^\]]*)\]"), 1)
     rate = inner.str.extract_groups(rf"({NUM})(it/s|s/it)")
-    bar_gs = fnum(inner.str.extract(rf"\bglobal_step=({NUM})", 1))
-    bar = msg.str.extract_groups(r"^Epoch (\d+):(?: :)?\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \[")
+    bar_gs = fnum(inner.str.extract(ascii_classes(rf"\bglobal_step=({NUM})"), 1))
+    bar = msg.str.extract_groups(ascii_classes(r"^Epoch (\d+):(?: :)?\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \["))
     is_bar = aux == "bar"
     # epoch-seconds stamps in NeMo checkpoint lines
     ep_raw = pl.when(aux.str.starts_with("epoch:")).then(aux.str.slice(6)).otherwise(None)
@@ -714,8 +715,8 @@ def _finish_rows(m: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                         inum(bar.struct.field("1")) * inum(bar.struct.field("3")) + inum(bar.struct.field("2"))))
         .otherwise(pl.col("step")).alias("step"),
         pl.when(is_json).then(pl.coalesce(jnum("loss|train_loss|train/loss|lm_loss|lm loss"), pl.col("loss")))
-        .when(is_bar).then(fnum(inner.str.extract(
-            rf"\b(?:reduced_train_loss|train_loss_step|train_loss|loss)=({NUM})", 1)))
+        .when(is_bar).then(fnum(inner.str.extract(ascii_classes(
+            rf"\b(?:reduced_train_loss|train_loss_step|train_loss|loss)=({NUM})"), 1)))
         .otherwise(pl.col("loss")).alias("loss"),
         pl.when(is_json).then(jnum("grad_norm|grad-norm|train/grad_norm"))
         .otherwise(pl.col("grad_norm")).alias("grad_norm"),
@@ -753,7 +754,7 @@ def _timers(lines: pl.DataFrame, m: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     hdr = set(headers["line_no"].to_list())
     f = lines.select("line_no", "body").with_columns(
         pl.col("line_no").is_in(list(hdr)).alias("_hdr"),
-        (pl.col("body").str.starts_with(" ") & pl.col("body").str.contains(TIMER_MEMBER)).alias("_mem"),
+        (pl.col("body").str.starts_with(" ") & pl.col("body").str.contains(ascii_classes(TIMER_MEMBER))).alias("_mem"),
     ).filter(pl.col("_hdr") | pl.col("_mem"))
     # block = run of members directly after a header (consecutive line numbers)
     f = f.sort("line_no").with_columns(
@@ -761,7 +762,7 @@ def _timers(lines: pl.DataFrame, m: pl.DataFrame) -> tuple[pl.DataFrame, pl.Data
     )
     starts = f.group_by("_run").agg(pl.col("_hdr").first().alias("_ok"))
     f = f.join(starts, on="_run").filter(pl.col("_ok") & pl.col("_mem"))
-    mem = f.with_columns(pl.col("body").str.extract_groups(TIMER_MEMBER).alias(_G)).with_columns(
+    mem = f.with_columns(pl.col("body").str.extract_groups(ascii_classes(TIMER_MEMBER)).alias(_G)).with_columns(
         pl.coalesce(g("name"), g("sub")).str.strip_chars().alias("name"),
         pl.coalesce(fnum(g("mx")), fnum(g("one")), fnum(g("rv"))).alias("val"),
     ).sort("line_no").with_columns(pl.col("name").forward_fill().over("_run"))
@@ -776,8 +777,8 @@ def _hf_steps(m: pl.DataFrame, lines: pl.DataFrame, warnings: list[str]) -> pl.D
     if m.filter(aux == "hfdict").is_empty():
         return m
     ls_hit = lines.filter(pl.col("body").str.contains("logging_steps=", literal=True))
-    ls_txt = ls_hit["body"].str.extract(r"logging_steps=(\d+(?:\.\d+)?)", 1).drop_nulls()
-    tot_txt = m.filter(aux == "banner_kv")["message_m"].str.extract(r"^Total optimization steps = ([\d,]+)", 1)
+    ls_txt = ls_hit["body"].str.extract(ascii_classes(r"logging_steps=(\d+(?:\.\d+)?)"), 1).drop_nulls()
+    tot_txt = m.filter(aux == "banner_kv")["message_m"].str.extract(ascii_classes(r"^Total optimization steps = ([\d,]+)"), 1)
     tot_digits = tot_txt.drop_nulls().str.replace_all(",", "")
     total = int(tot_digits[0]) if tot_digits.len() and len(tot_digits[0]) <= 15 else None
     logging_steps = 1
@@ -864,7 +865,7 @@ def _checkpoints(ck: pl.DataFrame, steps: pl.DataFrame, dur: pl.DataFrame) -> pl
     ck = ck.with_columns(pl.coalesce(
         pl.col("step"),
         pl.when(pl.col("framework") == "deepspeed").then(
-            pl.col("aux").str.extract(r"(\d+)$", 1).cast(pl.Int64, strict=False)),
+            pl.col("aux").str.extract(ascii_classes(r"(\d+)$"), 1).cast(pl.Int64, strict=False)),
         step_from_path()).alias("step"))
     # detail rows (path only) fold into the nearest earlier start row of the same framework
     det = ck.filter(pl.col("detail"))
@@ -935,8 +936,8 @@ def _overflow_states(m: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
     if m.filter(is_ovf).is_empty():
         return m
     msg = pl.col("message_m")
-    frm = fnum(msg.str.extract(SCALE_FROM, 1))
-    to = fnum(msg.str.extract(SCALE_TO, 1))
+    frm = fnum(msg.str.extract(ascii_classes(SCALE_FROM), 1))
+    to = fnum(msg.str.extract(ascii_classes(SCALE_TO), 1))
     fs_floor = FAIRSEQ_MIN_LOSS_SCALE * 2 ** FAIRSEQ_NEAR_FLOOR_HALVINGS
     floor = (pl.when(is_fs).then(to <= fs_floor)
              .otherwise((to <= 1.0) | (frm <= 1.0) | (to >= frm))).fill_null(False)

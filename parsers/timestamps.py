@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import polars as pl
 
+from parsers.ascii_regex import ascii_classes
 from parsers.records import UTC_DT
 
 MONTHS = {m: i + 1 for i, m in enumerate(
@@ -30,10 +31,10 @@ def iso(expr: pl.Expr, tz: ZoneInfo) -> pl.Expr:
     """'2026-05-01 12:00:00', '2026-05-01T12:00:00.123456', '...,123' (Python logging ms),
     with optional 'Z' / '+hh:mm' / '+hhmm'. Naive values are in `tz`."""
     s = expr.str.strip_chars().str.replace(",", ".").str.replace("T", " ")
-    has_zone = s.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$")
+    has_zone = s.str.contains(ascii_classes(r"(?:Z|[+-]\d\d:?\d\d)$"))
     aware = (
         s.str.replace(r"Z$", "+00:00")
-        .str.replace(r"([+-]\d\d)(\d\d)$", "$1:$2")
+        .str.replace(ascii_classes(r"([+-]\d\d)(\d\d)$"), "$1:$2")
         .str.to_datetime("%Y-%m-%d %H:%M:%S%.f%:z", strict=False, time_unit="us")
         .dt.convert_time_zone("UTC")
         .cast(UTC_DT)
@@ -65,14 +66,14 @@ def mmdd_time(mmdd: pl.Expr, hms: pl.Expr, year: int | None, tz: ZoneInfo) -> pl
         return pl.lit(None, dtype=UTC_DT)
     mmdd = mmdd.str.pad_start(4, "0")
     s = pl.concat_str([pl.lit(str(year)), mmdd.str.slice(0, 2), mmdd.str.slice(2, 2)], separator="-")
-    hms = hms.str.replace(r"(\.\d{1,6})\d*$", "$1")
+    hms = hms.str.replace(ascii_classes(r"(\.\d{1,6})\d*$"), "$1")
     s = pl.concat_str([s, hms], separator=" ")
     return _localize(s.str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="us"), tz)
 
 
 def ctime(expr: pl.Expr, tz: ZoneInfo) -> pl.Expr:
     """dmesg -T 'Sun Feb 23 16:24:18 2025' (local time of the node)."""
-    g = expr.str.extract_groups(r"^\w{3}\s+(\w{3})\s+(\d{1,2})\s+(\d\d:\d\d:\d\d(?:\.\d+)?)\s+(\d{4})$")
+    g = expr.str.extract_groups(ascii_classes(r"^\w{3}\s+(\w{3})\s+(\d{1,2})\s+(\d\d:\d\d:\d\d(?:\.\d+)?)\s+(\d{4})$"))
     return month_day_time(g.struct.field("1"), g.struct.field("2"), g.struct.field("3"),
                           g.struct.field("4"), tz)
 

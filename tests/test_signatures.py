@@ -8,6 +8,7 @@ import pytest
 
 from forensics.signatures import CATEGORIES, CatalogError, load_catalog, match, parse_catalog
 from forensics.taxonomy import taxonomy
+from parsers.ascii_regex import ascii_classes
 from parsers.records import EVENT_SCHEMA
 
 CATALOG = load_catalog()
@@ -85,13 +86,13 @@ def _match_every_event(catalog, events: pl.DataFrame) -> list[tuple[int, str]]: 
     out = []
     for sig in catalog.signatures:
         ev = events if sig.source == ANY else events.filter(pl.col("source") == sig.source)
-        cond = pl.col("message").str.contains(sig.pattern)
+        cond = pl.col("message").str.contains(ascii_classes(sig.pattern))  # the dialect polars is given
         if sig.kind:
             cond = cond & pl.col("kind").is_in(list(sig.kind))
         if sig.code:
             cond = cond & pl.col("code").is_in(list(sig.code))
         if sig.unless:
-            cond = cond & ~pl.col("message").str.contains(sig.unless)
+            cond = cond & ~pl.col("message").str.contains(ascii_classes(sig.unless))
         out += [(i, sig.id) for i in ev.filter(cond.fill_null(False))["event_id"].to_list()]
     return sorted(out)
 

@@ -795,6 +795,8 @@ def _parse_patterns() -> list[str]:
                 and node.func.attr in {"contains", "starts_with", "extract", "extract_groups", "ends_with"}):
             continue
         arg = node.args[0]
+        if isinstance(arg, ast.Call) and getattr(arg.func, "id", None) == "ascii_classes":
+            arg = arg.args[0]  # the pattern as written (parsers/ascii_regex.py)
         if isinstance(arg, ast.Name) and arg.id == "rx":  # the FS_CODES loop, added above
             continue
         val = getattr(kernel, arg.id) if isinstance(arg, ast.Name) else ast.literal_eval(arg)

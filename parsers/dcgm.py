@@ -123,7 +123,7 @@ def clean_value(expr: pl.Expr, stripped: bool = False) -> pl.Expr:
 
 def _label(labels: pl.Expr, *names: str) -> pl.Expr:
     alt = "|".join(re.escape(n) for n in names)
-    return labels.str.extract(r'(?:^|[,\s{])(?:' + alt + r')\s*=\s*"((?:[^"\\]|\\.)*)"', 1)
+    return labels.str.extract(ascii_classes(r'(?:^|[,\s{])(?:' + alt + r')\s*=\s*"((?:[^"\\]|\\.)*)"'), 1)
 
 
 # --------------------------------------------------------------------------------------------

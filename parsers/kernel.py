@@ -543,7 +543,7 @@ def _stamp_frame(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
                | pl.col("up").is_not_null() | pl.col("bare").is_not_null() | pl.col("diso").is_not_null()
                | pl.col("delta").is_not_null() | pl.col("tiso").is_not_null())
     journal_kernel = pl.col("proc") == "kernel"
-    marker = pl.col("msg").str.contains("^" + MARKER_RE)
+    marker = pl.col("msg").str.contains(ascii_classes("^" + MARKER_RE))
     df = df.with_columns(
         # a line from another process of a journal dump is not ours
         (pl.col("proc").is_null() | journal_kernel).alias("kernel_src"),
@@ -612,7 +612,7 @@ def _screened(lines: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame, np.
     if slow_rows.size:
         bare = lines.select("body")[slow_rows].select(
             b.str.contains(ascii_classes(PREFIX_START_RE)).fill_null(True).not_().alias("bare"),
-            b.str.contains(r"^\s*" + MARKER_RE).fill_null(False).alias("marker"))
+            b.str.contains(ascii_classes(r"^\s*" + MARKER_RE)).fill_null(False).alias("marker"))
         drop = bare["bare"].to_numpy() & ~keep[slow_rows]
         if drop.any():
             kline[slow_rows[drop]] = bare["marker"].to_numpy()[drop]

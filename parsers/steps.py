@@ -605,9 +605,9 @@ def sniff(head: str) -> float:
     if not any(w in head for w in SNIFF_WORDS):
         return 0.0
     lines = pl.Series(head.split("\n"), dtype=pl.Utf8)  # Rust regex, line by line: linear on hostile heads
-    if lines.str.contains("|".join(f"(?:{p})" for p in strong)).any():
+    if lines.str.contains(ascii_classes("|".join(f"(?:{p})" for p in strong))).any():
         return 0.9
-    if lines.str.contains("|".join(f"(?:{p})" for p in weak)).any():
+    if lines.str.contains(ascii_classes("|".join(f"(?:{p})" for p in weak))).any():
         return 0.5
     return 0.0
 

@@ -92,3 +92,51 @@ def test_every_catalog_and_table_pattern_matches_the_same_ascii_lines() -> None:
         for i, p in enumerate(chunk):
             assert a[str(i)].equals(b[str(i)]), p
         assert sum(a.sum().row(0)) > 0
+
+
+REGEX_METHODS = {"contains", "extract", "extract_groups", "replace", "replace_all", "count_matches", "extract_all",
+                 "find"}
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _unwrapped_calls(src: str) -> list[int]:
+    """Lines of `src` where a polars `.str` regex method gets a pattern not passed through `ascii_classes`
+    (a string literal without Perl classes or boundaries needs none; `literal=True` is no regex)."""
+    import ast
+
+    bad = []
+    for node in ast.walk(ast.parse(src)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in REGEX_METHODS
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "str" and node.args):
+            continue
+        if any(k.arg == "literal" and isinstance(k.value, ast.Constant) and k.value.value for k in node.keywords):
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Call) and getattr(arg.func, "id", None) == "ascii_classes":
+            continue
+        texts = ([arg.value] if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else
+                 [v.value for v in arg.values if isinstance(v, ast.Constant)] if isinstance(arg, ast.JoinedStr)
+                 else None)
+        if texts is not None and not any(re.search(r"\\[dDwWbB]", t) for t in texts):
+            continue
+        if isinstance(arg, ast.List | ast.Tuple):  # contains_any-like lists are literals
+            continue
+        bad.append(node.lineno)
+    return bad
+
+
+def test_every_polars_regex_call_gets_the_ascii_dialect() -> None:
+    offenders = {str(f.relative_to(ROOT)): lines for f in sorted([*ROOT.glob("forensics/**/*.py"),
+                                                                   *ROOT.glob("parsers/**/*.py")])
+                 if (lines := _unwrapped_calls(f.read_text(encoding="utf-8")))}
+    assert offenders == {}
+
+
+def test_the_dialect_check_finds_an_unwrapped_pattern() -> None:
+    src = ('import polars as pl\nX = r"\\d+"\n'
+           'a = pl.col("t").str.contains(X)\n'  # a name: unwrapped
+           'b = pl.col("t").str.contains(r"\\bfoo")\n'  # a literal with a boundary: unwrapped
+           'c = pl.col("t").str.contains(r"[ab]+")\n'  # no Perl class: fine as it is
+           'd = pl.col("t").str.contains(ascii_classes(X))\n'
+           'e = pl.col("t").str.replace(X, "", literal=True)\n')
+    assert _unwrapped_calls(src) == [3, 4]

@@ -301,7 +301,7 @@ def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None
     event its parser rates error or critical that no signature knows (a gap in the catalog; what
     the catalog calls context is no failure), a non-zero exit code or signal, the launcher
     restarting its workers, a scheduler state other than completed/running/pending, or an Xid that
-    is no mere notice. None when nothing does (a warning line, context-only signals, INFO chatter
+    is no mere notice (nor one the driver reports as recovered). None when nothing does (a warning line, context-only signals, INFO chatter
     and steps are no failure)."""
     if ae.is_empty():
         return None
@@ -328,7 +328,10 @@ def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None
         ~pl.any_horizontal([pl.col("code").str.to_uppercase().str.starts_with(ok) for ok in SCHED_OK]))
     if not sched.is_empty():
         return f"scheduler state {sched['code'][0]} ({sched['path'][0]}:{sched['line_no'][0]})"
-    xids = ae.filter(pl.col("kind").is_in(["xid", "dcgm_xid"]) & pl.col("code").is_in(list(_severe_xids())))
+    # an Xid the driver reports as recovered (precedence.toml [no_failure]: a Nonfatal NVLink5 event) is no failure
+    recovered = aj.filter(pl.col("signature").is_in(list(load_precedence().no_failure)))["event_id"].implode()
+    xids = ae.filter(pl.col("kind").is_in(["xid", "dcgm_xid"]) & pl.col("code").is_in(list(_severe_xids()))
+                     & ~pl.col("event_id").is_in(recovered))
     if not xids.is_empty():
         return f"Xid {xids['code'][0]} ({xids['path'][0]}:{xids['line_no'][0]})"
     return None

@@ -106,11 +106,16 @@ class Precedence:
     # [first_dead]: context signatures of a launcher naming a process it saw die: with no root and no cascade
     # the unknown verdict's culprit is the first of them
     first_dead: tuple[str, ...] = ()
+    # [no_failure]: context signatures of an Xid the driver itself reports as recovered (NVLink5 `Nonfatal`): such an
+    # Xid does not show that the attempt failed (attribution._failure_seen), other context Xids (a cascade code in
+    # the DCGM gauge, hiding its root) still do
+    no_failure: tuple[str, ...] = ()
 
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
         ids = {*self.teardown, *self.hang_signals, *self.app_fault_signatures, *self.actions, *self.after_completion,
-               *self.outside_job, *self.pair_report, *self.first_dead}
+               *self.outside_job, *self.pair_report, *self.first_dead,
+               *self.no_failure}
         for r in self.outranks:
             ids |= {*r.winner.signatures, *r.loser.signatures}
         for p in self.phase:
@@ -201,6 +206,7 @@ def parse_precedence(doc: dict) -> Precedence:
         outside_job=_t(doc.get("outside_job", {}).get("signatures")),
         pair_report=_t(doc.get("pair_report", {}).get("signatures")),
         first_dead=_t(doc.get("first_dead", {}).get("signatures")),
+        no_failure=_t(doc.get("no_failure", {}).get("signatures")),
     )
 
 

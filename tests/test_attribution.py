@@ -40,7 +40,8 @@ def test_the_rules_name_only_signatures_the_catalog_has() -> None:
     assert prec.signature_ids() and prec.signature_ids() <= ids, sorted(prec.signature_ids() - ids)
     assert {r.name for r in prec.outranks} == {"hardware-over-application-xid", "uncorrectable-over-contained",
                                                "fabric-manager-cause-over-cuda-not-ready", "shm-exhaustion-over-enospc",
-                                               "eintr-over-its-failed-call", "netfs-over-eintr"}
+                                               "eintr-over-its-failed-call", "netfs-over-eintr",
+                                               "application-fault-over-ctxsw-timeout"}
 
 
 def test_a_broken_precedence_file_is_refused_with_every_problem() -> None:

@@ -260,3 +260,37 @@ def test_lone_kernel_xid45_is_teardown_and_names_no_category(tmp_path: Path,
         "NVRM: Xid (PCI:0000:3b:00): 45, pid=4242, name=python3, Ch 00000010")}
     v = analyze(job_of(with_cause), tmp_path / "cause", html=False).report["verdict"]
     assert (v["category"], v["culprit"]["host"]) == ("gpu_lost", "node-24")
+
+
+def test_nvlink5_nonfatal_xid_is_context_and_fatal_is_the_root(tmp_path: Path,
+                                                                job_of: Callable[[dict[str, str]], Path]) -> None:
+    """Xid 144-150 print `<UNIT> Fatal|Nonfatal XC0|XC1 iN Link NN (...)` (xid_formats.md): a Nonfatal event alone is
+    no failure (kernel-xid-nvlink5-nonfatal, context); a Fatal one of the same family is the NVLink root."""
+    nonfatal = {"node-25/dmesg.log": dmesg(
+        "NVRM: Xid (PCI:0000:01:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 02 (0x00000001 0x00000008 0x00000000 "
+        "0x00000000 0x00000000 0x00000000)")}
+    a = analyze(job_of(nonfatal), tmp_path / "nonfatal", html=False)
+    assert a.sql("select signature, role from signature_hits").rows() == [("kernel-xid-nvlink5-nonfatal", "context")]
+    assert (a.report["verdict"]["kind"], a.report["interruptions"]) == ("none", [])
+    fatal = {"node-26/dmesg.log": dmesg(
+        "NVRM: Xid (PCI:0000:1b:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 08 (0x004505c6 0x00000000 0x00000000 "
+        "0x00000000 0x00000000 0x00000000)")}
+    v = analyze(job_of(fatal), tmp_path / "fatal", html=False).report["verdict"]
+    assert (v["category"], v["culprit"]["host"], v["culprit"]["pci_bus_id"]) == ("nvlink", "node-26", "0000:1b:00")
+
+
+def test_ctxsw_timeout_after_an_mmu_fault_of_the_same_gpu_is_its_consequence(
+        tmp_path: Path, job_of: Callable[[dict[str, str]], Path]) -> None:
+    """precedence.toml application-fault-over-ctxsw-timeout: a 109 right after a 31 on the same GPU loses to it;
+    a 109 alone, or on another GPU, is still the driver root."""
+    mmu = ("NVRM: Xid (PCI:0000:3b:00): 31, pid=37803, name=python3, channel 0x00000201, intr 00000000. MMU Fault: "
+           "ENGINE GRAPHICS GPC0 GPCCLIENT_T1_0 faulted @ 0x70a2_c8000000. Fault is of type FAULT_PDE "
+           "ACCESS_TYPE_VIRT_WRITE")
+    both = {"node-27/dmesg.log": dmesg(mmu, "NVRM: Xid (PCI:0000:3b:00): 109, pid=37803, name=python3, "
+                                       "errorString CTX SWITCH TIMEOUT, Info 0x1c000")}
+    v = analyze(job_of(both), tmp_path / "both", html=False).report["verdict"]
+    assert (v["category"], v["culprit"]["pci_bus_id"]) == ("cuda_error", "0000:3b:00")
+    other = {"node-28/dmesg.log": dmesg(mmu, "NVRM: Xid (PCI:0000:86:00): 109, pid=1234, name=python3, "
+                                        "errorString CTX SWITCH TIMEOUT, Info 0x1c000")}
+    v = analyze(job_of(other), tmp_path / "other", html=False).report["verdict"]
+    assert (v["category"], v["culprit"]["pci_bus_id"]) == ("gpu_driver_firmware", "0000:86:00")

@@ -30,13 +30,6 @@ CASES: dict[str, tuple[str, str | None, dict, tuple[str, int] | None, bool | Non
 
 # cases the analyzer still gets wrong
 XFAIL = {
-    "quadrants589-xid31-t4-kernel-write-pytest": (
-        "the Xid 109 CTX SWITCH TIMEOUT of the same pid right after its Xid 31 MMU fault outranks it "
-        "(precedence.toml hardware-over-application-xid) and the verdict reads gpu_driver_firmware; the thread's cause "
-        "is the kernel write to an unmapped VA (app fault), the 109 its consequence; not fixed in this batch"),
-    "gpud1160-nvlink-xid144-nonfatal-healthy": (
-        "xid-144 is a root whatever its Fatal/Nonfatal word; the catalog (xid.csv 144: 'Nonfatal -> usually none') and "
-        "leptonai/gpud#1160/#1174 read a Nonfatal NVLink5 event as a warning; not fixed in this batch"),
     "mfc1750-nvhpc-ecc-uncorrectable-l40s-node": (
         "category and culprit right; the restart is False by design (precedence.toml [restart] needs_spare_node: the "
         "excerpt shows one node), while the thread fixed it by excluding the node and rerunning elsewhere"),

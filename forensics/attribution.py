@@ -296,13 +296,13 @@ def _severe_xids() -> tuple[str, ...]:
     return tuple(sorted({x.strip() for x in rated.to_list()} | set(load_precedence().follow_on_xids)))
 
 
-def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None) -> str | None:
+def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None, prec: Precedence) -> str | None:
     """What shows that the attempt failed when no signature of role root or cascade matched: an
     event its parser rates error or critical that no signature knows (a gap in the catalog; what
     the catalog calls context is no failure), a non-zero exit code or signal, the launcher
     restarting its workers, a scheduler state other than completed/running/pending, or an Xid that
-    is no mere notice (nor one the driver reports as recovered). None when nothing does (a warning line, context-only signals, INFO chatter
-    and steps are no failure)."""
+    is no mere notice (nor one the driver reports as recovered). None when nothing does (a warning
+    line, context-only signals, INFO chatter and steps are no failure)."""
     if ae.is_empty():
         return None
     unknown_errors = ae.filter(pl.col("severity").is_in(["error", "critical"])
@@ -329,7 +329,7 @@ def _failure_seen(ae: pl.DataFrame, aj: pl.DataFrame, exits: pl.DataFrame | None
     if not sched.is_empty():
         return f"scheduler state {sched['code'][0]} ({sched['path'][0]}:{sched['line_no'][0]})"
     # an Xid the driver reports as recovered (precedence.toml [no_failure]: a Nonfatal NVLink5 event) is no failure
-    recovered = aj.filter(pl.col("signature").is_in(list(load_precedence().no_failure)))["event_id"].implode()
+    recovered = aj.filter(pl.col("signature").is_in(list(prec.no_failure)))["event_id"].implode()
     xids = ae.filter(pl.col("kind").is_in(["xid", "dcgm_xid"]) & pl.col("code").is_in(list(_severe_xids()))
                      & ~pl.col("event_id").is_in(recovered))
     if not xids.is_empty():
@@ -366,7 +366,7 @@ def _attribute_attempt(i: int, a: dict, aj: pl.DataFrame, ae: pl.DataFrame, tmo:
     if root is None and cascades.is_empty():
         if ae.is_empty():
             return None
-        seen = _failure_seen(ae, aj, exits)
+        seen = _failure_seen(ae, aj, exits, prec)
         if seen is None and is_last:
             return None  # the logs end without a failure: no interruption (the verdict may be `none`)
         category = "unknown"

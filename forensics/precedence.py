@@ -114,8 +114,7 @@ class Precedence:
     def signature_ids(self) -> set[str]:
         """Every signature id the rules name (tests check each exists in the catalog)."""
         ids = {*self.teardown, *self.hang_signals, *self.app_fault_signatures, *self.actions, *self.after_completion,
-               *self.outside_job, *self.pair_report, *self.first_dead,
-               *self.no_failure}
+               *self.outside_job, *self.pair_report, *self.first_dead, *self.no_failure}
         for r in self.outranks:
             ids |= {*r.winner.signatures, *r.loser.signatures}
         for p in self.phase:

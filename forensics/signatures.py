@@ -235,8 +235,7 @@ def xid_signatures(overrides: dict) -> dict:
         out.append({
             "id": f"xid-{xid}", "source": ANY, "kind": list(XID_KINDS if role != "cascade" else XID_KINDS[:1]),
             "code": [xid],
-            "pattern": o.get("pattern", "."), **({"unless": o["unless"]} if "unless" in o else {}),
-            "category": category, "role": role, "severity": sev,
+            "pattern": o.get("pattern", "."), "unless": o.get("unless"), "category": category, "role": role, "severity": sev,
             "weight": o.get("weight", 4 if sev in ("error", "critical") and role == "root" else 2 if role == "root" else 1),
             "summary": f"Xid {xid}: {row['short_meaning']} (recommended: {row['recommended_action']})",
             "examples": o.get("examples", [f"NVRM: Xid (PCI:0000:3b:00): {xid}, pid=1234, name=python3, ..."]),

@@ -27,6 +27,12 @@ wrapper, `(raylet, ip=..)` / `(RayTrainWorker pid=.., ip=..)`, is the reporter, 
   or a SIGSEGV, Ray's own list), SIGTERM (`The process receives a SIGTERM`: terminated, as at shutdown),
   SYSTEM_EXIT (`SystemExit is raised`, no signal named), UNKNOWN (no detail: Ray <= 1.x printed none).
   A detail line of a wrapped notice is claimed with it.
+- `ray_raylet_shutdown`: the raylet's own `Raylet graceful shutdown triggered, reason = <R>, reason message = <M>`
+  (src/ray/raylet/main.cc, Ray >= 2.10; `... triggered with death info: reason: <R> ...` when the death info is
+  printed on one line). The code is the reason, a `NodeDeathInfo.Reason` of src/ray/protobuf/common.proto:
+  EXPECTED_TERMINATION (SIGTERM, `ray stop`, a shutdown RPC), UNEXPECTED_TERMINATION (the raylet's agent died, it
+  fate-shares), AUTOSCALER_DRAIN_PREEMPTED (the node is preempted), AUTOSCALER_DRAIN_IDLE (scaled down idle),
+  UNSPECIFIED (none named, also the multi-line death-info form whose reason is on the next line); host: the line's.
 
 Times: the raylet's `[2023-04-19 16:22:19,798 E 329 329]` and the driver's `2022-02-15 16:53:52,096\tWARNING`.
 """
@@ -68,6 +74,9 @@ DETAIL_CODES = (
 TAIL_RE = (r"Worker (?:ID|IP address|port|PID|exit type|exit detail):|RayTask ID:|Lease ID:|Node ID:|SystemExit is raised"
            r"|The process receives a SIGTERM|connection error code|potential root causes|common causes include"
            r"|check the logs for the dead worker|while executing a task by an unexpected system error|over the last time period")
+SHUTDOWN_RE = r"Raylet graceful shutdown triggered(?:, reason = (?P<r1>[A-Z_]+)| with death info:(?:\s*reason: (?P<r2>[A-Z_]+))?)"
+SHUTDOWN_REASONS = ("EXPECTED_TERMINATION", "UNEXPECTED_TERMINATION", "AUTOSCALER_DRAIN_PREEMPTED", "AUTOSCALER_DRAIN_IDLE",
+                    "UNSPECIFIED")
 _LOOKAHEAD = 4  # a wrapped notice's detail arrives within a few lines
 _STAMP = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[,.](\d{1,6}))?"
 
@@ -76,12 +85,13 @@ CANDIDATES = ("marked dead", "marked as dead", "node it was running on is dead",
               "OutOfMemoryError", "NODE_OUT_OF_MEMORY", "Memory on the node", "A worker died or was killed",
               "because its worker process has died", "Worker IP address", "Worker exit", "RayTask ID", "Lease ID",
               "Node ID:", "SystemExit is raised", "receives a SIGTERM", "connection error code", "root causes",
-              "common causes", "logs for the dead worker", "unexpected system error", "over the last time period")
+              "common causes", "logs for the dead worker", "unexpected system error", "over the last time period",
+              "graceful shutdown triggered")
 
 
 def sniff(head: str) -> float:
     any_re = re.sub(r"\?P<\w+>", "", "|".join((NODE_MARKED_RE, NODE_TASK_RE, NODE_ACTOR_RE, NODE_SELF_RE,
-                                               OOM_SUMMARY_RE, OOM_LOW_RE, OOM_TASK_RE, DIED_RE)))
+                                               OOM_SUMMARY_RE, OOM_LOW_RE, OOM_TASK_RE, DIED_RE, SHUTDOWN_RE)))
     n = len(re.findall(any_re, head))
     return 0.0 if n == 0 else min(0.4 + 0.1 * n, 0.6)
 
@@ -98,7 +108,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         b.str.extract_groups(ascii_classes(OOM_SUMMARY_RE)).alias("_os"), b.str.extract(ascii_classes(OOM_LOW_RE), 1).alias("_ol"),
         b.str.contains(ascii_classes(OOM_TASK_RE)).alias("_ot"), pl.coalesce(b.str.extract(ascii_classes(OOM_NODE_RE), 1), b.str.extract(ascii_classes(NODE_ID_IP_RE), 1)).alias("_on"),
         b.str.contains(ascii_classes(DIED_RE)).alias("_died"), b.str.extract(ascii_classes(WORKER_IP_RE), 1).alias("_wip"),
-        b.str.contains(ascii_classes(TAIL_RE)).alias("_tail"),
+        b.str.contains(ascii_classes(TAIL_RE)).alias("_tail"), b.str.extract_groups(ascii_classes(SHUTDOWN_RE)).alias("_gs"),
     )
     nm, nt, os_ = pl.col("_nm"), pl.col("_nt"), pl.col("_os")
     is_marked = nm.struct.field("ip").is_not_null() | b.str.contains(ascii_classes(NODE_MARKED_RE))
@@ -108,10 +118,15 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     is_zero = (os_.struct.field("n").cast(pl.Int64, strict=False) == 0).fill_null(False)
     is_oom = is_summary | pl.col("_ol").is_not_null() | (pl.col("_ot") & ~pl.col("_died"))
     is_died = pl.col("_died")
+    gs = pl.col("_gs")
+    is_shutdown = b.str.contains(ascii_classes(SHUTDOWN_RE))
+    reason = pl.coalesce(gs.struct.field("r1"), gs.struct.field("r2"))
+    code_shutdown = pl.when(reason.is_in(list(SHUTDOWN_REASONS))).then(reason).otherwise(pl.lit("UNSPECIFIED"))
     # a notice and the run of tail lines right after it (each within a few lines of the one before, up to the
     # next notice): a hard-wrapped notice, the memory detail of an OOM error. The run's text gives the exit
     # detail, its first named IP the host where the notice's own line names none.
-    notice = (is_node | is_summary.fill_null(False) | pl.col("_ol").is_not_null() | pl.col("_ot") | is_died).fill_null(False)
+    notice = (is_node | is_summary.fill_null(False) | pl.col("_ol").is_not_null() | pl.col("_ot") | is_died
+              | is_shutdown).fill_null(False)
     tail = ~notice & (pl.col("_tail") | pl.col("_on").is_not_null()).fill_null(False)
     df = df.with_columns((~tail | (ln - ln.shift(1) > _LOOKAHEAD).fill_null(True)).cum_sum().alias("_run"))
     df = df.with_columns(b.str.join(" ").over("_run").alias("_text"),
@@ -125,15 +140,21 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     died_oom = is_died & (pl.col("_cd") == "NODE_OUT_OF_MEMORY")
     kind = (pl.when(is_node).then(pl.lit("ray_node_lost"))
             .when(is_oom | died_oom).then(pl.lit("ray_oom_kill"))
-            .when(is_died).then(pl.lit("ray_worker_died")))
+            .when(is_died).then(pl.lit("ray_worker_died"))
+            .when(is_shutdown).then(pl.lit("ray_raylet_shutdown")))
     code = (pl.when(is_node).then(pl.lit("NODE_DIED")).when(is_oom | died_oom).then(pl.lit("NODE_OUT_OF_MEMORY"))
-            .when(is_died).then(pl.col("_cd")))
+            .when(is_died).then(pl.col("_cd"))
+            .when(is_shutdown).then(code_shutdown))
     host = (pl.when(is_node).then(pl.coalesce(nm.struct.field("ip"), nt.struct.field("ip"),
                                               pl.when(pl.col("_ns")).then(line_host(ctx))))
             .when(is_oom | died_oom).then(pl.coalesce(os_.struct.field("ip"), pl.col("_ol"), pl.col("_wip"), near_ip, mem_ip))
-            .when(is_died).then(pl.coalesce(pl.col("_wip"), near_ip)))
+            .when(is_died).then(pl.coalesce(pl.col("_wip"), near_ip))
+            .when(is_shutdown).then(line_host(ctx)))
     severity = (pl.when(is_node).then(pl.lit("critical"))
                 .when(is_died & pl.col("_cd").is_in(["SIGTERM", "SYSTEM_EXIT"])).then(pl.lit("warning"))
+                .when(is_shutdown & ~is_died & ~is_oom & (code_shutdown == "UNEXPECTED_TERMINATION")).then(pl.lit("error"))
+                .when(is_shutdown & ~is_died & ~is_oom & (code_shutdown == "AUTOSCALER_DRAIN_PREEMPTED")).then(pl.lit("warning"))
+                .when(is_shutdown & ~is_died & ~is_oom).then(pl.lit("info"))
                 .otherwise(pl.lit("error")))
     g = b.str.extract_groups(ascii_classes(_STAMP))
     stamp = pl.concat_str([g.struct.field("1"), pl.lit("."), g.struct.field("2").fill_null("0")])
@@ -158,11 +179,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 SPEC = ParserSpec(
     name="ray_cluster",
     scope="job",
-    description="Ray's records of a lost node, a memory-monitor kill and a dead worker (GCS, raylet, driver), host from the IP they name",
+    description="Ray's records of a lost node, a memory-monitor kill, a dead worker and a raylet shutdown (GCS, raylet, driver), host from the IP they name",
     formats=("GCS 'The node with node id: .. has been marked dead because the detector has missed too many heartbeats'",
              "raylet 'N Workers (tasks / actors) killed due to memory pressure (OOM)' and ray.exceptions.OutOfMemoryError",
              "raylet / driver 'A worker died or was killed while executing a task by an unexpected system error' "
-             "with its exit type and detail"),
-    kinds=("ray_node_lost", "ray_oom_kill", "ray_worker_died"),
+             "with its exit type and detail",
+             "raylet 'Raylet graceful shutdown triggered, reason = <NodeDeathInfo reason>, reason message = ..'"),
+    kinds=("ray_node_lost", "ray_oom_kill", "ray_worker_died", "ray_raylet_shutdown"),
     trigger=CANDIDATES,
 )

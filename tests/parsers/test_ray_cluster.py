@@ -82,3 +82,23 @@ def test_worker_died_code_is_the_exit_detail_across_a_wrapped_notice() -> None:
 def test_unrelated_lines_give_nothing() -> None:
     ex = run("Worker exited normally\nThe actor is dead because all references to the actor were removed.\nloss: 0.1\n")
     assert ex.events.is_empty()
+
+
+def test_raylet_graceful_shutdown_code_is_its_node_death_reason() -> None:
+    ex = run(
+        "[2025-02-11 20:08:00,117 I 4121 4121] main.cc:483: received SIGTERM. Existing local drain request = None\n"
+        "[2025-02-11 20:08:00,117 I 4121 4121] main.cc:284: Raylet graceful shutdown triggered, reason = "
+        "EXPECTED_TERMINATION, reason message = received SIGTERM\n"
+        "[2025-02-11 20:08:01,000 I 1 1] main.cc:284: Raylet graceful shutdown triggered, reason = "
+        "AUTOSCALER_DRAIN_PREEMPTED, reason message = preempted\n"
+        "[2025-02-11 20:08:02,000 I 1 1] main.cc:284: Raylet graceful shutdown triggered, reason = "
+        "UNEXPECTED_TERMINATION, reason message = agent died\n"
+        "[2025-02-11 20:08:03,000 I 1 1] main.cc:284: Raylet graceful shutdown triggered, reason = "
+        "AUTOSCALER_DRAIN_IDLE, reason message = idle\n"
+        "[2026-07-21 10:00:00,000 I 1 1] main.cc:300: Raylet graceful shutdown triggered with death info: \n")
+    assert [r[:3] for r in rows(ex)] == [
+        (2, "ray_raylet_shutdown", "EXPECTED_TERMINATION"), (3, "ray_raylet_shutdown", "AUTOSCALER_DRAIN_PREEMPTED"),
+        (4, "ray_raylet_shutdown", "UNEXPECTED_TERMINATION"), (5, "ray_raylet_shutdown", "AUTOSCALER_DRAIN_IDLE"),
+        (6, "ray_raylet_shutdown", "UNSPECIFIED")]
+    assert ex.events["severity"].to_list() == ["info", "warning", "error", "info", "info"]
+    assert ex.events["ts"][0].isoformat() == "2025-02-11T20:08:00.117000+00:00"

@@ -23,7 +23,7 @@ from forensics.discovery import JobDirError, Limits, discover, is_archive
 from forensics.error_lines import error_line_events
 from forensics.ingest import Ingested, ingest
 from forensics.line_classifier import classify_lines
-from forensics.outputs import write_outputs
+from forensics.outputs import EarlySinks, write_outputs
 from forensics.precedence import load_precedence
 from forensics.report import build_report
 from forensics.restatements import demote_restatements
@@ -245,10 +245,13 @@ def _analyze_discovered(root: Path, cfg, name: str, out_dir: Path, disc, limits:
         file_rank = {i: sf.rank_hint for i, sf in enumerate(ordered) if sf.rank_hint is not None}
     finally:
         disc.close()
-    result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host, file_rank, cfg.timezone, stage)
-    if on_report is not None:
-        on_report(result["report"], out_dir)
-    write_outputs(out_dir, result, html, stage)
+    with EarlySinks(spill_dir) as sinks:  # a large job's samples encoded beside attribution (outputs.EarlySinks)
+        result = _analyze_ingested(ing, file_attempt_hint, root, name, file_host, file_rank, cfg.timezone, stage,
+                                   on_tables=sinks.start)
+        result["early_sinks"] = sinks.files
+        if on_report is not None:
+            on_report(result["report"], out_dir)
+        write_outputs(out_dir, result, html, stage)
     return Analysis(root, out_dir, result["report"], out_dir / "forensics.duckdb")
 
 
@@ -362,7 +365,10 @@ def _completed_attempts(events: pl.DataFrame, attempts: pl.DataFrame, tables: di
 
 def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Path, name: str,
                       file_host: dict[int, str] | None = None, file_rank: dict[int, int] | None = None,
-                      tz: ZoneInfo | None = None, stage: Callable[[str], None] = _quiet) -> dict:
+                      tz: ZoneInfo | None = None, stage: Callable[[str], None] = _quiet,
+                      on_tables: Callable[[dict[str, pl.DataFrame]], None] | None = None) -> dict:
+    """Frames, clocks, attempts, attribution, stragglers, downtime and the report of what `ingest` read.
+    `on_tables(tables)` is told once the tables have their final rows (nothing below changes them)."""
     stage("aligning clocks and attempts")
     files, events, tables, unparsed = _frames(ing)
     events = _with_error_lines(events, unparsed, files, file_host or {}, file_rank or {}, ing.ref_year, tz)
@@ -395,6 +401,8 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     events, tables = derive_times(events, tables, files)
     events, attempts = assign_attempts(events, tables, file_attempt, proc_files.select("file_id", "first_ts", "last_ts"),
                                        node_files)
+    if on_tables is not None:
+        on_tables(tables)
     if attempts.height > dt.MANY_ATTEMPTS:
         ing.warnings.append(f"{attempts.height} attempts were reconstructed, more than {dt.MANY_ATTEMPTS}: the plots draw "
                             "them together; so many restarts are rare, check that each one is real (attempts table)")

@@ -13,14 +13,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from forensics import interrupts
+from forensics import interrupts, parquet_tables
 from forensics.report import write_markdown
 
 if TYPE_CHECKING:  # DuckDB and pyarrow load only when the store is written, after the verdict
@@ -111,6 +111,43 @@ def _point_views(db: Path) -> None:
         store.point_views(db)
 
 
+class EarlySinks:
+    """The store's Parquet tables (`parquet_tables.PARQUET_TABLES`: a large job's samples, waiting on
+    disk) written by polars in one thread of their own as soon as the analysis has their final rows
+    (`start`), beside attribution and the report; the store then adopts each file instead of reading the
+    samples back and encoding them after the verdict. polars only, no DuckDB. Leaving the `with` waits
+    for the thread, so nothing is written after the folder `where` is removed."""
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+        self.files: dict[str, Future[Path]] = {}
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sink")
+
+    def __enter__(self) -> EarlySinks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def start(self, tables: dict[str, pl.DataFrame | pl.LazyFrame]) -> None:
+        for t in parquet_tables.PARQUET_TABLES:
+            df = tables.get(t)
+            if isinstance(df, pl.LazyFrame):  # in memory (a small job): inserted with the rest
+                self.files[t] = self._pool.submit(parquet_tables.sink, t, df, self.where / f"early-{t}.parquet")
+
+
+def _early_file(result: dict, table: str) -> Path | None:
+    """The file `EarlySinks` wrote for `table`, or None (none started, or it failed: the store then writes
+    the rows itself, and says why if that fails too)."""
+    fut = result.get("early_sinks", {}).get(table)
+    if fut is None:
+        return None
+    try:
+        return fut.result()
+    except Exception:  # noqa: BLE001 - e.g. the spill folder's disk full: the output folder may have room
+        return None
+
+
 def _write_store(path: Path, result: dict) -> None:
     # lazy: DuckDB and pyarrow load only when the store is written (after the verdict)
     from forensics.store import PARQUET_TABLES, Store
@@ -131,7 +168,11 @@ def _write_store(path: Path, result: dict) -> None:
             _insert_results(st, result["report"])
         for t, df in lazy.items():  # tables that wait on disk, each streamed in on its own
             if t in PARQUET_TABLES:  # samples: Parquet beside the database, a view over it
-                st.write_parquet(t, df)
+                early = _early_file(result, t)
+                if early is not None:
+                    st.adopt_parquet(t, early)
+                else:
+                    st.write_parquet(t, df)
             else:
                 st.insert(t, df)
     finally:

@@ -7,6 +7,7 @@ millions of rows (docs/architecture.md "Store")."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -15,18 +16,15 @@ from typing import TYPE_CHECKING
 import duckdb
 import polars as pl
 
+from forensics.parquet_tables import PARQUET_TABLES, parquet_file, sink
+
 if TYPE_CHECKING:  # pyarrow loads only to stream a LazyFrame in and to read tables back, never for a small store
     import pyarrow as pa
 
 SCHEMA_SQL = resources.files("forensics").joinpath("schema.sql").read_text(encoding="utf-8")
 INSERT_BATCH_ROWS = 200_000
 MEMORY_LIMIT = "512MB"  # DuckDB's own buffers (it spills to a .tmp folder beside the database beyond it)
-PARQUET_TABLES = ("dcgm_samples",)  # tables that may be a view over a Parquet file beside the database
-
-
-def parquet_file(db: Path | str, table: str) -> Path:
-    """Where the rows of `table` lie when it is a view over Parquet: beside the database."""
-    return Path(db).parent / f"{table}.parquet"
+__all__ = ["PARQUET_TABLES", "Store", "parquet_file", "point_views"]
 
 
 def _quote(text: str) -> str:
@@ -130,14 +128,20 @@ class Store:
         return f"SELECT {cols} FROM {source}"
 
     def write_parquet(self, table: str, df: pl.DataFrame | pl.LazyFrame) -> Path:
-        """The rows of `df` as `<table>.parquet` beside the database (a LazyFrame is streamed: its rows
-        never all sit in memory) and `table` a view over that file by its absolute path (DuckDB reads
-        the file when the view is made), its columns those of the schema (a column `df` lacks is
-        null). A folder renamed afterwards: `point_views`."""
-        cols = self._columns(table)
-        names = set(df.collect_schema().names())
+        """The rows of `df` as `<table>.parquet` beside the database (`parquet_tables.sink`: a LazyFrame
+        is streamed) and `table` a view over that file by its absolute path (DuckDB reads the file when
+        the view is made), its columns those of the schema (a column `df` lacks is null). A folder
+        renamed afterwards: `point_views`."""
+        return self._view_over(table, sink(table, df, parquet_file(Path(self.path).resolve(), table)))
+
+    def adopt_parquet(self, table: str, written: Path) -> Path:
+        """`written` (a file `parquet_tables.sink` made elsewhere: `outputs.EarlySinks`) moved beside the
+        database as `<table>.parquet`, and `table` a view over it, as `write_parquet` leaves them."""
         file = parquet_file(Path(self.path).resolve(), table)
-        df.lazy().select([pl.col(c) for c, _ in cols if c in names]).sink_parquet(file, compression="zstd")
+        shutil.move(written, file)  # a rename on one file system, else a copy of the encoded bytes
+        return self._view_over(table, file)
+
+    def _view_over(self, table: str, file: Path) -> Path:
         view = self._view_sql(table, file)
         self.con.execute(f'DROP TABLE "{table}"')
         self.con.execute(f'CREATE VIEW "{table}" AS {view}')

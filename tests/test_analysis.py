@@ -1,5 +1,7 @@
 """forensics/analysis.py: DCGM samples that wait on disk (ingest.SPILL_ROWS) give the same report,
-the same store and the same straggler as samples held in memory; the spill folder is removed."""
+the same store and the same straggler as samples held in memory, whether their Parquet file was
+written beside attribution (outputs.EarlySinks) or, that having failed, by the store; the spill
+folder is removed."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import duckdb
 import pytest
 
 import forensics.ingest as ingest_mod
+import forensics.parquet_tables as parquet_tables
 from forensics.analysis import analyze
 from forensics.simulate import load_scenario, simulate
 from forensics.store import Store
@@ -38,8 +41,17 @@ def test_spilled_dcgm_samples_give_the_same_analysis(scenario: str, tmp_path: Pa
         return out
 
     monkeypatch.setattr(ingest_mod, "_spill", counting)
+    real_adopt, adopted = Store.adopt_parquet, []
+
+    def adopting(self, table, written):  # noqa: ANN001, ANN202
+        adopted.append((table, Path(written).name))
+        return real_adopt(self, table, written)
+
+    monkeypatch.setattr(Store, "adopt_parquet", adopting)
     spilled = analyze(job, tmp_path / "spilled", html=True)
     assert n_spilled and set(n_spilled) == {"dcgm_samples"}
+    # encoded beside attribution (outputs.EarlySinks), before the verdict; the store moved the file in
+    assert adopted == [("dcgm_samples", "early-dcgm_samples.parquet")]
     assert list(scratch.iterdir()) == []  # the spill folder is gone
     a = json.loads((tmp_path / "held" / "report.json").read_text())
     b = json.loads((tmp_path / "spilled" / "report.json").read_text())
@@ -66,6 +78,40 @@ def test_spilled_dcgm_samples_give_the_same_analysis(scenario: str, tmp_path: Pa
         con.close()
     assert (tmp_path / "spilled" / "plots" / "straggler_heatmap.png").read_bytes() == \
         (tmp_path / "held" / "plots" / "straggler_heatmap.png").read_bytes()
+
+
+def test_a_failed_early_sink_leaves_the_samples_to_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The thread that encodes the samples before the verdict fails (its folder's disk full, say): the
+    store writes them itself after the verdict, the same rows, and nothing of the failed file is left."""
+    simulate(load_scenario(SCENARIOS / "thermal_straggler.toml"), tmp_path / "case", 3)
+    job = tmp_path / "case" / "job"
+    monkeypatch.setattr(ingest_mod, "SPILL_ROWS", 1)
+    early = analyze(job, tmp_path / "early", html=False)
+    real_sink, tried = parquet_tables.sink, []
+
+    def failing(table, df, file):  # noqa: ANN001, ANN202
+        if file.name.startswith("early-"):
+            tried.append(file.name)
+            raise OSError(28, "No space left on device")
+        return real_sink(table, df, file)
+
+    monkeypatch.setattr(parquet_tables, "sink", failing)
+    import forensics.store as store_mod
+    monkeypatch.setattr(store_mod, "sink", failing)
+    late = analyze(job, tmp_path / "late", html=False)
+    assert tried == ["early-dcgm_samples.parquet"]
+    assert json.loads((tmp_path / "late" / "report.json").read_text()) == \
+        json.loads((tmp_path / "early" / "report.json").read_text())
+    q = "SELECT * FROM dcgm_samples ORDER BY file_id, line_no, field"
+    sa, sb = Store(early.store_path, create=False, read_only=True), Store(late.store_path, create=False, read_only=True)
+    try:
+        ra, rb = sa.sql(q), sb.sql(q)
+    finally:
+        sa.close()
+        sb.close()
+    assert ra.height > 1000 and ra.equals(rb)
+    assert sorted(p.name for p in (tmp_path / "late").iterdir()) == [
+        "dcgm_samples.parquet", "forensics.duckdb", "report.json", "report.md"]
 
 
 LATE_NODE = ("INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group\n"

@@ -43,6 +43,24 @@ live-migrate, as GPU VMs, stopped for host maintenance); Azure Scheduled Events 
 "Preempt"` and `"Terminate"` (the VM is deleted: Spot eviction, scale-in or a user). Code: `aws_spot`,
 `gce_preempted`, `gce_maintenance_terminate`, `azure_preempt`, `azure_terminate`.
 
+So are the reclaim notices of the tools that run a job on spot capacity. AWS, code `aws_spot`: the EC2 Spot
+request status codes of an interruption (EC2 user guide, "Spot request status codes": `instance-terminated-by-price`,
+`instance-terminated-no-capacity`, `instance-terminated-capacity-oversubscribed`,
+`instance-terminated-launch-group-constraint`, their `instance-stopped-*` forms, the `*-by-experiment` of an FIS
+test, the two-minute `marked-for-termination` / `marked-for-stop`), an instance's StateReason
+`Server.SpotInstanceTermination` / `Server.SpotInstanceShutdown` (EC2 API reference, StateReason), ECS/Fargate's
+`Your Spot Task was interrupted.` and StopCode `SpotInterruption`; code `aws_host_terminated`: AWS Batch's / ECS's
+status reason `Host EC2 (instance i-...) terminated.` (or `stopped.`, StopCode `TerminationNotice`): the container
+instance under the job went away, a Spot reclaim or a scale-in, and AWS's retry-strategy docs retry on `Host EC2*`.
+SkyPilot's managed-job controller (sky/spot/controller.py, sky/jobs/controller.py), code `skypilot_preempted`: `The
+cluster is preempted.` (0.1-0.2) and `Cluster is preempted (status: <S>). Recovering...` (to 0.5); its newer `Cluster
+is preempted or failed (status: <S>). Recovering...` does not tell a reclaim from a failed cluster: a `cloud_event`,
+code `skypilot_preempted_or_failed`. The EC2 Spot status codes of an instance its owner ended
+(`instance-terminated-by-user`, `spot-instance-terminated-by-user`, `instance-stopped-by-user`,
+`instance-terminated-by-schedule` (the request's valid-until passed)) and the StateReasons
+`Client.UserInitiatedShutdown` / `Client.InstanceInitiatedShutdown` are no interruption: `cloud_event`, code
+`aws_spot_closed` (a Spot Fleet that shuts its nodes down when the job is done prints them too).
+
 The same sources' other notices are `cloud_event` events: the instance was replaced or its host failed
 (GCE `compute.instances.hostError`; a managed instance group's `initiated recreateInstance on
 instance '<instance>'`: GKE node auto-repair, MIG autohealing), code `gce_host_error`, `mig_recreate`;
@@ -120,7 +138,17 @@ _AZ = _Q + r"EventType" + _Q + r"\s*:\s*" + _Q
 CLOUD = (
     (r"EC2 Spot Instance Interruption Warning|Spot ITN received|spot/instance-action|Spot Instance interruption notice|"
      + _Q + r"(?:instance-)?action" + _Q + r"\s*:\s*" + _Q + r"(?:terminate|stop|hibernate)" + _Q + r"\s*,\s*" + _Q
-     + r"time" + _Q, "aws_spot", "cloud_preemption"),
+     + r"time" + _Q
+     + r"|\binstance-(?:terminated|stopped)-(?:by-price|no-capacity|capacity-oversubscribed|launch-group-constraint"
+       r"|by-experiment)\b|\bmarked-for-(?:termination|stop)\b|\bServer\.SpotInstance(?:Termination|Shutdown)\b"
+       r"|Your Spot Task was interrupted|\bSpotInterruption\b", "aws_spot", "cloud_preemption"),
+    (r"\bHost EC2 \(instance [^)\s]+\) (?:terminated|stopped)\b|" + _Q + r"?[Ss]topCode" + _Q + r"?\s*[:=]\s*" + _Q
+     + r"?TerminationNotice\b", "aws_host_terminated", "cloud_preemption"),
+    (r"\bThe cluster is preempted\.|\bCluster is preempted(?: \(status: [A-Z_]+\))?\. Recovering",
+     "skypilot_preempted", "cloud_preemption"),
+    (r"\bCluster is preempted or failed\b", "skypilot_preempted_or_failed", "cloud_event"),
+    (r"\b(?:spot-)?instance-terminated-by-(?:user|schedule)\b|\binstance-stopped-by-user\b"
+     r"|\bClient\.(?:UserInitiated|InstanceInitiated)Shutdown\b", "aws_spot_closed", "cloud_event"),
     (r"compute\.instances\.preempted|[Ii]nstance was preempted|GCP Metadata Service says termination is imminent"
      r"|instance/preempted\S*\s*(?:is\s+|=\s*|:\s*)?TRUE\b", "gce_preempted", "cloud_preemption"),
     (r"compute\.instances\.terminateOnHostMaintenance", "gce_maintenance_terminate", "cloud_preemption"),
@@ -138,12 +166,16 @@ CLOUD = (
 )
 CLOUD_RE = "|".join(rx for rx, _, _ in CLOUD)
 CLOUD_SEVERITY = {"aws_rebalance": "info", "gce_migrate": "info", "azure_freeze": "info", "aws_scheduled": "info",
+                  "aws_spot_closed": "info",
                   "azure_reboot": "info", "gce_host_error": "error", "mig_recreate": "error"}
 # the instance a cloud line names: an EC2 instance id, a GCE operation's `.../instances/<name>`, Azure's
 # first `Resources` entry
 CLOUD_HOST_RE = (r"\b(i-[0-9a-f]{17}|i-[0-9a-f]{8})\b|/instances/([^/\s'\"\\]+?)['\"\\]?(?:[\s.,]|$)"
                  r"|" + _Q + r"Resources" + _Q + r"\s*:\s*\[\s*" + _Q + r"([^\"'\\]+)"
-                 r"|^\s*[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\dZ? ([A-Za-z0-9][-.A-Za-z0-9_]*) ")  # a syslog header's host
+                 r"|^\s*[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\dZ? ([A-Za-z0-9][-.A-Za-z0-9_]*) "  # a syslog header's host
+                 # ... or an RFC 3339 one (rsyslog's RSYSLOG_FileFormat, RFC 5424 stamps): `<stamp> <host> <tag>[pid]: `
+                 r"|^\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ([A-Za-z0-9][-.A-Za-z0-9_]*) "
+                 r"[\w./-]+(?:\[\d+\])?: ")
 # `kubectl get pods -o wide` (optionally `-A`): the header, and a row's NAME and NODE (RESTARTS may
 # read `3 (5m ago)`; IP and NODE may be `<none>`)
 WIDE_HEADER_RE = r"^\s*(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\b"
@@ -188,7 +220,7 @@ def _cloud(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         iso(stamp_raw, ctx.tz).alias("ts"), stamp_raw.alias("ts_raw"),
         pl.when(iso(stamp_raw, ctx.tz).is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
         .alias("ts_quality"),
-        pl.coalesce(h.struct.field("1"), h.struct.field("2"), h.struct.field("3"), h.struct.field("4"),
+        pl.coalesce(h.struct.field("1"), h.struct.field("2"), h.struct.field("3"), h.struct.field("4"), h.struct.field("5"),
                     pl.lit(ctx.host_hint, dtype=pl.Utf8))
         .alias("host"), pl.lit(SPEC.name).alias("source"), b.alias("message"))
 

@@ -151,6 +151,38 @@ def test_cloud_notices_name_the_instance_and_tell_reclaim_from_pause() -> None:
     check_contract(ex, 7)
 
 
+
+def test_spot_tools_reclaim_notices_and_an_owners_own_stop() -> None:
+    # EC2 Spot request status codes (interruption vs the owner's own end), StateReason, ECS/Fargate Spot, AWS Batch's
+    # `Host EC2 (...) terminated.`, SkyPilot's spot controller (old and newer wording), an RFC 3339 syslog header's host
+    text = (
+        '"Code": "instance-terminated-no-capacity",\n'
+        "2019-08-14T15:41:08+0000 : 2019-08-14T15:41:08+0000 : Spot Instance terminated due to user-initiated "
+        "termination. [instance-terminated-by-user]\n"
+        '"Message": "Server.SpotInstanceTermination: Spot instance termination"\n'
+        '"stoppedReason": "Your Spot Task was interrupted.",\n'
+        '        "StatusReason": "Host EC2 (instance i-0737c70432d64f82a) terminated.",\n'
+        "(bert-qa pid=920210) I 05-04 00:52:46 controller.py:100] The cluster is preempted.\n"
+        "(sky-x, pid=7) I 12-10 21:39:39 controller.py:118] Cluster is preempted (status: INIT). Recovering...\n"
+        "I 03-12 15:33:49 controller.py:245] Cluster is preempted or failed (status: INIT). Recovering...\n"
+        "2025-04-07T14:30:37.656982+00:00 tc-worker-3 start-worker[2361]: 2025/04/07 14:30:37 GCP Metadata Service "
+        "says termination is imminent\n"
+        "the cluster is healthy; instance-terminated-by-users is not a code\n"
+    )
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"], e["host"], e["severity"]) for e in ex.events.iter_rows(named=True)] == [
+        (1, "cloud_preemption", "aws_spot", "hint", "warning"),
+        (2, "cloud_event", "aws_spot_closed", "hint", "info"),
+        (3, "cloud_preemption", "aws_spot", "hint", "warning"),
+        (4, "cloud_preemption", "aws_spot", "hint", "warning"),
+        (5, "cloud_preemption", "aws_host_terminated", "i-0737c70432d64f82a", "warning"),
+        (6, "cloud_preemption", "skypilot_preempted", "hint", "warning"),
+        (7, "cloud_preemption", "skypilot_preempted", "hint", "warning"),
+        (8, "cloud_event", "skypilot_preempted_or_failed", "hint", "warning"),
+        (9, "cloud_preemption", "gce_preempted", "tc-worker-3", "warning")]
+    assert ex.events["ts"].to_list()[8] == datetime(2025, 4, 7, 14, 30, 37, 656982, tzinfo=UTC)
+    check_contract(ex, 11)
+
 def pod_rows(ex: Extraction) -> list[tuple]:
     return ex.tables["pod_nodes"].rows()
 

@@ -385,7 +385,8 @@ def _match_by_source(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
     signatures of one source are evaluated together, as many per polars call as MATCH_CELLS allows
     (one call per source for a small job, one per signature for a large one)."""
     parts = []
-    by_source = {s: events.filter(pl.col("source") == s) for s in (*SOURCES, GENERIC)}
+    by_source = {k[0]: df for k, df in events.partition_by("source", as_dict=True).items()} \
+        if not events.is_empty() else {}  # (one split, not a filter per registered source)
     by_source[ANY] = events
     groups: dict[str, list[Signature]] = {}
     for sig in catalog.signatures:

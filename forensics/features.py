@@ -101,14 +101,17 @@ def incident_features(hits_events: pl.DataFrame, attempt_events: pl.DataFrame, a
             f[f"{prefix}_sig:{r['signature']}"] = 1.0
             f[f"{prefix}_fam:{signature_families(r['signature'])[1]}"] = 1.0
             f[f"{prefix}_cat:{r['category']}"] = 1.0
+    # the families in the order of their first hit, and the first hit's source (of the distinct
+    # signatures, not a Python loop over every hit: a 1,024-rank hang has thousands of cascades)
+    ordered = _sorted_hits(bad)
     fams: list[str] = []
-    srcs: list[str] = []
-    for r in _sorted_hits(bad).iter_rows(named=True):
-        fam = signature_families(r["signature"])[1]
+    for sig in (ordered["signature"].unique(maintain_order=True).to_list() if ordered.height else []):
+        fam = signature_families(sig)[1]
         if fam not in fams:
             fams.append(fam)
-        if r.get("source") and r["source"] not in srcs:
-            srcs.append(r["source"])
+    src = ordered["source"].cast(pl.Utf8) if "source" in ordered.columns else None
+    srcs = src.filter(src.str.len_bytes() > 0).head(1).to_list() \
+        if src is not None and ordered.height else []
     for k, fam in enumerate(fams[:3]):
         f[f"order{k}:{fam}"] = 1.0
     if len(fams) >= 2:

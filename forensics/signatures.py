@@ -385,7 +385,8 @@ def _match_by_source(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
     signatures of one source are evaluated together, as many per polars call as MATCH_CELLS allows
     (one call per source for a small job, one per signature for a large one)."""
     parts = []
-    by_source = {s: events.filter(pl.col("source") == s) for s in (*SOURCES, GENERIC)}
+    by_source = {k[0]: df for k, df in events.partition_by("source", as_dict=True).items()} \
+        if not events.is_empty() else {}  # (one split, not a filter per registered source)
     by_source[ANY] = events
     groups: dict[str, list[Signature]] = {}
     for sig in catalog.signatures:
@@ -394,24 +395,32 @@ def _match_by_source(catalog: Catalog, events: pl.DataFrame) -> pl.DataFrame:
         ev = by_source.get(src)
         if ev is None or ev.is_empty():
             continue
-        step = max(1, MATCH_CELLS // ev.height)
-        for lo in range(0, len(sigs), step):
-            chunk = sigs[lo:lo + step]
-            flags = ev.select("event_id", *(_condition(s).alias(str(j)) for j, s in enumerate(chunk)))
-            cols = [str(j) for j in range(len(chunk))]
-            hits = flags.filter(pl.any_horizontal(cols)).unpivot(cols, index="event_id", variable_name="_j")
-            hits = hits.filter(pl.col("value"))
-            if hits.is_empty():
-                continue
-            meta = pl.DataFrame({
-                "_j": cols, "signature": [s.id for s in chunk], "category": [s.category for s in chunk],
-                "role": [s.role for s in chunk], "severity": [s.severity for s in chunk],
-                "summary": [s.summary for s in chunk], "weight": [s.weight for s in chunk]},
-                schema={"_j": pl.Utf8, **{k: v for k, v in HIT_SCHEMA.items() if k != "event_id"}})
-            parts.append(hits.join(meta, on="_j", how="inner").select(list(HIT_SCHEMA)))
+        parts.extend(_hits_together(ev, sigs))
     if not parts:
         return pl.DataFrame(schema=HIT_SCHEMA)
     return pl.concat(parts).sort("event_id", "signature")
+
+
+def _hits_together(ev: pl.DataFrame, sigs: list[Signature]) -> list[pl.DataFrame]:
+    """The hits (HIT_SCHEMA) of signatures `sigs` on the events `ev`, their conditions evaluated
+    together, as many per polars call as MATCH_CELLS allows."""
+    parts = []
+    step = max(1, MATCH_CELLS // ev.height)
+    for lo in range(0, len(sigs), step):
+        chunk = sigs[lo:lo + step]
+        flags = ev.select("event_id", *(_condition(s).alias(str(j)) for j, s in enumerate(chunk)))
+        cols = [str(j) for j in range(len(chunk))]
+        hits = flags.filter(pl.any_horizontal(cols)).unpivot(cols, index="event_id", variable_name="_j")
+        hits = hits.filter(pl.col("value"))
+        if hits.is_empty():
+            continue
+        meta = pl.DataFrame({
+            "_j": cols, "signature": [s.id for s in chunk], "category": [s.category for s in chunk],
+            "role": [s.role for s in chunk], "severity": [s.severity for s in chunk],
+            "summary": [s.summary for s in chunk], "weight": [s.weight for s in chunk]},
+            schema={"_j": pl.Utf8, **{k: v for k, v in HIT_SCHEMA.items() if k != "event_id"}})
+        parts.append(hits.join(meta, on="_j", how="inner").select(list(HIT_SCHEMA)))
+    return parts
 
 
 # from this many events on the literal screen is used (below it, `_candidates` drops in Python the
@@ -448,18 +457,15 @@ def match(catalog: Catalog, events: pl.DataFrame, prefilter: bool | None = None)
     if sample is not None and sample.select(kept.mean()).item() > PREFILTER_MAX_KEPT:
         return _match_by_source(catalog, events)  # nearly every event would survive: no screen
     frames = {False: _Frames(events), True: _Frames(events.filter(kept))}
+    # the signatures that read the same frame (screened or not, one source, the same kinds) are
+    # evaluated together: a few dozen polars calls, not one per signature
+    same: dict[tuple, list[Signature]] = {}
     for sig, screen in screens:
-        ev = frames[screen is not None].get(sig.source, sig.kind)
-        if ev.is_empty():
-            continue
-        hit = ev.filter(_condition(sig)).select("event_id")  # its kinds again: the frame already holds only those
-        if hit.is_empty():
-            continue
-        parts.append(hit.with_columns(
-            pl.lit(sig.id).alias("signature"), pl.lit(sig.category).alias("category"),
-            pl.lit(sig.role).alias("role"), pl.lit(sig.severity).alias("severity"),
-            pl.lit(sig.summary).alias("summary"), pl.lit(sig.weight, dtype=pl.Int64).alias("weight"),
-        ))
+        same.setdefault((screen is not None, sig.source, sig.kind), []).append(sig)
+    for (screened, source, kinds), sigs in same.items():
+        ev = frames[screened].get(source, kinds)
+        if not ev.is_empty():
+            parts.extend(_hits_together(ev, sigs))  # their kinds again: the frame already holds only those
     if not parts:
         return pl.DataFrame(schema=HIT_SCHEMA)
     return pl.concat(parts).sort("event_id", "signature")

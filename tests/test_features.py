@@ -114,6 +114,26 @@ def test_features_of_a_gpu_lost_incident(gpu_lost_case) -> None:
     assert all(isinstance(v, float) for v in f.values())
 
 
+def test_order_features_of_many_hits_are_those_of_the_first_hit_of_each_family() -> None:
+    """order0..2 / pair / first_src read the hits in time order (stamped first, then file order): on
+    thousands of hits the first hit of each family counts, an empty or null source is skipped."""
+    rows, hits = [], []
+    fams = ["pt-watchdog-timeout", "nccl-ib-retry", "xid-79-a", "pt-watchdog-x", "elastic-sigabrt"]
+    for i in range(3000):
+        # events 0-2 come first in the file but are stamped last (elastic-sigabrt first of all: not order0)
+        sig = ["elastic-sigabrt", "xid-79-a", "nccl-ib-retry"][i] if i < 3 else fams[(i * 7) % len(fams)]
+        ts = T0 + timedelta(seconds=5000 - i) if i < 3 else None if i % 11 == 0 else T0 + timedelta(seconds=i)
+        src = "" if i == 3 else None if i == 4 else ("pytorch" if i % 2 else "nccl")
+        rows.append((i, src, "k", None, ts, "exact", "h", i % 64, "m"))
+        hits.append((i, sig, "comm_hang_unknown", "cascade", 1))
+    ev = _events(rows)
+    f = incident_features(_hits(ev, hits), ev, {"start": T0, "end": T0 + timedelta(hours=2)})
+    # in time order: event 3 (3 s) nccl-ib-retry, 4 pt-watchdog-x, 5 pt-watchdog-timeout, 6 xid-79-a; the
+    # first source that is neither empty (3) nor null (4) is event 5's (odd: pytorch)
+    assert {k for k in f if k.startswith(("order", "pair:", "first_src:"))} == {
+        "order0:nccl-ib", "order1:pt-watchdog", "order2:xid:79", "pair:nccl-ib>pt-watchdog", "first_src:pytorch"}
+
+
 def test_features_before_first_step_and_recurrence() -> None:
     ev = _events([(0, "nccl", "nccl_warn", None, None, "missing", "node-001", 9,
                    "socketStartConnect: Connect to 10.64.0.11<45061> failed : Connection refused")])

@@ -18,7 +18,11 @@ as unhealthy.`, `XidCriticalError: Xid=%d on unknown device.`) and gpud (`XID 79
 the bus) detected on PCI:0000:ae:00`, `XID %d detected on %s`). Those lines are events of kind
 `xid` (code = the Xid; the signatures of the Xid table match them as they match the kernel's
 lines); the plugin's `'nvidia.com/gpu' device marked unhealthy: <uuid>` is `gpu_unhealthy`, and an
-NVML return code `ERROR_GPU_IS_LOST` as agents print it is `gpu_lost`.
+NVML return code `ERROR_GPU_IS_LOST` as agents print it is `gpu_lost`. OpenPAI's Hadoop-AI YARN
+NodeManager (org.apache.hadoop.util.SysInfoLinux, which reads the default nvidia-smi table's
+`Volatile Uncorr. ECC` column with a regex) withdraws a GPU from the node's capacity in its own words,
+`ignored error: gpu <index> ECC code is <code>, will make this gpu unavailable` (log4j
+`yy/MM/dd HH:mm:ss` stamp): `gpu_unhealthy` too, code `ecc <code>`, gpu = the index the agent read.
 
 `nvidia-smi nvlink -s` (`GPU n: <name> (UUID: ...)` then `Link k: <speed>` or `Link k: <inactive>`)
 and `dcgmi nvlink -s` (`gpuId n:` then one `U`/`D`/`X`/`_` per link) become `nvlink_status`
@@ -100,6 +104,10 @@ DMON_HDR_RE = rf"^#\s*(?:Date\s+Time\s+)?gpu(?:\s+(?:{DMON_COLS}))+\s*$"
 AGENT_XID_RE = r"(?:XidCriticalError: Xid=|\bXID )(?P<xid>\d+)(?:\((?P<name>[^)]*)\))?(?P<rest>.*)$"
 AGENT_XID_LINE = r"XidCriticalError: Xid=\d+|\bXID \d+(?:\([^)]*\))? detected on "
 UNHEALTHY_RE = r"device marked unhealthy: (?P<uuid>\S+)"
+# OpenPAI hadoop-ai patch, SysInfoLinux.refreshGpuIfNeeded: LOG.error("ignored error: gpu " + index + " ECC code
+# is " + errCode + ", will make this gpu unavailable") (older builds print the literal `ECC code is 1`)
+HADOOP_AI_ECC_RE = r"ignored error: gpu (?P<gpu>\d+) ECC code is (?P<code>\S+?), will make this gpu unavailable"
+LOG4J_YY_RE = r"^(\d\d)/(\d\d)/(\d\d) (\d\d:\d\d:\d\d)\s"  # Hadoop's log4j %d{yy/MM/dd HH:mm:ss}
 GPU_IS_LOST_RE = r"\b(?:NVML_)?ERROR_GPU_IS_LOST\b"
 UUID_RE = r"(GPU-[0-9a-fA-F]{8}-[0-9a-fA-F-]+)"
 GO_STAMP_RE = r"^(\d{4})/(\d\d)/(\d\d) (\d\d:\d\d:\d\d(?:\.\d+)?)\s"
@@ -164,7 +172,7 @@ def _unnamed(rx: str) -> str:
 NVL_ANY_RE = _unnamed(rf"{SMI_NVL_LINK_RE}|{DCGMI_NVL_GPU_RE}")
 # Parsed file by file (query blocks, tables), only in files with a line matching _TRIGGER.
 _TRIGGER = _unnamed(rf"device handle|NVML|NVIDIA-SMI|No devices were found|{Q_MARKER_RE}|{Q_SECTION_RE}|{DMON_HDR_RE}"
-                   rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}"
+                   rf"|{AGENT_XID_LINE}|{UNHEALTHY_RE}|{HADOOP_AI_ECC_RE}|ERROR_GPU_IS_LOST|{SMI_NVL_GPU_RE}|{NVL_ANY_RE}"
                    rf"|{nvsmi_xml.MARKER_RE}|{QCSV_TRIGGER}")
 DMON_UNITS_RE = r"^#\s*(?:YYYYMMDD\s+HH:MM:SS\s+)?Idx\b"
 DMON_ROW_RE = r"^\s*(?:\d{8}\s+\d\d:\d\d:\d\d\s+)?\d+(?:\s+(?:-|[\d.]+))+\s*$"
@@ -221,16 +229,23 @@ def _errors(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
 def _agents(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Xid / health lines of NVML agents (k8s device plugin, gpud): see the module docstring."""
     b = pl.col("body")
-    cand = lines.filter(b.str.contains(ascii_classes(_unnamed(rf"{AGENT_XID_LINE}|{UNHEALTHY_RE}|{GPU_IS_LOST_RE}"))))
+    cand = lines.filter(b.str.contains(ascii_classes(
+        _unnamed(rf"{AGENT_XID_LINE}|{UNHEALTHY_RE}|{HADOOP_AI_ECC_RE}|{GPU_IS_LOST_RE}"))))
     if cand.is_empty():
         return pl.DataFrame()
     x = b.str.extract_groups(ascii_classes(AGENT_XID_RE))
+    hd = b.str.extract_groups(ascii_classes(HADOOP_AI_ECC_RE))
     go = b.str.extract_groups(ascii_classes(GO_STAMP_RE))
     go_raw = pl.concat_str([go.struct.field("1"), go.struct.field("2"), go.struct.field("3")], separator="-")
+    yy = b.str.extract_groups(ascii_classes(LOG4J_YY_RE))
+    yy_raw = pl.concat_str([pl.lit("20"), yy.struct.field("1"), pl.lit("-"), yy.struct.field("2"), pl.lit("-"),
+                            yy.struct.field("3"), pl.lit(" "), yy.struct.field("4")])
     stamp_raw = pl.when(go.struct.field("1").is_not_null()).then(
-        pl.concat_str([go_raw, go.struct.field("4")], separator=" "))
+        pl.concat_str([go_raw, go.struct.field("4")], separator=" ")).when(
+        hd.struct.field("gpu").is_not_null() & yy.struct.field("1").is_not_null()).then(yy_raw)
     is_xid = b.str.contains(ascii_classes(AGENT_XID_LINE))
-    is_unh = b.str.contains(ascii_classes(UNHEALTHY_RE))
+    is_hadoop = hd.struct.field("gpu").is_not_null()
+    is_unh = b.str.contains(ascii_classes(UNHEALTHY_RE)) | is_hadoop
     xid = x.struct.field("xid").cast(pl.Int64, strict=False)
     return cand.select(
         "line_no",
@@ -238,8 +253,11 @@ def _agents(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .otherwise(pl.lit("gpu_lost")).alias("kind"),
         pl.when(is_xid).then(xid_severity(xid)).when(is_unh).then(pl.lit("warning"))
         .otherwise(pl.lit("critical")).alias("severity"),
-        pl.when(is_xid).then(xid.cast(pl.Utf8)).when(is_unh).then(pl.lit("unhealthy"))
+        pl.when(is_xid).then(xid.cast(pl.Utf8))
+        .when(is_hadoop).then(pl.concat_str([pl.lit("ecc "), hd.struct.field("code")]))
+        .when(is_unh).then(pl.lit("unhealthy"))
         .otherwise(pl.lit("GPU is lost")).alias("code"),
+        hd.struct.field("gpu").cast(pl.Int64, strict=False).alias("gpu"),
         normalize_pci(b.str.extract(rf"PCI:({_PCI})", 1)).alias("pci_bus_id"),
         iso(stamp_raw, ctx.tz).alias("ts"), stamp_raw.alias("ts_raw"),
         pl.when(iso(stamp_raw, ctx.tz).is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing"))
@@ -736,6 +754,7 @@ SPEC = ParserSpec(
         "nvidia-smi dmon (optionally -o DT)",
         "nvidia-smi / NVML error lines",
         "NVML agent Xid lines (k8s device plugin, gpud)",
+        "Hadoop-AI NodeManager GPU withdrawal lines (ECC code)",
         "nvidia-smi nvlink -s, dcgmi nvlink -s",
         "nvidia-smi -q -x XML (whole or a fragment)",
         "nvidia-smi --query-gpu=... --format=csv (with or without units or header: noheader rows read under the command line that printed them)",

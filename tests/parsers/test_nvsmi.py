@@ -174,6 +174,26 @@ def test_property_mutated_real_lines(muts: list[tuple[str, int, str]]) -> None:
 
 # ---- NVML agents (k8s device plugin, gpud) and NVLink status tables ---------------------------
 
+def test_hadoop_ai_nodemanager_gpu_withdrawn_on_ecc_column() -> None:
+    """OpenPAI Hadoop-AI's SysInfoLinux withdraws a GPU in its own words (microsoft/pai#2736's lines): a
+    gpu_unhealthy event with the agent's reading as code, the index it read as gpu, the log4j yy/MM/dd stamp."""
+    text = (
+        "19/04/29 08:01:21 INFO nodemanager.NodeStatusUpdaterImpl: Sending out 0 NM container statuses: []\n"
+        "19/04/29 08:02:23 ERROR util.SysInfoLinux: ignored error: gpu 0 ECC code is 56174, will make this gpu "
+        "unavailable\n"
+        "ERROR util.SysInfoLinux: ignored error: gpu 3 ECC code is 1, will make this gpu unavailable\n"
+        "19/04/29 08:02:24 ERROR util.SysInfoLinux: ignored error: gpu 8 ECC\n"
+    )
+    ex = run(text)
+    assert rows(ex) == [
+        (2, "gpu_unhealthy", 0, None, "ecc 56174", "warning"),
+        (3, "gpu_unhealthy", 3, None, "ecc 1", "warning"),
+    ]
+    assert ex.events["ts"].to_list() == [datetime(2019, 4, 29, 8, 2, 23, tzinfo=UTC), None]
+    assert ex.events["ts_quality"].to_list() == ["exact", "missing"]
+    check_contract(ex, 4)
+
+
 def test_device_plugin_and_gpud_xid_lines() -> None:
     text = (
         "2024/03/01 10:00:00 Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock\n"

@@ -326,7 +326,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return _parse_json(lines, ctx)
     t = pl.col("text")
     df = lines.select("line_no", "text").with_columns(t.str.strip_chars_end().alias("text"))
-    named = [n for n, x in df.filter(t.str.contains(r"(?i)\bstate\b")).select("line_no", "text").iter_rows()
+    named = [n for n, x in df.filter(t.str.to_lowercase().str.contains("state", literal=True)).select("line_no", "text").iter_rows()
              if _named_header(x)]
     is_hdr = t.str.contains(r"(?i)^\s*JobID(?:Raw)?(?:\s|\||$)") | pl.col("line_no").is_in(named)
     is_rule = t.str.contains(r"^\s*-{3,}(?:\s+-{3,})*\s*$")

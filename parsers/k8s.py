@@ -7,6 +7,11 @@ Events: `k8s_terminated` (a container's termination: code = reason such as `OOMK
 and warning events: code = `Evicted`, `Preempting`, `CrashLoopBackOff`, `DeletionByTaintManager`,
 `PreemptionByScheduler`, ...).
 
+A Job's or pod's activeDeadlineSeconds running out (the Job controller's `Job was active longer than specified
+deadline`, the kubelet's `Pod was active on the node longer than the specified deadline`) is a `k8s_job_status` event
+code `DeadlineExceeded` on any line, markers or not; OLM quoting its own bundle-unpack Job's deadline (`Bundle unpacking
+failed. Reason: DeadlineExceeded, and Message: ...`) is code `OLMUnpackDeadline` instead (K8S_DEADLINE).
+
 A line parser gated by content: nothing is read unless the text carries a Kubernetes marker
 (`kind: Pod`, `"kind": "Pod"`, `containerStatuses`, describe's `Containers:` + `Namespace:`, or a
 `kubectl get pods` header), because `Reason:` / `reason:` alone is too common to trust.
@@ -134,8 +139,24 @@ EVICT_LIMIT_RE = (r"exceeded its local ephemeral storage limit|ephemeral local s
                   r"|Usage of EmptyDir volume .* exceeds the limit")
 _Q = r"\\?[\"']"  # a JSON or Python-dict quote, possibly escaped inside another JSON string
 _AZ = _Q + r"EventType" + _Q + r"\s*:\s*" + _Q
+# Kubernetes time limits, read wherever the line is (a Job's `status.conditions`, `kubectl describe job|pod`, an
+# Events row, a controller's log): the Job controller (pkg/controller/job/job_controller.go: condition reason
+# `DeadlineExceeded`, message `Job was active longer than specified deadline`, the Job's activeDeadlineSeconds) and
+# the kubelet (pkg/kubelet/active_deadline.go: pod reason `DeadlineExceeded`, message `Pod was active on the node
+# longer than the specified deadline`, the pod's activeDeadlineSeconds), code `DeadlineExceeded` as the pod reason
+# already reads. Operator Lifecycle Manager quotes its own bundle-unpack Job's deadline (pkg/controller/bundle/
+# bundle_unpacker.go and the catalog operator: `Bundle unpacking failed. Reason: %v, and Message: %v`, newer
+# `bundle unpacking failed.` with `Reason: ...` on the next line, InstallPlan `Bundle extract Job failed with Reason:
+# %v, and Message: %v`): OLM's internal timeout on pulling / unpacking an operator bundle, not the workload's time
+# limit; code `OLMUnpackDeadline`, first so it wins over the quoted Job message.
+K8S_DEADLINE = (
+    (r"[Bb]undle (?:unpacking failed|extract Job failed)\b.*Reason: DeadlineExceeded|Reason: DeadlineExceeded, and "
+     r"Message: ", "OLMUnpackDeadline", "k8s_job_status"),
+    (r"\bJob was active longer than specified deadline|\bPod was active on the node longer than the specified deadline",
+     "DeadlineExceeded", "k8s_job_status"),
+)
 # (regex, code, kind): the first that matches a line names it
-CLOUD = (
+CLOUD = K8S_DEADLINE + (
     (r"EC2 Spot Instance Interruption Warning|Spot ITN received|spot/instance-action|Spot Instance interruption notice|"
      + _Q + r"(?:instance-)?action" + _Q + r"\s*:\s*" + _Q + r"(?:terminate|stop|hibernate)" + _Q + r"\s*,\s*" + _Q
      + r"time" + _Q

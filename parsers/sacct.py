@@ -37,6 +37,36 @@ STATE_SEVERITY = {
 }
 
 _HEADER_RE = re.compile(r"^\s*JobID(?:Raw)?\b", re.IGNORECASE)
+# A `--format` / `--fields` that leaves JobID out (or puts it later) still prints a header of field names: sacct's
+# field list (src/sacct/sacct.c fields[], `sacct --helpformat`), lower-cased. A fixed-width header cuts a name to its
+# column's width (`TimelimitR` of TimelimitRaw), so a cell of 4+ characters may be a name's prefix. A header is a line
+# of 2+ such cells, one of them `State`, before a dash rule (or `|`-separated); rows are read by name as before.
+SACCT_FIELDS = (
+    "account", "admincomment", "alloccpus", "allocnodes", "alloctres", "associd", "avecpu", "avecpufreq",
+    "avediskread", "avediskwrite", "avepages", "averss", "avevmsize", "blockid", "cluster", "comment", "constraints",
+    "consumedenergy", "consumedenergyraw", "container", "cputime", "cputimeraw", "dbindex", "derivedexitcode",
+    "elapsed", "elapsedraw", "eligible", "end", "exitcode", "extra", "failednode", "flags", "gid", "group", "jobid",
+    "jobidraw", "jobname", "layout", "licenses", "maxdiskread", "maxdiskreadnode", "maxdiskreadtask", "maxdiskwrite",
+    "maxdiskwritenode", "maxdiskwritetask", "maxpages", "maxpagesnode", "maxpagestask", "maxrss", "maxrssnode",
+    "maxrsstask", "maxvmsize", "maxvmsizenode", "maxvmsizetask", "mcslabel", "mincpu", "mincpunode", "mincputask",
+    "ncpus", "nnodes", "nodelist", "ntasks", "partition", "planned", "plannedcpu", "plannedcpuraw", "priority", "qos",
+    "qosraw", "qosreq", "reason", "reqcpufreq", "reqcpufreqgov", "reqcpufreqmax", "reqcpufreqmin", "reqcpus", "reqmem",
+    "reqnodes", "reqtres", "reservation", "reservationid", "restarts", "sluid", "start", "state", "stdin", "stdout",
+    "stderr", "submit", "submitline", "suspended", "systemcomment", "systemcpu", "timelimit", "timelimitraw",
+    "totalcpu", "tresusageinave", "tresusageinmax", "tresusageintot", "tresusageoutave", "tresusageoutmax",
+    "tresusageouttot", "uid", "user", "usercpu", "wckey", "wckeyid", "workdir",
+)
+
+
+def _is_field(cell: str) -> bool:
+    c = cell.lower()
+    return c in SACCT_FIELDS or (len(c) >= 4 and any(f.startswith(c) for f in SACCT_FIELDS))
+
+
+def _named_header(line: str) -> bool:
+    """A header of sacct field names with a `State` cell, whatever its first column."""
+    cells = [c.strip() for c in line.strip().strip("|").split("|")] if "|" in line else line.split()
+    return (len(cells) >= 2 and "state" in (c.lower() for c in cells) and all(c and _is_field(c) for c in cells))
 _RULE_RE = re.compile(r"^\s*-{3,}(?:\s+-{3,})*\s*$")
 _NULL_WORDS = ["", "Unknown", "None", "N/A", "(null)", "None assigned"]
 
@@ -47,8 +77,9 @@ _SCONTROL_MORE = re.compile(r"(?m)(?:^|\s)(?:JobId=\d+|ExitCode=\d+:\d+|Requeue=
 
 # Every head `sniff` scores above 0 holds one of these ((text, ASCII-caseless) pairs; ingest skips
 # the sniff on a head without any): "JobState=" (scontrol), '"jobs"' (JSON), "jobid" (any case: the
-# tables' header, found in `head.lower()`, which no non-ASCII letter can make hold it)
-SNIFF_NEEDS = (("JobState=", False), ('"jobs"', False), ("jobid", True))
+# tables' header, found in `head.lower()`, which no non-ASCII letter can make hold it), "state" (a header of field
+# names without JobID: _named_header)
+SNIFF_NEEDS = (("JobState=", False), ('"jobs"', False), ("jobid", True), ("state", True))
 
 
 def sniff(head: str) -> float:
@@ -58,10 +89,15 @@ def sniff(head: str) -> float:
     h = head.lstrip()
     if h.startswith("{") and re.search(r'"jobs"\s*:', head) and re.search(r'"(?:job_id|exit_code|state)"\s*:', head):
         return 0.95
-    if "jobid" not in head.lower():  # what _HEADER_RE needs, anywhere (a cheap gate)
+    low = head.lower()
+    if "jobid" not in low and "state" not in low:  # what _HEADER_RE / _named_header need, anywhere (a cheap gate)
         return 0.0
     lines = [ln for ln in head.splitlines() if ln.strip()]
     for i, ln in enumerate(lines[:20]):
+        if "state" in ln.lower() and not _HEADER_RE.match(ln) and _named_header(ln):
+            if "|" in ln or (i + 1 < len(lines) and _RULE_RE.match(lines[i + 1])):
+                return 0.95
+            continue
         if _HEADER_RE.match(ln):
             if "|" in ln:
                 return 0.95
@@ -290,7 +326,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         return _parse_json(lines, ctx)
     t = pl.col("text")
     df = lines.select("line_no", "text").with_columns(t.str.strip_chars_end().alias("text"))
-    is_hdr = t.str.contains(r"(?i)^\s*JobID(?:Raw)?(?:\s|\||$)")
+    named = [n for n, x in df.filter(t.str.to_lowercase().str.contains("state", literal=True)).select("line_no", "text").iter_rows()
+             if _named_header(x)]
+    is_hdr = t.str.contains(r"(?i)^\s*JobID(?:Raw)?(?:\s|\||$)") | pl.col("line_no").is_in(named)
     is_rule = t.str.contains(r"^\s*-{3,}(?:\s+-{3,})*\s*$")
     df = df.with_columns(
         pl.when(is_hdr).then(t).forward_fill().alias("_hdr"),

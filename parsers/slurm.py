@@ -36,8 +36,9 @@ submitit's own requeue. `slurm_cancel` events, host from the line, stamp from su
 PBS / Torque notices (the job mail body and the `=>> PBS:` lines MOM writes into the job's
 output) are `pbs_job` events: code `NODE_FAILURE` (`job preempted (node failure)`), `PREEMPTED`
 (`Job was preempted`, `job preempted`), `WALLTIME` (`job killed: walltime N exceeded limit M`,
-`Job exceeded its walltime limit`), `MEMLIMIT` (`job killed: mem|vmem|pmem N exceeded limit M`),
-`DELETED` (`Job deleted at request of <who>`), `EXIT_STATUS=<n>` (`Exit_status=<n>`); Moab's job-mail
+`Job exceeded its walltime limit`), `CPUT` (`job killed: cput N exceeded limit M`, the job's CPU-time limit),
+`MEMLIMIT` (`job killed: mem|vmem|pmem N exceeded limit M`),
+`DELETED` (`Job deleted at request of <who>`), `EXIT_STATUS=<n>` (`Exit_status=<n>`, qstat -f's `Exit_status = <n>`); Moab's job-mail
 `MOAB_INFO:  job exceeded wallclock limit` is `pbs_job` WALLTIME (a memory resource: MEMLIMIT, others
 MOAB_<RES>), and checkjob's `WARNING:  allocated node H is in state Down` is `slurm_node_fail` code NODE_DOWN
 naming H. LSF's `TERM_*` lines say `job killed` and reach the catalog as error lines; its report's `Successfully
@@ -64,9 +65,15 @@ from parsers.records import Extraction, ParseContext, events_frame, line_host
 from parsers.spec import ParserSpec
 from parsers.timestamps import iso
 
+# slurmstepd's banner (src/slurmd/slurmstepd/req.c `_handle_signal_container`): `*** %s ON %s CANCELLED AT %s[ DUE TO
+# TIME LIMIT | PREEMPTION | NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS | JOB REQUEUE] ***` (%s: `JOB n` / `STEP n.m`,
+# the node, the time). Slurm before the node was added (2.x req.c) printed `*** %s CANCELLED AT %s[ DUE TO TIME LIMIT |
+# DUE TO NODE FAILURE] ***`, and srun's own step timeout (src/srun/srun_job.c / launch `_timeout_handler`) `*** STEP
+# n.m CANCELLED AT %s DUE TO TIME LIMIT ***`; some releases put the node last (`... DUE TO TIME LIMIT on n447 ***`).
+# The node is null where the banner names none.
 CANCEL_RE = (
-    r"\*\*\* (?P<what>JOB|STEP) (?P<id>\S+) ON (?P<host>\S+) CANCELLED AT (?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
-    r"(?: DUE (?:TO|to) (?P<due>.*?))?(?: \*\*\*|\s*$)"
+    r"\*\*\* (?P<what>JOB|STEP) (?P<id>\S+) (?:ON (?P<host>\S+) )?CANCELLED AT (?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)"
+    r"(?: DUE (?:TO|to) (?P<due>.*?))??(?: on (?P<host2>[A-Za-z0-9][^\s*]*))?(?: \*\*\*|\s*$)"
 )
 STEP_FAIL_RE = r"\*\*\* STEP (?P<id>\S+) ON (?P<host>\S+) FAILED"
 NOT_ENDING_RE = r"\*\*\* (?:JOB|STEP|STEPD) .*?TERMINATED ON (?P<host>\S+) AT (?P<t>\S+) DUE TO JOB NOT ENDING WITH SIGNALS"
@@ -96,8 +103,8 @@ STEPD_HOST_RE = r"^\s*slurmstepd-([A-Za-z0-9][^\s:]*): "
 EXECVE_RE = r"slurmstepd(?:-\S+)?: error: execve\(\): (?P<what>.*)$"
 PROLOG_RE = r"(?i)\b(?:prolog|epilog)(?: |_)?(?:failed|failure)|Prolog/Epilog failure"
 NOT_RESP_RE = r"error: Nodes? (?P<host>\S+) not responding"
-PBS_RE = (r"job preempted \(node failure\)|[Jj]ob (?:was )?preempted|job killed: (?:walltime|mem|vmem|pmem) \d+\S* exceeded"
-          r"|exceeded its walltime limit|Job deleted at request of \S+|\bExit_status=-?\d+")
+PBS_RE = (r"job preempted \(node failure\)|[Jj]ob (?:was )?preempted|job killed: (?:walltime|cput|mem|vmem|pmem) \d+\S* exceeded"
+          r"|exceeded its walltime limit|Job deleted at request of \S+|\bExit_status\s*=\s*-?\d+")
 NODE_FAIL_RE = r"srun: error: Node failure on (?P<host>\S+)"
 SUBMITIT_SIG_RE = r"Caught signal SIG[A-Z0-9]+ on (?P<host>\S+?): this job is (?P<case>timed-out|preempted)\."
 SUBMITIT_RAN_RE = r"\bJob has (?P<not>not )?timed out\. Ran \d+ minutes out of requested \d+ minutes\."
@@ -164,7 +171,7 @@ def sniff(head: str) -> float:
 
 # every line `parse` reads holds one of these (the rows it works on are those lines only): SPEC.trigger
 CANDIDATES = ("***", "srun:", "oom", "slurmstepd", "Force Terminated", "rolog", "pilog", "not responding", "preempted",
-              "walltime", "exceeded limit", "Job deleted at request", "Exit_status=", "Exec host:", "failed node",
+              "walltime", "exceeded limit", "Job deleted at request", "Exit_status", "Exec host:", "failed node",
               "failure of node", "count reported lower", "NodeName=", "this job is", "timed out. Ran", "memory limit",
               "exception", "doom:", "task-exit", "node failure on", "lost contact with job shell", "MOAB_INFO:",
               "allocated node", "Successfully completed.", "flux-job: task(s)", "at least once during execution")
@@ -209,8 +216,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(b.str.contains(r"[Jj]ob (?:was )?preempted")).then(pl.lit("PREEMPTED"))
         .when(b.str.contains(ascii_classes(r"walltime \d+\S* exceeded|exceeded its walltime limit"))).then(pl.lit("WALLTIME"))
         .when(b.str.contains(r"job killed: (?:mem|vmem|pmem) ")).then(pl.lit("MEMLIMIT"))
+        .when(b.str.contains(ascii_classes(r"job killed: cput \d+\S* exceeded"))).then(pl.lit("CPUT"))
         .when(b.str.contains("Job deleted at request of", literal=True)).then(pl.lit("DELETED"))
-        .otherwise(pl.concat_str([pl.lit("EXIT_STATUS="), b.str.extract(ascii_classes(r"\bExit_status=(-?\d+)"), 1)]))
+        .otherwise(pl.concat_str([pl.lit("EXIT_STATUS="), b.str.extract(ascii_classes(r"\bExit_status\s*=\s*(-?\d+)"), 1)]))
     )
     sub_sig = b.str.extract_groups(ascii_classes(SUBMITIT_SIG_RE))
     sub_ran = b.str.extract_groups(ascii_classes(SUBMITIT_RAN_RE))
@@ -313,7 +321,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(is_aborted).then(pl.lit("warning"))
         .when(is_task & (exit_code == "0")).then(pl.lit("info"))
         .when(is_pbs & pbs_code.str.starts_with("EXIT_STATUS=")).then(pl.lit("info"))
-        .when(is_pbs & pbs_code.is_in(["DELETED", "PREEMPTED", "WALLTIME"])).then(pl.lit("warning"))
+        .when(is_pbs & pbs_code.is_in(["DELETED", "PREEMPTED", "WALLTIME", "CPUT"])).then(pl.lit("warning"))
         .when(sub_code.is_not_null()).then(pl.lit("warning"))
         .when(is_fx & fx_code.is_in(["TIMEOUT", "CANCEL"])).then(pl.lit("warning"))
         .when(is_fnode | is_moab_down | (is_fx & (fx_code == "NODE_FAILURE"))).then(pl.lit("critical"))
@@ -328,8 +336,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # prefix (`slurmstepd-<NodeName>: `, slurmstepd.c log_set_argv0), before a wrapper's host or the path's
     where = pl.coalesce(b.str.extract(ascii_classes(STEPD_HOST_RE), 1), line_host(ctx))
     # a host the poster redacted (`ON ... CANCELLED`, `ON <node> CANCELLED`) names no node: null
+    c_host = pl.coalesce(F("_c").struct.field("host"), F("_c").struct.field("host2"))
     host = pl.coalesce(*[pl.when(h.str.contains(r"^[A-Za-z0-9]")).then(h) for h in (
-        F("_c").struct.field("host"), F("_sf").struct.field("host"), F("_ne").struct.field("host"),
+        c_host, F("_sf").struct.field("host"), F("_ne").struct.field("host"),
         F("_t").struct.field("host"), F("_nf").struct.field("host"), F("_ctld_host"),
         sub_sig.struct.field("host"))], where)
     # a PBS mail names the job's first execution host above its notices (`Exec host:  gpu-2-17/5`)
@@ -338,7 +347,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     # `*** JOB 7518 ON host CANCELLED ***` banner slurmstepd prints for that kill names it
     mem_job = b.str.extract(ascii_classes(r"\b(?:Job|Step) (\d+)[.\d]* exceeded (?:virtual )?memory limit"), 1)
     cancel_job = F("_c").struct.field("id").str.extract(ascii_classes(r"^(\d+)"), 1)
-    cancel_host = pl.when(F("_c").struct.field("host").str.contains(r"^[A-Za-z0-9]")).then(F("_c").struct.field("host"))
+    cancel_host = pl.when(c_host.str.contains(r"^[A-Za-z0-9]")).then(c_host)
     job_host = (pl.when(cancel_job == mem_job.drop_nulls().first()).then(cancel_host).drop_nulls().first()
                 .over(keys) if keys else
                 pl.when(cancel_job == mem_job.drop_nulls().first()).then(cancel_host).drop_nulls().first())

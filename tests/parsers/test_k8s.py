@@ -282,3 +282,25 @@ def test_mpi_operator_evicted_condition_and_event() -> None:
     assert [(r[0], r[1], r[2]) for r in rows(ev)] == [(2, "k8s_job_status", "MPIJobEvicted")]
     running = run("status:\n  conditions:\n  - reason: MPIJobRunning\n    type: Running\n")
     assert rows(running) == []
+
+
+def test_job_and_pod_deadline_exceeded() -> None:
+    """The Job controller's and the kubelet's activeDeadlineSeconds messages are `DeadlineExceeded` wherever they are
+    (a Job's conditions, an Events row), while OLM quoting its bundle-unpack Job's deadline is `OLMUnpackDeadline`,
+    also in the two-line and the InstallPlan wordings and in `oc describe`'s fold (IBM/cloud-pak-deployer#287)."""
+    text = (
+        "status:\n  conditions:\n  - message: Job was active longer than specified deadline\n"
+        "    reason: DeadlineExceeded\n    type: Failed\n"
+        "5m43s  Warning  DeadlineExceeded  job/sample-introspector  Job was active longer than specified deadline\n"
+        "Message:  Pod was active on the node longer than the specified deadline\n"
+        "Bundle unpacking failed. Reason: DeadlineExceeded, and Message: Job\n"
+        "      was active longer than specified deadline\n"
+        "bundle unpacking failed.\n"
+        "Reason: DeadlineExceeded, and Message: Job was active longer than specified deadline\n"
+        "message: Bundle extract Job failed with Reason: DeadlineExceeded, and Message: Job was active longer\n"
+        "Failed to pull image \"x:1\": rpc error: code = DeadlineExceeded desc = context deadline exceeded\n")
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"]) for e in ex.events.iter_rows(named=True)] == [
+        (3, "k8s_job_status", "DeadlineExceeded"), (6, "k8s_job_status", "DeadlineExceeded"),
+        (7, "k8s_job_status", "DeadlineExceeded"), (8, "k8s_job_status", "OLMUnpackDeadline"),
+        (11, "k8s_job_status", "OLMUnpackDeadline"), (12, "k8s_job_status", "OLMUnpackDeadline")]

@@ -165,3 +165,33 @@ def test_scontrol_sniff_and_not_sacct_lookalikes() -> None:
     assert sacct.sniff((FIX / "scontrol_show_job_headerless.txt").read_text()) == 0.9
     # a log line that mentions a state word is not a record
     assert sacct.sniff("2026-05-01 12:00:00 INFO job state FAILED after 3 retries\n") == 0.0
+
+
+def test_header_of_field_names_without_jobid() -> None:
+    """`sacct --format` / `--fields` without JobID still prints a header of field names (a fixed-width one cuts a
+    name to its column, `TimelimitR`): the table is read by name, State and all (neilmunday/slurm-mail#103's
+    `--fields=Start,End,State,NNodes,Elapsed,ExitCode,TimeLimit,TimelimitRaw`); a `|` form too."""
+    text = (
+        "              Start                 End      State   NNodes    Elapsed ExitCode  Timelimit TimelimitR\n"
+        "------------------- ------------------- ---------- -------- ---------- -------- ---------- ----------\n"
+        "2023-12-12T21:52:11 2023-12-12T22:03:46  COMPLETED        1   00:11:35      0:0   02:00:00        120\n"
+        "2023-12-12T21:52:11 2023-12-12T22:03:46  TIMEOUT          1   00:11:35      0:15\n")
+    assert sacct.sniff(text) == 0.95
+    ex = run(text)
+    r = ex.tables["sched_records"].to_dicts()
+    assert [(x["line_no"], x["job_id"], x["state"], x["exit_code"], x["signal"]) for x in r] == [
+        (3, None, "COMPLETED", 0, 0), (4, None, "TIMEOUT", 0, 15)]
+    assert r[0]["end"] == datetime(2023, 12, 12, 22, 3, 46, tzinfo=UTC)
+    assert ex.events["code"].to_list() == ["COMPLETED", "TIMEOUT"]
+    check_contract(ex, 4)
+    pipe = run("User|State|ExitCode|NodeList\nalice|CANCELLED by 1001|0:15|gpu-3\n")
+    assert [(x["state"], x["node_list"], x["reason"]) for x in pipe.tables["sched_records"].to_dicts()] == [
+        ("CANCELLED", "gpu-3", "by 1001")]
+
+
+def test_a_table_of_other_names_is_not_a_sacct_header() -> None:
+    # sinfo's header has a State column too, but AVAIL is no sacct field
+    sinfo = ("PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST\n"
+             "gpu*         up 1-00:00:00      4  alloc gpu-[1-4]\n")
+    assert sacct.sniff(sinfo) == 0.0
+    assert run(sinfo).events.is_empty()

@@ -50,6 +50,26 @@ def test_cancel_reasons() -> None:
     assert e[5]["ts"] == datetime(2026, 5, 2, 3, 4, 10, tzinfo=UTC)
 
 
+def test_cancel_banner_without_on_host_forms() -> None:
+    """The banner's older forms (Slurm 2.x slurmstepd req.c, srun's own step timeout): no `ON <node>`, or the node
+    last (`... DUE TO TIME LIMIT on n447 ***`, marbl/canu#1067); the reason is read the same, the node only where the
+    line names one."""
+    text = (
+        "slurmstepd: error: *** JOB 1234 CANCELLED AT 2012-05-01T12:00:00 DUE TO TIME LIMIT ***\n"
+        "srun: error: *** STEP 1234.0 CANCELLED AT 2012-05-01T12:00:00 DUE TO TIME LIMIT ***\n"
+        "slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***\n"
+        "slurmstepd: error: *** JOB 1234 CANCELLED AT 2012-05-01T12:00:00 DUE TO NODE FAILURE ***\n"
+        "slurmstepd: error: *** JOB 1234 CANCELLED AT 2012-05-01T12:00:00 ***\n"
+        "slurmstepd: error: *** JOB 1234 ON node01 CANCELLED AT 2026-05-01T12:00:00 DUE TO NODE FAILURE, SEE SLURMCTLD "
+        "LOG FOR DETAILS ***\n")
+    e = run(text).events.to_dicts()
+    assert [(x["line_no"], x["kind"], x["code"], x["host"]) for x in e] == [
+        (1, "slurm_cancel", "TIME_LIMIT", None), (2, "slurm_cancel", "TIME_LIMIT", None),
+        (3, "slurm_cancel", "TIME_LIMIT", "n447"), (4, "slurm_cancel", "NODE_FAILURE", None),
+        (5, "slurm_cancel", "CANCELLED", None), (6, "slurm_cancel", "NODE_FAILURE", "node01")]
+    assert e[2]["ts"] == datetime(2018, 8, 6, 17, 21, 44, tzinfo=UTC)
+
+
 def test_cancel_due_to_signal_lowercase_to() -> None:
     (e,) = run("slurmstepd: error: *** JOB 7 ON n1 CANCELLED AT 2026-01-02T03:04:05 DUE to SIGNAL Killed ***").events.to_dicts()
     assert e["code"] == "SIGNAL"
@@ -138,6 +158,18 @@ def test_pbs_torque_mail_and_mom_lines() -> None:
         (8, "MEMLIMIT", "gpu-2-17"), (9, "PREEMPTED", "gpu-2-17"), (10, "EXIT_STATUS=-11", "gpu-2-17")]
     assert set(ex.events["kind"].to_list()) == {"pbs_job"}
     check_contract(ex, 10)
+
+
+def test_pbs_pro_cput_kill_and_qstat_exit_status() -> None:
+    """PBS Pro / OpenPBS MOM's CPU-time kill (`job killed: cput N exceeded limit M`) and `qstat -xf`'s spaced
+    `Exit_status = -29` (JOB_EXEC_KILL_WALLTIME) read like the walltime line and the accounting `Exit_status=-11`."""
+    text = ("=>> PBS: job killed: cput 7205 exceeded limit 7200\n    Exit_status = -29\n"
+            "    Exit_status = 0\nResource_List.walltime = 05:00:00\n")
+    ex = run(text)
+    assert [(e["line_no"], e["kind"], e["code"], e["severity"]) for e in ex.events.iter_rows(named=True)] == [
+        (1, "pbs_job", "CPUT", "warning"), (2, "pbs_job", "EXIT_STATUS=-29", "info"),
+        (3, "pbs_job", "EXIT_STATUS=0", "info")]
+    check_contract(ex, 4)
 
 
 def test_slurmctld_failed_node_lines_name_the_node() -> None:

@@ -257,7 +257,15 @@ def apply_outranks(roots: pl.DataFrame, prec: Precedence) -> tuple[pl.DataFrame,
     selectors match is a loser (a contained Xid is also a memory Xid: it never beats itself)."""
     notes: list[str] = []
     cur = roots.with_row_index("_i")
-    for rule in prec.outranks:
+    # which rules can decide at all, in one pass: a rule with no loser or no winner among all the
+    # roots has none among the roots earlier rules leave either
+    can = cur.select(*(rule.loser.expr().any().alias(f"l{k}") for k, rule in enumerate(prec.outranks)),
+                     *((rule.winner.expr() & ~rule.loser.expr()).any().alias(f"w{k}")
+                       for k, rule in enumerate(prec.outranks))).row(0) if cur.height and prec.outranks else ()
+    n = len(prec.outranks)
+    for k, rule in enumerate(prec.outranks):
+        if can and not (can[k] and can[n + k]):
+            continue
         losers = cur.filter(rule.loser.expr())
         winners = cur.filter(rule.winner.expr() & ~rule.loser.expr())
         if losers.is_empty() or winners.is_empty():

@@ -211,17 +211,34 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
     hosts = set(events["host"].drop_nulls().to_list()) if "host" in events.columns else set()
     if not rmap.is_empty() and "host" in rmap.columns:
         hosts |= set(rmap["host"].drop_nulls().to_list())
-    _restart_decision(out, hosts, load_precedence())
+    saved = not events.is_empty() and bool(events.select(
+        (pl.col("kind").is_in(PROGRESS_KINDS) | (pl.col("kind").is_in(list(REQUEUED)) & pl.col("code").is_in(
+            [c for cs in REQUEUED.values() for c in cs]))).any()).item())
+    _restart_decision(out, hosts, load_precedence(), saved)
     return out
 
 
-def _restart_decision(inters: list[Interruption], job_hosts: set[str], prec: Precedence) -> None:
+# event kinds that show a job keeping its progress (a training step, a checkpoint written or read, a
+# launcher's own requeue machinery: Lightning's auto-requeue saves a checkpoint at the signal), and the
+# scheduler codes of a requeue under way (Slurm's `DUE TO JOB REQUEUE`, submitit's requeue at its
+# timeout or preemption signal): a requeue after a limit resumes from there (precedence.toml [restart]
+# needs_saved_progress)
+PROGRESS_KINDS = ("step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "requeue")
+REQUEUED = {"slurm_cancel": ("JOB_REQUEUE", "SUBMITIT_TIMEOUT", "SUBMITIT_PREEMPTED")}
+
+
+def _restart_decision(inters: list[Interruption], job_hosts: set[str], prec: Precedence,
+                      progress_saved: bool = True) -> None:
     """`auto_recoverable` of each interruption, after its action is final (precedence.toml
-    `[restart]`): a fault that stays in its node needs another node of the job to restart on."""
+    `[restart]`): a fault that stays in its node needs another node of the job to restart on; a
+    limit that ends the run needs a job that keeps its progress."""
     for x in inters:
-        x.auto_recoverable = restart_recovers(x.action, x.category, x.culprit_host, job_hosts, prec)
+        x.auto_recoverable = restart_recovers(x.action, x.category, x.culprit_host, job_hosts, prec, progress_saved)
         if x.action in AUTO_RECOVERABLE and not x.auto_recoverable:
-            x.summary += (" (the logs show no other node to restart on: the node must be repaired or "
+            x.summary += (" (the logs show no training step or checkpoint: a requeue runs the same work against "
+                          "the same limit; raise the limit or checkpoint before it)"
+                          if x.category in prec.needs_saved_progress else
+                          " (the logs show no other node to restart on: the node must be repaired or "
                           "another one provided)")
 
 

@@ -84,6 +84,9 @@ class Precedence:
     many_peers: int = 3
     many_reporters: int = 2
     needs_spare_node: tuple[str, ...] = ()
+    # [restart] needs_saved_progress: categories a requeue recovers only when the job shows it keeps its
+    # progress (a step or a checkpoint logged)
+    needs_saved_progress: tuple[str, ...] = ()
     # [preprocessing_wait]: context event kinds/codes that turn a rootless pre-training hang into `category`
     preproc_kinds: tuple[str, ...] = ()
     preproc_codes: tuple[str, ...] = ()
@@ -178,6 +181,8 @@ def parse_precedence(doc: dict) -> Precedence:
     _check_categories("app_fault_repeats", _t(app.get("category", "gpu_other_hardware")), errors)
     spare = _t(doc.get("restart", {}).get("needs_spare_node"))
     _check_categories("restart.needs_spare_node", spare, errors)
+    saved = _t(doc.get("restart", {}).get("needs_saved_progress"))
+    _check_categories("restart.needs_saved_progress", saved, errors)
     pre = doc.get("preprocessing_wait", {})
     _check_categories("preprocessing_wait", _t(pre.get("category", "collective_desync")), errors)
     ew = doc.get("exit_wait", {})
@@ -196,7 +201,7 @@ def parse_precedence(doc: dict) -> Precedence:
         follow_on_xids=_t(doc.get("follow_on", {}).get("xids")), actions=actions,
         many_peers=int(doc.get("culprit_graph", {}).get("many_peers", 3)),
         many_reporters=int(doc.get("culprit_graph", {}).get("many_reporters", 2)),
-        needs_spare_node=spare,
+        needs_spare_node=spare, needs_saved_progress=saved,
         preproc_kinds=_t(pre.get("context_kinds")), preproc_codes=_t(pre.get("context_codes")),
         preproc_category=str(pre.get("category", "collective_desync")),
         exit_kinds=_t(ew.get("context_kinds")), exit_category=str(ew.get("category", "framework_bug")),
@@ -210,14 +215,18 @@ def parse_precedence(doc: dict) -> Precedence:
 
 
 def restart_recovers(action: str, category: str, culprit_host: str | None, job_hosts: set[str],
-                     prec: Precedence) -> bool:
+                     prec: Precedence, progress_saved: bool = True) -> bool:
     """Whether an automatic restart fixes the interruption (the report's `auto_recoverable`): the
     action is a restart, and, when the fault stays in the culprit's node (`restart.needs_spare_node`),
-    the job's logs show another node for the restart to run on."""
+    the job's logs show another node for the restart to run on; a limit that ends the run
+    (`restart.needs_saved_progress`) is recovered only by a job that keeps its progress
+    (`progress_saved`: its logs show a training step or a checkpoint)."""
     if action not in AUTO_RECOVERABLE:
         return False
     if action == "exclude_node_and_restart" and category in prec.needs_spare_node:
         return bool(job_hosts - {culprit_host})
+    if category in prec.needs_saved_progress:
+        return progress_saved
     return True
 
 
@@ -257,7 +266,15 @@ def apply_outranks(roots: pl.DataFrame, prec: Precedence) -> tuple[pl.DataFrame,
     selectors match is a loser (a contained Xid is also a memory Xid: it never beats itself)."""
     notes: list[str] = []
     cur = roots.with_row_index("_i")
-    for rule in prec.outranks:
+    # which rules can decide at all, in one pass: a rule with no loser or no winner among all the
+    # roots has none among the roots earlier rules leave either
+    can = cur.select(*(rule.loser.expr().any().alias(f"l{k}") for k, rule in enumerate(prec.outranks)),
+                     *((rule.winner.expr() & ~rule.loser.expr()).any().alias(f"w{k}")
+                       for k, rule in enumerate(prec.outranks))).row(0) if cur.height and prec.outranks else ()
+    n = len(prec.outranks)
+    for k, rule in enumerate(prec.outranks):
+        if can and not (can[k] and can[n + k]):
+            continue
         losers = cur.filter(rule.loser.expr())
         winners = cur.filter(rule.winner.expr() & ~rule.loser.expr())
         if losers.is_empty() or winners.is_empty():

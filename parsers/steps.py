@@ -11,6 +11,9 @@ Output:
   `checkpoint_save_start` / `checkpoint_save_end` / `checkpoint_load` events (`code` = step).
   `save_failed` (NeMo `Removing unfinished checkpoint`) has a table row only: the event vocabulary
   has no kind for it.
+- `requeue` events (`code` enabled | signal | requeuing | requeued | failed | sigterm_bypassed): a
+  launcher's own requeue machinery at work (Lightning's SLURM auto-requeue: the job saves an hpc
+  checkpoint at the requeue signal and requeues itself), evidence that a requeue resumes the run.
 - `train_start` (`code` start | fresh) and `train_end` (`code` intentional | done | stopped |
   data_exhausted) events; `nan` events for fp16 dynamic-loss-scale skips as DeepSpeed, Megatron, apex
   and fairseq print them: `overflow` (warning: a skipped step during warm-up or an occasional spike,
@@ -142,7 +145,8 @@ KEYWORDS = [
     "Instantaneous", "Continuing training", "Will skip", "OVERFLOW", "overflow", "Epoch",
     "memory (MB)", "load any checkpoints", "metadata file", "saving model to", "Restor",
     "Loaded model", "Loading", "Saving", "Saved", "Loaded", "training ...", "Ran out of data",
-    "[GC]", "Trainer.fit", "across ranks", "RunningAvgSamplesPerSec", "time (ms)",
+    "[GC]", "Trainer.fit", "auto-requeue", "requeing job", "Requeued SLURM job", "Requeuing SLURM job",
+    "Bypassing SIGTERM", "across ranks", "RunningAvgSamplesPerSec", "time (ms)",
     "zero partition", "Removing unfinished", "Removed checkpoint", "Checkpointing active", "loss scale",
     "fresh start", "Validation", "Dumping", "Deleting older", "Model weights saved",
     # generic step readers (MXNet, Keras, fairseq, DLLogger, tqdm, FlagScale, custom loops)
@@ -164,6 +168,7 @@ RULE_LITERALS = [
     "RunningAvgSamplesPerSec", "zero partition", "ReduceLROnPlateau", "early stopping", "did not improve",
     "was not in top", "[Torch] ", "- ", " : ", "'eval_", "NaN", "saved!", "save!", "ready now!", "skipped=",
     "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime", "img/sec", "wandb: ", "Test Error",
+    "auto-requeue", "requeing job", "Requeued SLURM job", "Requeuing SLURM job", "Bypassing SIGTERM",
 ]
 RULE_LITERALS_CI = ["step", "iter"]
 
@@ -341,6 +346,16 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
          ckpt("load_start", "lightning", path=g("path"))),
         (r"^(?:Restored all states from the checkpoint at|Loaded model weights from the checkpoint at)"
          r" (?P<path>\S+)", ckpt("load_end", "lightning", path=g("path"))),
+        # Lightning's SLURM auto-requeue (trainer/connectors/signal_connector.py, SLURMEnvironment(auto_requeue=True),
+        # the default under Slurm): armed at start, then at the requeue signal an hpc checkpoint is saved and the
+        # job requeued with `scontrol requeue`; the SIGTERM handler it installs beside it says it bypasses the signal
+        (r"^SLURM auto-requeueing enabled\. Setting signal handlers\.", ev("requeue", "enabled", framework=pl.lit("lightning"))),
+        (r"^Handling auto-requeue signal: ", ev("requeue", "signal", framework=pl.lit("lightning"))),
+        (r"^requeing job \S+\.\.\.", ev("requeue", "requeuing", framework=pl.lit("lightning"))),
+        (r"^Requeued SLURM job: ", ev("requeue", "requeued", framework=pl.lit("lightning"))),
+        (r"^Requeuing SLURM job \S+ failed\b",
+         ev("requeue", "failed", "warning", framework=pl.lit("lightning"))),
+        (r"^Bypassing SIGTERM: \d+", ev("requeue", "sigterm_bypassed", framework=pl.lit("lightning"))),
         (r"^`Trainer\.fit` stopped: (?P<why>.*)$",
          ev("train_end", pl.when(g("why").str.contains("reached")).then(pl.lit("done")).otherwise(pl.lit("stopped")),
             framework=pl.lit("lightning"))),
@@ -1042,7 +1057,7 @@ SPEC = ParserSpec(
                 "torchtitan, Lightning, JSON lines)",
     formats=("megatron", "nemo", "hf_trainer", "deepspeed", "torchtitan", "lightning", "jsonl"),
     kinds=("step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "train_start",
-           "train_end", "nan"),
+           "train_end", "nan", "requeue"),
     tables=("train_steps", "checkpoints"),
     trigger=tuple(KEYWORDS),
 )

@@ -30,17 +30,9 @@ CASES: dict[str, tuple[str, str | None, dict, tuple[str, int] | None, bool | Non
     "slurmmail103-sacct-completed-clean": ("none", None, {"host": None}, None, None),
 }
 
-_LIMIT_AGAIN = (
-    "category, evidence and culprit right; the restart is True by time_limit's default (a requeue), while the thread's "
-    "limit is the one the job will meet again: ")
-# cases the analyzer still gets wrong
+# cases the analyzer still gets wrong (canu1052 and evs839 pass since precedence.toml [restart]
+# needs_saved_progress: a limit with no training step or checkpoint in the logs is not auto-recoverable)
 XFAIL = {
-    "canu1052-slurm-subjob-default-time-limit": _LIMIT_AGAIN + (
-        "canu submits its sub-jobs without --time, so every resubmission gets the partition's one-hour default; the "
-        "banner does not say whether the limit was the user's choice or a default"),
-    "evs839-pbs-walltime-prep-job": _LIMIT_AGAIN + (
-        "the fix taken is a longer walltime; `walltime 18046 exceeded limit 18000` alone does not tell a run that "
-        "was nearly done on a slow machine from one that needs far more time"),
     "cloudpak287-olm-bundle-unpack-deadline-exceeded": (
         "category, evidence right (olm-bundle-unpack-deadline, an unknown cascade: OLM's own unpack deadline, not the "
         "workload's time limit); an unknown cause is never auto-recoverable, while the thread's Red Hat workaround is "

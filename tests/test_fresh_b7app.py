@@ -43,9 +43,8 @@ XFAIL = {
         "to the step (src/slurmd/slurmstepd/req.c _handle_signal_container); the controller's own preemption "
         "prints `DUE TO PREEMPTION` and its requeue `DUE TO JOB REQUEUE`. That this cancel came from a "
         "preemption is the poster's knowledge, not the line's: it reads user_cancelled (not auto-recoverable)"),
-    "canu444-lsf-term-runlimit": (
-        "TERM_RUNLIMIT is read (time_limit), whose default action is a requeue; the thread's answer is that "
-        "the job needs more than the site's 1 h default limit, which nothing in LSF's report says"),
+    # canu444 (TERM_RUNLIMIT, no step or checkpoint in the logs) passes since precedence.toml [restart]
+    # needs_saved_progress
 }
 
 

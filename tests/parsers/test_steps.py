@@ -428,6 +428,24 @@ def test_lightning_bar_cr_reduced() -> None:
     assert len(r) == 1 and (r[0]["step"], r[0]["loss"], r[0]["step_time_s"]) == (2, 8.5, 2.0)
 
 
+def test_lightning_slurm_auto_requeue_lines() -> None:
+    """Lightning's SLURM auto-requeue (signal_connector.py) as its loggers print it: armed at start, the
+    requeue signal, the `scontrol requeue` and its outcome, and the SIGTERM its handler bypasses."""
+    x = parse("SLURM auto-requeueing enabled. Setting signal handlers.\n"
+              "Epoch 3:  42%|####2     | 420/1000 [05:13<07:12,  1.34it/s, loss=2.31, v_num=1]\n"
+              "Handling auto-requeue signal: 10\n"
+              "requeing job 55595933...\n"
+              "Requeued SLURM job: 55595933\n"
+              "Requeuing SLURM job 777_3 failed with error code 1\n"
+              "[rank: 0] Received SIGTERM: 15\n"
+              "Bypassing SIGTERM: 15\n")
+    assert [k for k in kinds(x) if k[1] == "requeue"] == [
+        (1, "requeue", "enabled"), (3, "requeue", "signal"), (4, "requeue", "requeuing"), (5, "requeue", "requeued"),
+        (6, "requeue", "failed"), (8, "requeue", "sigterm_bypassed")]
+    assert {r["line_no"]: r["severity"] for r in x.events.to_dicts()}[6] == "warning"
+    assert 7 not in x.claimed.to_list()  # the notifier's own `Received SIGTERM` is not the requeue's
+
+
 # --------------------------------------------------------------------------- JSON lines
 
 def test_jsonl_iso_time() -> None:
@@ -496,7 +514,7 @@ def test_fixture_readme_lists_every_file() -> None:
 def test_module_contract() -> None:
     assert steps.SPEC.name == "steps" and steps.SPEC.exclusive is False
     assert {"step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "train_start",
-            "train_end", "nan", "train_steps", "checkpoints"} == set(steps.SPEC.extracts)
+            "train_end", "nan", "requeue", "train_steps", "checkpoints"} == set(steps.SPEC.extracts)
 
 
 # --------------------------------------------------------------------------- properties

@@ -468,8 +468,9 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
          steprow("jsonl", aux=pl.lit("json"))),
         # --- MXNet (Speedometer, fit): the batch counter restarts every epoch and no epoch length is
         # printed, so `step` is the batch in its epoch as printed (see the module notes)
-        # MXNet <= 0.7 (python/mxnet/callback.py Speedometer, model.py) wrote `Iter[%d]` where later releases write
-        # `Epoch[%d]`: `Iter[0] Batch [10]\tSpeed: 201.07 samples/sec`, `Iter[0] Train-accuracy=...`, `Iter[0] Time cost=`
+        # MXNet's Speedometer (python/mxnet/callback.py) prints `Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec\tTrain-%s=%f`
+        # with an eval metric and `Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec` without one (the Scala binding the
+        # same); the earliest releases' model.py also wrote `Iter[%d] Train-..` / `Iter[%d] Time cost=..`
         (rf"^(?:Epoch|Iter)\[(?P<ep>\d+)\] Batch \[(?P<n>\d+)\]\s+Speed: (?P<sps>{NUM}) samples/sec", steprow(
             "mxnet", step=inum(g("n")), epoch=inum(g("ep")), throughput=fnum(g("sps")),
             loss=field(rf"\b(?:loss|cross-entropy|ce|nll-loss|perplexity)=({NUM})"))),

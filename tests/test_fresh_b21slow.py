@@ -1,6 +1,6 @@
 """The real slowdown excerpts of fixtures/fresh/b21slow (a torchvision-style MetricLogger row wrapped over lines
 whose data wait is 38 of 40 s, CenterNet's progress bar under host CPU contention, and two healthy controls: an
-MXNet 0.x Speedometer settling after its first batches and an mmcls run whose first logging interval waits on the
+MXNet Speedometer (no eval metric) settling after its first batches and an mmcls run whose first logging interval waits on the
 loader's start-up; public threads held out from the real samples and from every other fresh set; sources and
 conclusions in its README.md), analyzed end to end: the verdict's category is the one the thread concluded, the
 culprit is the one the thread names (none here), the row cited is the one a person would point at, and the

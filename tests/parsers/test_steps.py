@@ -1042,8 +1042,8 @@ def test_metriclogger_rows_one_line_and_wrapped() -> None:
 
 def test_centernet_progress_row_and_mxnet_iter_speedometer() -> None:
     """CenterNet's progress.Bar suffix (`train: [E][n/N]|Tot: .. |loss X |.. |Data v(avg)s |Net avg s`): the
-    step time is the Net mean, the data wait the Data mean (fresh/b21slow centernet604). MXNet <= 0.7's
-    Speedometer `Iter[E] Batch [n]\\tSpeed: X samples/sec` is read as the later `Epoch[` one (mxnet223)."""
+    step time is the Net mean, the data wait the Data mean (fresh/b21slow centernet604). MXNet's
+    Speedometer without an eval metric (`Iter[E] Batch [n]\\tSpeed: X samples/sec`) is read as its `Epoch[` rows (mxnet223)."""
     cn = ("ctdet/coco_dla |##########                      | train: [54][4784/14785]|Tot: 1:20:53 |ETA: 6:14:23 "
           "|loss 1.7448 |hm_loss 1.3093 |wh_loss 2.2258 |off_loss 0.2129 |Data 3.556s(0.517s) |Net 1.014s\n")
     s = rows(parse(cn), "train_steps")

@@ -29,6 +29,7 @@ from forensics.report import build_report
 from forensics.restatements import demote_restatements
 from forensics.signatures import load_catalog, match
 from forensics.stragglers import (
+    data_bound,
     dcgm_stragglers,
     pcie_stragglers,
     reported_stragglers,
@@ -422,10 +423,10 @@ def _analyze_ingested(ing: Ingested, file_attempt_hint: dict[int, int], root: Pa
     saves = [(starts.get((r["file_id"], r["step"]), r["ts"]), r["ts"]) for r in
              ck.filter((pl.col("event") == "save_end") & pl.col("ts").is_not_null()).iter_rows(named=True)]
     saves += [(t, t) for t in ck.filter((pl.col("event") == "save_start") & pl.col("ts").is_not_null())["ts"].to_list()]
-    episodes, stragglers, slow_inters, slow_ids = _slowdowns(steps, tables.get("dcgm_samples"), rmap,
-                                                             [(a or b, b) for a, b in saves])
-    seen_st = {(x.host, x.rank) for x in stragglers}
     paths = dict(zip(files["file_id"].to_list(), files["path"].to_list(), strict=True))
+    episodes, stragglers, slow_inters, slow_ids = _slowdowns(steps, tables.get("dcgm_samples"), rmap,
+                                                             [(a or b, b) for a, b in saves], paths)
+    seen_st = {(x.host, x.rank) for x in stragglers}
     stragglers += [x for x in reported_stragglers(events, paths) if (x.host, x.rank) not in seen_st]
     inters.extend(slow_inters)
     inters.sort(key=lambda x: (x.time is None, x.time or datetime.max.replace(tzinfo=UTC), x.id))
@@ -467,8 +468,8 @@ def _gpu_count(rmap: pl.DataFrame, tables: dict[str, pl.DataFrame], files: pl.Da
     return max(cands) if cands else None
 
 
-def _slowdowns(steps: pl.DataFrame, samples: pl.DataFrame | None, rmap: pl.DataFrame, saves: list[tuple]
-               ) -> tuple[list, list, list[Interruption], dict[int, str | None]]:
+def _slowdowns(steps: pl.DataFrame, samples: pl.DataFrame | None, rmap: pl.DataFrame, saves: list[tuple],
+               paths: dict[int, str] | None = None) -> tuple[list, list, list[Interruption], dict[int, str | None]]:
     """Slow episodes, stragglers and the slowdown interruptions they make. Returns the episodes
     whose excess counts in the slowdown bucket: sustained ones, and spikes when they recur
     (GC, data-loader stalls)."""
@@ -512,6 +513,15 @@ def _slowdowns(steps: pl.DataFrame, samples: pl.DataFrame | None, rmap: pl.DataF
             else "at irregular intervals (data loading or storage stalls)"
         add("w0", first.attempt, first.start, "slowdown_workload", None, 0.6,
             f"{len(spikes)} single-step spikes {what}, costing {sum(e.excess_s for e in spikes):.0f} s")
+    bound = data_bound(steps)
+    if bound is not None:
+        add("d0", bound.attempt, bound.start, "slowdown_workload", None, 0.6,
+            f"The loop waits on its data loader {bound.share:.0%} of each step (median over {bound.rows} logged "
+            f"interval{'s' if bound.rows != 1 else ''}; {bound.data_s:.3g} s of {bound.step_s:.3g} s at the one cited): "
+            "input-bound (data loading, decoding or storage), not a GPU fault")
+        inters[-1].evidence = [{"event_id": None, "path": (paths or {}).get(bound.file_id), "line": bound.line_no,
+                                "time": bound.start, "signature": None, "role": "root",
+                                "text": "data-loader wait dominates the step time"}]
     if stragglers and not sustained:
         x = stragglers[0]
         add("s0", None, x.start, "straggler_hardware", x, 0.6,

@@ -72,7 +72,7 @@ CREATE TABLE collective_timeouts (
 CREATE TABLE train_steps (
     file_id INTEGER, line_no BIGINT, ts TIMESTAMPTZ, host VARCHAR, rank BIGINT, framework VARCHAR,
     step BIGINT, total_steps BIGINT, step_time_s DOUBLE, loss DOUBLE, grad_norm DOUBLE, skipped BIGINT,
-    nan_iters BIGINT, throughput DOUBLE, epoch BIGINT
+    nan_iters BIGINT, throughput DOUBLE, epoch BIGINT, data_time_s DOUBLE
 );
 
 CREATE TABLE checkpoints (

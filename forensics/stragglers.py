@@ -23,6 +23,10 @@ BASE_WINDOW = 10
 PEER_FACTOR = 0.9
 MIN_LOW_SHARE = 0.6
 MIN_SAMPLES = 3
+# the loop waits on its data loader for this share of the step or more (median over the logged intervals):
+# input-bound. Each logged time is the loop's own mean over its interval (mmcv: the logging interval,
+# MetricLogger: a 20-iteration window, CenterNet: the epoch so far), so one row already averages many steps
+DATA_BOUND_SHARE = 0.5
 
 # clock event reason bits (reference/dcgm_formats.md §3)
 HW_SLOWDOWN, SW_THERMAL, HW_THERMAL, SW_POWER_CAP, HW_POWER_BRAKE = 0x8, 0x20, 0x40, 0x4, 0x80
@@ -123,6 +127,49 @@ def spike_pattern(spikes: list[Episode]) -> str | None:
         return None
     sd = (sum((g - mean) ** 2 for g in gaps) / len(gaps)) ** 0.5
     return "gc_or_periodic" if sd / mean < 0.25 else "storage_or_dataloader"
+
+
+@dataclass
+class DataBound:
+    """Logged intervals in which the loop says it waited on its data loader for most of the step."""
+    attempt: int | None
+    start: datetime | None
+    rows: int  # logged intervals counted (each epoch's first one left out when it is the warm-up)
+    share: float  # median data wait / step time over them
+    data_s: float  # the data wait and step time of the interval cited
+    step_s: float
+    file_id: int
+    line_no: int
+
+
+def data_bound(steps: pl.DataFrame) -> DataBound | None:
+    """The input-bound run the loops that time their data wait show (mmcv `data_time`, MetricLogger `data`,
+    CenterNet `Data`): over the logged intervals that print both times, the median share of the step spent
+    waiting on the data loader is DATA_BOUND_SHARE or more. The first interval of an epoch holds the loader's
+    start (workers forking, a cold page cache): by design slow on data, so it is left out when the log shows it
+    is that first interval (its counter is at most the logging interval, read from the counters after it; a
+    lone row only when its counter is 0 or 1). None when no interval prints a data time."""
+    if steps.is_empty() or "data_time_s" not in steps.columns:
+        return None
+    s = steps.filter(pl.col("data_time_s").is_not_null() & (pl.col("step_time_s") > 0)
+                     & pl.col("step").is_not_null()).sort("file_id", "line_no")
+    if s.is_empty():
+        return None
+    gap = pl.col("step").diff().over("file_id", "epoch")
+    s = s.with_columns(
+        pl.int_range(pl.len()).over("file_id", "epoch").alias("_k"),
+        gap.filter(gap > 0).min().over("file_id", "epoch").alias("_int"))
+    warm = (pl.col("_k") == 0) & (pl.col("step") <= pl.coalesce(pl.col("_int"), pl.lit(1)))
+    s = s.filter(~warm).with_columns((pl.col("data_time_s") / pl.col("step_time_s")).alias("_share"))
+    if s.is_empty():
+        return None
+    share = float(s["_share"].median())
+    if share < DATA_BOUND_SHARE:
+        return None
+    top = s.sort("_share", descending=True).row(0, named=True)
+    att = top.get("attempt")
+    return DataBound(att, top["ts"], s.height, share, float(top["data_time_s"]), float(top["step_time_s"]),
+                     int(top["file_id"]), int(top["line_no"]))
 
 
 SAMPLE_COLS = ("ts", "host", "gpu", "pci_bus_id", "field", "value")  # what straggler rules read

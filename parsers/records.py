@@ -63,6 +63,9 @@ TABLE_SCHEMAS: dict[str, dict[str, pl.DataType]] = {
         "grad_norm": pl.Float64, "skipped": pl.Int64, "nan_iters": pl.Int64,
         "throughput": pl.Float64,
         "epoch": pl.Int64,  # the epoch as printed, where `step` counts within it (MXNet); else null
+        # the part of `step_time_s` the loop itself says it waited on the data loader (mmcv `data_time`,
+        # torchvision MetricLogger `data`, CenterNet `Data`); null where the line prints none
+        "data_time_s": pl.Float64,
     },
     "checkpoints": {
         "line_no": pl.Int64, "ts": UTC_DT, "host": pl.Utf8, "rank": pl.Int64,

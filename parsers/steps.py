@@ -48,7 +48,11 @@ Decisions:
   200 characters by a numeric loss or a per-step time (`0.84 s/step`, `290ms/step`, `1.05s/it`,
   `0.12 sec/batch`, `step_time=`); Horovod's examples' `Step #N\tLoss: X` and `Iter #N: X img/sec per GPU`
   (throughput in img/s per GPU). `framework` = mxnet | keras | fairseq | dllogger | tf | tqdm |
-  flagscale | generic. Checkpoint lines `Saving/Saved/Loading/Loaded checkpoint to/from P`, `saved
+  flagscale | generic. Loops that time their own data-loader wait fill `data_time_s` beside `step_time_s`
+  (both the loop's mean over its logging interval): OpenMMLab's mmcv / mmengine text loggers (`framework`
+  mmcv; `Epoch [e][i/n]` / `Iter [i/n]`, `time:`, `data_time:`), torchvision's MetricLogger (`metriclogger`;
+  `[ i/n]  eta: ..  time: T  data: D`, a row wrapped over lines takes its step from its head line) and
+  CenterNet's progress bar (`centernet`; `|Data v(avg)s |Net avg s`: the Net mean is the step time). Checkpoint lines `Saving/Saved/Loading/Loaded checkpoint to/from P`, `saved
   step N in X s` have `framework` generic; fairseq's `Preparing to save checkpoint for epoch E @ U
   updates`, `Saved checkpoint P (epoch E @ U updates, ...) (writing took X seconds)` and `Loaded
   checkpoint P (epoch E @ U updates)` have `framework` fairseq (step = U).
@@ -154,6 +158,8 @@ KEYWORDS = [
     "Straggler Report", "Grad Norm", "ETA:", "epoch took", "epoch: ", "img/sec", "Test Error",
     # the experiment tracker's terminal lines (wandb), claimed by the rule below
     "wandb: ",
+    # loops that print their data-loader wait (mmcv / mmengine, torchvision MetricLogger, CenterNet), MXNet 0.x
+    "data_time", "data: ", "time: ", "eta: ", "|Tot: ", "train: [", "workflow: ", "Start training with",
 ]
 
 # The rules' own literals: every match of a rule's pattern holds one of these (RULE_LITERALS
@@ -169,6 +175,7 @@ RULE_LITERALS = [
     "was not in top", "[Torch] ", "- ", " : ", "'eval_", "NaN", "saved!", "save!", "ready now!", "skipped=",
     "Time cost=", "Train-", "num_updates", "saving model", "time (ms)", "train_runtime", "img/sec", "wandb: ", "Test Error",
     "auto-requeue", "requeing job", "Requeued SLURM job", "Requeuing SLURM job", "Bypassing SIGTERM",
+    "data: ", "data_time: ", "time: ", "eta: ", "|Tot: ", "train: [", "workflow: ",
 ]
 RULE_LITERALS_CI = ["step", "iter"]
 
@@ -186,7 +193,7 @@ REC_SCHEMA: dict[str, pl.DataType] = {
     "framework": pl.Utf8, "step": pl.Int64, "total_steps": pl.Int64, "step_time_s": pl.Float64,
     "loss": pl.Float64, "grad_norm": pl.Float64, "skipped": pl.Int64, "nan_iters": pl.Int64,
     "throughput": pl.Float64, "loss_scale": pl.Float64, "ck_event": pl.Utf8, "duration_s": pl.Float64, "path": pl.Utf8,
-    "epoch": pl.Int64,
+    "epoch": pl.Int64, "data_time_s": pl.Float64,
     "detail": pl.Boolean, "ignore": pl.Boolean, "aux": pl.Utf8,
 }
 
@@ -476,10 +483,50 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
          steprow("jsonl", aux=pl.lit("json"))),
         # --- MXNet (Speedometer, fit): the batch counter restarts every epoch and no epoch length is
         # printed, so `step` is the batch in its epoch as printed (see the module notes)
-        (rf"^Epoch\[(?P<ep>\d+)\] Batch \[(?P<n>\d+)\]\s+Speed: (?P<sps>{NUM}) samples/sec", steprow(
+        # MXNet's Speedometer (python/mxnet/callback.py) prints `Epoch[%d] Batch [%d]\tSpeed: %.2f samples/sec\tTrain-%s=%f`
+        # with an eval metric and `Iter[%d] Batch [%d]\tSpeed: %.2f samples/sec` without one (the Scala binding the
+        # same); the earliest releases' model.py also wrote `Iter[%d] Train-..` / `Iter[%d] Time cost=..`
+        (rf"^(?:Epoch|Iter)\[(?P<ep>\d+)\] Batch \[(?P<n>\d+)\]\s+Speed: (?P<sps>{NUM}) samples/sec", steprow(
             "mxnet", step=inum(g("n")), epoch=inum(g("ep")), throughput=fnum(g("sps")),
             loss=field(rf"\b(?:loss|cross-entropy|ce|nll-loss|perplexity)=({NUM})"))),
-        (r"^Epoch\[\d+\] (?:Train-|Validation-|Time cost=|Resetting Data Iterator)", CLAIM),
+        (r"^(?:Epoch|Iter)\[\d+\] (?:Train-|Validation-|Time cost=|Resetting Data Iterator)", CLAIM),
+        (r"^Start training with \[(?:[cg]pu\(\d+\)(?:, )?)+\]\s*$", ev("train_start", "start", framework=pl.lit("mxnet"))),
+        # --- OpenMMLab's text loggers: mmcv's TextLoggerHook (mmcv/runner/hooks/logger/text.py `_log_info`):
+        # `Epoch [{epoch}][{iter}/{len(data_loader)}]\t` (by epoch) or `Iter [{iter}/{max_iters}]\t`, then
+        # `lr: {:.3e}, eta: {}, time: {:.3f}, data_time: {:.3f}, memory: {}, ` and the losses `name: {:.4f}`;
+        # mmengine's LogProcessor (mmengine/runner/log_processor.py) the same as `Epoch(train)  [{e}][{i}/{n}]  `
+        # / `Iter(train) [{i}/{n}]  ` with two-space separators. `time` and `data_time` are the means over the
+        # logging interval; the iteration counts within its epoch (by epoch), as printed. Val / test rows
+        # (`Epoch(val) [1][500]`) time the evaluation loop, not training steps: read, no row
+        (r"^(?:Epoch|Iter)\((?:val|test)\)\s*\[", IGNORE),
+        (rf"^(?:Epoch(?:\(train\))?\s*\[(?P<ep>\d+)\]|Iter(?:\(train\))?\s*)\[\s*(?P<n>\d+)/(?P<tot>\d+)\]"
+         rf"\s+lr: .*?\btime: (?P<t>{NUM}),?\s+data_time: (?P<d>{NUM})", steprow(
+             "mmcv", step=inum(g("n")), epoch=inum(g("ep")), total_steps=inum(g("tot")), step_time_s=fnum(g("t")),
+             data_time_s=fnum(g("d")), loss=field(rf"(?:,|\s)\s*loss: ({NUM})"))),
+        (r"^workflow: \[\('train', \d+\)", CLAIM),
+        # --- torchvision references' MetricLogger.log_every (references/classification/utils.py; copied by DETR,
+        # MAE, BLIP, ALBEF, VindLU, ...): `delimiter.join([header, "[{0:Nd}/{1}]", "eta: {eta}", "{meters}",
+        # "time: {time}", "data: {data}", "max mem: {memory:.0f}"])` with the delimiter two spaces, printed at
+        # `i % print_freq == 0`; `time` / `data` are SmoothedValue(fmt="{avg:.4f}"): the mean over its window
+        # (20 iterations). A row wrapped over lines (a terminal or a post) keeps its head (`[ 200/10175]  eta:`)
+        # and its tail (`time: 40.19  data: 38.06  max mem: ...`) apart: the tail takes its step from the last
+        # head above it (`_metriclogger_steps`)
+        (rf"^(?P<head>.{{0,120}}?)\[\s*(?P<n>\d+)/(?P<tot>\d+)\]\s+eta: .*?\btime: (?P<t>{NUM})\s+data: (?P<d>{NUM})"
+         r"(?:\s+max mem: \d+)?", steprow(
+             "metriclogger", step=inum(g("n")), total_steps=inum(g("tot")), step_time_s=fnum(g("t")),
+             data_time_s=fnum(g("d")), loss=field(rf"\s{LOSS_KEY}: ({NUM})"))),
+        (r"^(?P<head>.{0,120}?)\[\s*(?P<n>\d+)/(?P<tot>\d+)\]\s+eta: ", {
+            "aux": pl.lit("mlhead"), "code": g("n"), "total_steps": inum(g("tot"))}),
+        (rf"^time: (?P<t>{NUM})\s+data: (?P<d>{NUM})(?:\s+max mem: \d+)?", steprow(
+            "metriclogger", aux=pl.lit("mltail"), step_time_s=fnum(g("t")), data_time_s=fnum(g("d")))),
+        # --- CenterNet (src/lib/trains/base_trainer.py run_epoch): the `progress.Bar` row `Bar.suffix = '{phase}:
+        # [{0}][{1}/{2}]|Tot: {total:} |ETA: {eta:} '` + `'|{} {:.4f} '` per loss + `'|Data {dt.val:.3f}s({dt.avg:.3f}s)
+        # |Net {bt.avg:.3f}s'` (unless --hide_data_time); Net is the whole iteration (data wait included), so the
+        # step time is the Net mean and the data wait the Data mean over the epoch so far
+        (rf"^(?:\S+ \|[^|]*\| )?train: \[(?P<ep>\d+)\]\[(?P<n>\d+)/(?P<tot>\d+)\]\|Tot: .*?\|Data {NUM}s\((?P<d>{NUM})s\)"
+         rf" \|Net (?P<t>{NUM})s", steprow(
+             "centernet", step=inum(g("n")), epoch=inum(g("ep")), total_steps=inum(g("tot")), step_time_s=fnum(g("t")),
+             data_time_s=fnum(g("d")), loss=field(rf"\|loss ({NUM})"))),
         # --- the PyTorch examples' loop (pytorch/examples mnist/main.py, copied by Horovod's and
         # Kubeflow's MNIST examples and countless scripts): `'Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss:
         # {:.6f}'.format(epoch, batch_idx * len(data), len(dataset), ...)`, Kubeflow's `\tloss={:.4f}`;
@@ -859,6 +906,24 @@ def _nnunet_steps(m: pl.DataFrame) -> pl.DataFrame:
     ).drop("_nep")
 
 
+def _metriclogger_steps(m: pl.DataFrame) -> pl.DataFrame:
+    """A MetricLogger row wrapped over lines: its tail (`time: ..  data: ..`) takes the step and total of the
+    last head (`[ 200/10175]  eta: ..`) above it; a tail with none above keeps a null step (no step row)."""
+    aux = pl.col("aux").fill_null("")
+    if m.filter(aux == "mltail").is_empty():
+        return m
+    is_head = aux == "mlhead"
+    m = m.sort("line_no").with_columns(
+        pl.when(is_head).then(pl.col("code").cast(pl.Int64, strict=False)).forward_fill().alias("_mls"),
+        pl.when(is_head).then(pl.col("total_steps")).forward_fill().alias("_mlt"))
+    tail = aux == "mltail"
+    return m.with_columns(
+        pl.when(tail).then(pl.col("_mls")).otherwise(pl.col("step")).alias("step"),
+        pl.when(tail).then(pl.col("_mlt")).when(is_head).then(None).otherwise(pl.col("total_steps")).alias("total_steps"),
+        pl.when(is_head).then(None).otherwise(pl.col("code")).alias("code"),
+    ).drop("_mls", "_mlt")
+
+
 def _torchtitan_times(steps: pl.DataFrame) -> pl.DataFrame:
     tt = pl.col("framework") == "torchtitan"
     s = steps.sort("line_no")
@@ -1001,6 +1066,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     m = _hf_steps(m, lines, warnings)
     m = _keras_steps(m)
     m = _nnunet_steps(m)
+    m = _metriclogger_steps(m)
     m = _overflow_states(m, lines)
     timer_lines, dur = _timers(lines, m)
     host = pl.lit(ctx.host_hint, dtype=pl.Utf8).alias("host")

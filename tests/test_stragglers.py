@@ -13,7 +13,7 @@ import pytest
 
 from forensics.analysis import analyze
 from forensics.simulate import load_scenario, simulate
-from forensics.stragglers import baseline, slow_episodes, spike_pattern
+from forensics.stragglers import DATA_BOUND_SHARE, baseline, data_bound, slow_episodes, spike_pattern
 
 SCEN = Path(__file__).resolve().parents[1] / "fixtures" / "scenarios"
 STRAGGLERS = ["thermal_straggler", "power_straggler", "clocks_low_straggler", "pcie_straggler"]
@@ -99,3 +99,29 @@ def test_periodic_spikes_make_a_pattern_and_saves_are_not_slowdowns() -> None:
     st = _steps(times)
     saves = [(t - timedelta(seconds=1), t) for t in st.filter(pl.col("step_time_s") > 2.1)["ts"].to_list()]
     assert [e for e in slow_episodes(st, saves) if e.spike] == []
+
+
+def _data_rows(rows: list[tuple[int | None, int, float, float]]) -> pl.DataFrame:
+    """(epoch, step, step_time_s, data_time_s) rows of one file, no timestamps (as the posted excerpts)."""
+    return pl.DataFrame({"file_id": [1] * len(rows), "line_no": list(range(2, len(rows) + 2)),
+                         "ts": [None] * len(rows), "attempt": [None] * len(rows),
+                         "epoch": [r[0] for r in rows], "step": [r[1] for r in rows],
+                         "step_time_s": [r[2] for r in rows], "data_time_s": [r[3] for r in rows]},
+                        schema_overrides={"ts": pl.Datetime("us", "UTC"), "attempt": pl.Int64, "epoch": pl.Int64})
+
+
+def test_data_bound_reads_the_loops_own_data_wait_and_leaves_out_the_first_interval() -> None:
+    """Median data wait / step time at DATA_BOUND_SHARE or more is input-bound; an epoch's first logged
+    interval (its counter at most the logging interval) is the loader's start-up and does not count."""
+    b = data_bound(_data_rows([(None, 200, 40.1906, 38.0570)]))
+    assert b is not None and b.rows == 1 and b.share == pytest.approx(38.057 / 40.1906) and b.line_no == 2
+    warm_then_fast = [(1, 100, 6.43, 5.762)] + [(1, 100 * k, 0.17, 0.005) for k in range(2, 8)]
+    assert data_bound(_data_rows(warm_then_fast)) is None
+    # the same first interval, but every later one waits on data too: input-bound, cited at the worst counted one
+    slow = [(1, 100, 6.43, 5.762)] + [(1, 100 * k, 1.0, 0.6 + 0.01 * k) for k in range(2, 8)]
+    b = data_bound(_data_rows(slow))
+    assert b is not None and b.rows == 6 and b.line_no == 8 and b.share >= DATA_BOUND_SHARE
+    # a lone row at counter 0 is the first interval; under the share it is not input-bound
+    assert data_bound(_data_rows([(None, 0, 9.0, 8.0)])) is None
+    assert data_bound(_data_rows([(None, 50, 1.0, 0.3)])) is None
+    assert data_bound(_data_rows([(None, 50, 1.0, None)])) is None

@@ -1009,3 +1009,69 @@ def test_wandb_terminal_lines_are_claimed_without_rows() -> None:
     assert {1, 3, 4, 5} <= set(x.claimed.to_list())
     assert not x.events.filter(pl.col("line_no").is_in([1, 3, 4, 5])).height
     assert [(r["line_no"], r["step"]) for r in rows(x, "train_steps")] == [(2, 44), (6, 60), (7, 60)]
+
+
+def test_mmcv_and_mmengine_text_logger_rows_carry_step_and_data_time() -> None:
+    """OpenMMLab's text loggers (mmcv TextLoggerHook `_log_info`, mmengine LogProcessor): the by-epoch row's
+    iteration within its epoch, the interval's mean `time` and `data_time`, the loss; a val row and the
+    workflow line are read without a row (fresh/b21slow mmpretrain408)."""
+    text = (
+        "2021-08-17 16:49:31,759 - mmcls - INFO - workflow: [('train', 1)], max: 100 epochs\n"
+        "2021-08-17 17:00:17,073 - mmcls - INFO - Epoch [1][100/5005]    lr: 1.000e-01, eta: 37 days, 5:46:17, "
+        "time: 6.430, data_time: 5.762, memory: 3086, loss: 6.8864\n"
+        "Iter [400/160000]\tlr: 9.998e-03, eta: 1 day, 2:03:04, time: 0.583, data_time: 0.012, memory: 7345, "
+        "decode.loss_ce: 0.9123, loss: 1.3012\n"
+        "Epoch(train)  [1][   1/1051]  lr: 9.0530e-09  eta: 8 days, 4:44:34  time: 33.6969  data_time: 31.8698  "
+        "memory: 17929  loss: 7.6343  loss_cls: 3.1140\n"
+        "Epoch(val) [1][ 50/500]    eta: 0:00:21  time: 0.0473  data_time: 0.0051  memory: 1466\n"
+    )
+    x = parse(text)
+    check_shape(x, 5)
+    s = rows(x, "train_steps")
+    assert [(r["line_no"], r["framework"], r["step"], r["epoch"], r["total_steps"]) for r in s] == [
+        (2, "mmcv", 100, 1, 5005), (3, "mmcv", 400, None, 160000), (4, "mmcv", 1, 1, 1051)]
+    assert [(r["step_time_s"], r["data_time_s"], r["loss"]) for r in s] == [
+        (6.43, 5.762, 6.8864), (0.583, 0.012, 1.3012), (33.6969, 31.8698, 7.6343)]
+    assert 1 in set(x.claimed.to_list()) and 5 in set(x.ignored.to_list())
+
+
+def test_metriclogger_rows_one_line_and_wrapped() -> None:
+    """torchvision references' MetricLogger.log_every rows (`header  [ n/N]  eta: ..  meters  time: T  data: D
+    max mem: M`): step and total from the counter, step / data time from the tail; a row wrapped over lines
+    (as VindLU's was posted, fresh/b21slow vindlu10) takes its step from the head line above the tail."""
+    one = ("Epoch: [0]  [  10/5005]  eta: 16:04:31  lr: 0.1  img/s: 12.32699510677423  loss: 6.9894 (6.9822)  "
+           "acc1: 0.0000 (0.0000)  acc5: 0.0000 (0.2841)  time: 11.5858  data: 5.7029  max mem: 3524\n")
+    s = rows(parse(one), "train_steps")
+    assert [(r["framework"], r["step"], r["total_steps"], r["step_time_s"], r["data_time_s"], r["loss"]) for r in s] == [
+        ("metriclogger", 10, 5005, 11.5858, 5.7029, 6.9894)]
+    wrapped = (
+        " utils.basic_utils: Train Epoch: [0]  [  200/10175]  eta: 2 days, 11:04:48  \n"
+        "lr: 0.000002  temperature: 0.0702  image-loss_vtc: 6.2285  \n"
+        "time: 40.1906  data: 38.0570  max mem: 10768 res mem: 11456\n"
+        "time: 1.0  data: 0.5\n")
+    x = parse(wrapped)
+    check_shape(x, 4)
+    s = rows(x, "train_steps")
+    assert [(r["line_no"], r["step"], r["total_steps"], r["step_time_s"], r["data_time_s"]) for r in s] == [
+        (3, 200, 10175, 40.1906, 38.057), (4, 200, 10175, 1.0, 0.5)]
+    # a tail with no head above it has no step: no row
+    assert rows(parse("time: 40.1906  data: 38.0570  max mem: 10768\n"), "train_steps") == []
+
+
+def test_centernet_progress_row_and_mxnet_iter_speedometer() -> None:
+    """CenterNet's progress.Bar suffix (`train: [E][n/N]|Tot: .. |loss X |.. |Data v(avg)s |Net avg s`): the
+    step time is the Net mean, the data wait the Data mean (fresh/b21slow centernet604). MXNet's
+    Speedometer without an eval metric (`Iter[E] Batch [n]\\tSpeed: X samples/sec`) is read as its `Epoch[` rows (mxnet223)."""
+    cn = ("ctdet/coco_dla |##########                      | train: [54][4784/14785]|Tot: 1:20:53 |ETA: 6:14:23 "
+          "|loss 1.7448 |hm_loss 1.3093 |wh_loss 2.2258 |off_loss 0.2129 |Data 3.556s(0.517s) |Net 1.014s\n")
+    s = rows(parse(cn), "train_steps")
+    assert [(r["framework"], r["step"], r["epoch"], r["total_steps"], r["step_time_s"], r["data_time_s"], r["loss"])
+            for r in s] == [("centernet", 4784, 54, 14785, 1.014, 0.517, 1.7448)]
+    mx = ("INFO:root:Start training with [gpu(0), gpu(1), gpu(2)]\n"
+          "INFO:root:Iter[0] Batch [10]    Speed: 201.07 samples/sec\n"
+          "INFO:root:Iter[0] Batch [20]    Speed: 188.29 samples/sec\n")
+    x = parse(mx)
+    check_shape(x, 3)
+    assert [(r["framework"], r["step"], r["epoch"], r["throughput"]) for r in rows(x, "train_steps")] == [
+        ("mxnet", 10, 0, 201.07), ("mxnet", 20, 0, 188.29)]
+    assert ("train_start", "start") in {(k[1], k[2]) for k in kinds(x)}

@@ -9,7 +9,9 @@ WARN lines without the `host:pid:tid` prefix (as posted in issues: `include/shm.
 are WARN events too, with host / pid / GPU null.
 
 Events: nccl_version, nccl_init, nccl_abort, nccl_warn, nccl_ib_error, nccl_socket_error,
-nccl_cuda_error, nccl_ras, nccl_iface (Bootstrap / NET/IB OOB / NET/Socket interface; `code` = IP).
+nccl_cuda_error, nccl_ras, nccl_coll (a COLL-trace call whose parameters differ from every other
+process's at one opCount; `code` = MISMATCH), nccl_iface (Bootstrap / NET/IB OOB / NET/Socket interface;
+`code` = IP).
 Tables: nccl_comms (Init START/COMPLETE, Abort, Destroy), nccl_errors (one row per WARN-level error,
 `result` folded in from the `-> N` propagation lines that follow it on the same host:pid).
 """
@@ -59,7 +61,22 @@ INIT_RE = (
 PREFIX_CHECK = (r"[^\s:\[\]()<>]+:\d+:\d+ (?:\[\d+\] )?(?:\d+\.\d+ \S+:\d+ )?"
                 r"NCCL (?:INFO|TRACE|CALL) ")
 # INFO lines that may become events; every other INFO line is chatter.
-INFO_INTERESTING = r" - (?:Init|Abort|Destroy)|\w:\d+(?: \(\w+\))? -> -?\d|Using|NCCL version|Connection closed by localRank"
+INFO_INTERESTING = (r" - (?:Init|Abort|Destroy)|\w:\d+(?: \(\w+\))? -> -?\d|Using|NCCL version|Connection closed by localRank"
+                    r"|\w: opCount [0-9a-fA-F]+ sendbuff ")
+# The NCCL_DEBUG_SUBSYS=COLL trace of every call (src/enqueue.cc ncclEnqueueCheck, NCCL 2.2 .. 2.2x:
+# `INFO(NCCL_COLL, "%s: opCount %lx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p
+# [nranks=%d] stream %p", opName, ...)`; RCCL appends ` task %d globalrank %d`). NCCL requires every rank
+# of a communicator to issue the same collective with the same count, datatype, op and root at each
+# opCount; one process whose call differs from all the others' at the same opCount is the rank that went
+# its own way (nccl#147: "the first call to a collective (Broadcast) has mismatch parameters between the
+# ranks"). Send / Recv name their peer in `root` and are not compared.
+COLL_RE = (
+    r"^(?P<coll>[A-Za-z]+): opCount (?P<opc>[0-9a-fA-F]+) sendbuff \S+ recvbuff \S+ count (?P<count>\d+)"
+    r" datatype (?P<dtype>-?\d+) op (?P<op>-?\d+) root (?P<root>-?\d+) comm (?P<commp>\S+)"
+    r"(?: commHash (?P<chash>\S+))? \[nranks=(?P<cnr>\d+)\]"
+    r"(?:.*? globalrank (?P<grank>\d+))?"
+)
+COLL_P2P = ("Send", "Recv")
 ERRTRACE_RE = r"^[\w./+-]+:\d+(?: \([^)]*\))? -> (\d+)"
 IFACE_RE = r"(?:Bootstrap ?: Using|OOB|NET/Socket ?: Using \[\d+\]) ?(?:\[\d+\])?([^\s:\[\]]+):([0-9A-Fa-f.:%\w]+?)<\d+>"
 
@@ -283,6 +300,50 @@ def _parse_ras(lines: pl.DataFrame, anchors: list[int], ctx: ParseContext
     return events, claimed
 
 
+def _coll_mismatches(coll: pl.DataFrame) -> pl.DataFrame:
+    """`nccl_coll` MISMATCH events: at one opCount of communicators of one size (and one commHash where the
+    trace prints it), every process but one issued the same collective with the same count, datatype, op
+    and root, and that one process did not. Only groups where each process (host, pid) traced one call,
+    with at least two processes agreeing, are judged (a process holding several communicators of that
+    size traces several calls at one opCount, which would not be comparable); the event is the odd call's
+    line, its message the disagreement. Vectorised: a COLL trace holds one line per call."""
+    if coll.is_empty():
+        return coll.head(0)
+    key = ["opc", "cnr", "chash"]
+    g = coll.with_columns(pl.col("msg").str.extract_groups(ascii_classes(COLL_RE)).alias("_k")).unnest("_k")
+    g = g.filter(pl.col("coll").is_not_null() & ~pl.col("coll").is_in(COLL_P2P) & pl.col("host").is_not_null()
+                 & pl.col("pid").is_not_null())
+    g = g.with_columns(
+        pl.concat_str(["coll", "count", "dtype", "op", "root"], separator=" ").alias("_sig"),
+        pl.len().over(key).alias("_n"),
+        pl.struct("host", "pid").n_unique().over(key).alias("_np"),
+    ).with_columns(
+        pl.len().over([*key, "_sig"]).alias("_ns"),
+        pl.col("_sig").n_unique().over(key).alias("_nsig"),
+    )
+    g = g.filter((pl.col("_n") == pl.col("_np")) & (pl.col("_n") >= 3) & (pl.col("_nsig") == 2))
+    if g.is_empty():
+        return coll.head(0)
+    common = g.filter(pl.col("_ns") >= 2).group_by(key).agg(
+        pl.col("_sig").first().alias("_common"), pl.col("_ns").first().alias("_ncommon"))
+    odd = g.filter(pl.col("_ns") == 1).join(common, on=key, how="inner", nulls_equal=True)
+    if odd.is_empty():
+        return coll.head(0)
+    found = odd.select(
+        "line_no",
+        pl.lit("MISMATCH").alias("code"),
+        pl.format("collective parameters differ across ranks at opCount {} [nranks={}]: this process {}, {} other "
+                  "processes {}", "opc", "cnr", pl.col("_sig").str.replace(r"^(\S+) (\S+) (\S+) (\S+) (\S+)$",
+                                                                          "$1 count $2 datatype $3 op $4 root $5"),
+                  "_ncommon", pl.col("_common").str.replace(r"^(\S+) (\S+) (\S+) (\S+) (\S+)$",
+                                                             "$1 count $2 datatype $3 op $4 root $5")).alias("message"),
+        pl.col("grank").cast(pl.Int64, strict=False).alias("prefix_rank"),
+    )
+    base = coll.drop([c for c in ("code", "message", "prefix_rank", "body") if c in coll.columns])
+    return base.join(found, on="line_no", how="inner").with_columns(
+        pl.lit("nccl_coll").alias("kind"), pl.lit("error").alias("severity"), pl.col("message").alias("body"))
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     warnings: list[str] = []
     cand = lines.filter(pl.col("body").str.contains(ascii_classes(_TRIGGER)))
@@ -313,6 +374,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         msg.str.contains(r"Bootstrap ?: Using|OOB|NET/Socket ?: Using")
     c_trace = is_info & msg.str.contains(" -> ", literal=True) & msg.str.contains(ascii_classes(ERRTRACE_RE))
     c_svc = is_info & msg.str.contains("Connection closed by localRank", literal=True)
+    c_coll = is_info & msg.str.contains(": opCount ", literal=True) & msg.str.contains(ascii_classes(COLL_RE))
     pref = pref.with_columns(
         pl.when(level == "WARN").then(pl.lit("warn"))
         .when(c_version).then(pl.lit("version"))
@@ -320,6 +382,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         .when(c_iface).then(pl.lit("iface"))
         .when(c_trace).then(pl.lit("trace"))
         .when(c_svc).then(pl.lit("svc"))
+        .when(c_coll).then(pl.lit("coll"))
         .otherwise(pl.lit("ignored")).alias("_cls")
     )
     ignored_nos = pl.concat([ignored_nos, pref.filter(pl.col("_cls") == "ignored")["line_no"]])
@@ -425,6 +488,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     ev_parts.append(work.filter(pl.col("_cls") == "svc").with_columns(
         pl.lit("nccl_socket_error").alias("kind"), pl.lit("warning").alias("severity"),
         pl.lit("local_rank_closed").alias("code")))
+
+    # --- COLL trace: the call that differs from every other process's at one opCount (COLL_RE)
+    coll = work.filter(pl.col("_cls") == "coll")
+    claimed_parts.append(coll["line_no"])
+    mism = _coll_mismatches(coll)
+    if not mism.is_empty():
+        ev_parts.append(mism)
 
     # --- WARN lines and bare error texts
     errs = work.filter(pl.col("_cls").is_in(["warn", "bare"]))
@@ -546,7 +616,7 @@ SPEC = ParserSpec(
     description="NCCL debug log: version, communicator init/abort, IB/socket/CUDA WARNs, RAS reports",
     formats=("nccl_log", "nccl_ras"),
     kinds=("nccl_version", "nccl_init", "nccl_abort", "nccl_warn", "nccl_ib_error", "nccl_socket_error",
-           "nccl_cuda_error", "nccl_ras", "nccl_iface"),
+           "nccl_cuda_error", "nccl_ras", "nccl_iface", "nccl_coll"),
     tables=("nccl_comms", "nccl_errors"),
     batch=True,
     trigger=_TRIGGER,

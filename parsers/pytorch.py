@@ -98,6 +98,15 @@ DESYNC = (
 # `lagging:R`), and ranks that never entered it (`[R] finished collective #N, but didn't join collective
 # #N+1`, `ranks [R] are the lagging ranks that caused this timeout. They never joined any collectives`:
 # code `not_joined:R`).
+# Flight Recorder's analyzer (tools/flight_recorder, `torchfrtrace` / `python -m
+# torch.distributed.flight_recorder.fr_trace`, components/builder.py and utils.py match_coalesced_groups /
+# check_no_missing_dump_files): a collective some ranks of the group never recorded, in its three wordings
+# (PyTorch 2.5's print `Not all ranks joining collective for group <pg>:<desc> collective <name> Missing ranks
+# are {3, 4}`, 2.5/2.6's log `Not all ranks joining collective <seq> at entry <id>` and 2.6+'s `Not all ranks
+# joining collective, sequence number: <seq>`, both followed by a `missing ranks: {1}` line): code
+# `not_joined:R`, as the desync report's never-joined ranks.
+FR_NOT_JOINED = r"Not all ranks joining collective"
+FR_MISSING = r"(?i)missing ranks(?: are|:) ?\{([\d, ]+)\}"
 LAGGING = r"\[([\d, .]+)\] joined but didn't finish"
 NOT_JOINED = r"\[([\d, .]+)\] finished collective #\d+, but didn't join|ranks \[([\d, .]+)\] are the lagging"
 NCCL_ERR = r"NCCL error in: |NCCL error: "
@@ -690,6 +699,19 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     add(lag.filter(pl.col("_lag").is_null() & pl.col("_nj").is_not_null()), "watchdog_status", "error",
         pl.concat_str([pl.lit("not_joined:"), pl.col("_nj")]))
     claimed.append(ds["line_no"])
+
+    # --- Flight Recorder analysis: ranks that never joined a collective (FR_NOT_JOINED)
+    fr = cand.filter(m.str.contains(FR_NOT_JOINED, literal=True))
+    if not fr.is_empty():
+        miss = cand.filter(m.str.contains(ascii_classes(FR_MISSING))).select(
+            "line_no", "stream", m.str.extract(ascii_classes(FR_MISSING), 1).str.replace_all(r"\s", "").alias("_miss"))
+        fr = fr.sort("line_no").join_asof(
+            miss.sort("line_no").rename({"line_no": "_mline"}), left_on="line_no", right_on="_mline", by="stream",
+            strategy="forward", tolerance=16, check_sortedness=False)
+        fr = fr.filter(pl.col("_miss").is_not_null() & (pl.col("_miss") != ""))
+        add(fr.drop("_miss", "_mline"), "watchdog_status", "error",
+            pl.concat_str([pl.lit("not_joined:"), fr["_miss"]]) if not fr.is_empty() else None)
+        claimed.append(miss["line_no"])
 
     # --- NCCL errors through PyTorch
     res_expr = pl.lit(None, dtype=pl.Utf8)

@@ -391,3 +391,77 @@ def test_rccl_hip_failures_are_cuda_errors():
         "node1:3812:3901 [2] NCCL WARN HIP failure 'out of memory' at /src/rccl/build/hipify/src/misc/alloc.cc:80\n")
     assert ev(ex, "nccl_cuda_error").select("line_no", "code").rows() == [
         (2, "an illegal memory access was encountered"), (3, "out of memory")]
+
+
+# NCCL_DEBUG_SUBSYS=COLL trace (src/enqueue.cc `%s: opCount %lx sendbuff %p recvbuff %p count %zu datatype %d op %d
+# root %d comm %p [nranks=%d] stream %p`): the lines of NVIDIA/nccl#147 as the maintainer quoted them (grep's
+# `LOG1.<r>.txt:` file prefix in front of each process's line)
+COLL_147 = """\
+LOG1.0.txt:learnfair062:32615:32615 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f88e4000000 recvbuff 0x7f88e4000000 count 25503912 datatype 6 op 0 root 0 comm 0x7f88e005a260 [nranks=8] stream 0x55f20d2f5db0
+LOG1.1.txt:learnfair062:32617:32617 [1] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f3bfe7f5400 recvbuff 0x7f3bfe7f5400 count 53 datatype 4 op 0 root 0 comm 0x7f3bf405a260 [nranks=8] stream 0x55d5ffb73110
+LOG1.2.txt:learnfair062:32619:32619 [2] NCCL INFO Broadcast: opCount 0 sendbuff 0x7fc1407f5400 recvbuff 0x7fc1407f5400 count 53 datatype 4 op 0 root 0 comm 0x7fc13805a260 [nranks=8] stream 0x55cefcc3b0e0
+LOG1.3.txt:learnfair062:32621:32621 [3] NCCL INFO Broadcast: opCount 0 sendbuff 0x7efb7e7f5400 recvbuff 0x7efb7e7f5400 count 53 datatype 4 op 0 root 0 comm 0x7efb7405a260 [nranks=8] stream 0x5604f5ef4de0
+"""
+
+
+def test_coll_trace_one_process_differs_is_a_mismatch_on_its_line():
+    ex = run(COLL_147)
+    e = ev(ex, "nccl_coll")
+    assert e.select("line_no", "code", "severity", "host", "pid", "gpu").rows() == [
+        (1, "MISMATCH", "error", "learnfair062", 32615, 0)]
+    assert e["message"][0] == (
+        "collective parameters differ across ranks at opCount 0 [nranks=8]: this process Broadcast count 25503912 "
+        "datatype 6 op 0 root 0, 3 other processes Broadcast count 53 datatype 4 op 0 root 0")
+    assert sorted(ex.claimed.to_list()) == [1, 2, 3, 4]
+    check_accounting(ex, 4)
+
+
+def test_coll_trace_agreeing_calls_are_no_event():
+    # NVIDIA/nccl#531's worker0 lines: every process AllGather count 512 datatype 0 at opCount f7 (the comm
+    # pointers differ per process, which says nothing)
+    text = """\
+n136-081-019:212537:212537 [5] NCCL INFO AllGather: opCount f7 sendbuff 0x7fe4147b2a00 recvbuff 0x7fe4147b4000 count 512 datatype 0 op 0 root 0 comm 0x7fe40c030110 [nranks=16] stream 0x762db40
+n136-081-019:212540:212540 [6] NCCL INFO AllGather: opCount f7 sendbuff 0x7efcba78da00 recvbuff 0x7efcba78ee00 count 512 datatype 0 op 0 root 0 comm 0x7efcb4030110 [nranks=16] stream 0x64d2f60
+n136-081-019:212528:212528 [0] NCCL INFO AllGather: opCount f7 sendbuff 0x7f0f0078a600 recvbuff 0x7f0f0078c600 count 512 datatype 0 op 0 root 0 comm 0x7f0efc001060 [nranks=16] stream 0x6f12340
+n136-081-019:212529:212529 [1] NCCL INFO AllGather: opCount f7 sendbuff 0x7fa128786c00 recvbuff 0x7fa128791e00 count 512 datatype 0 op 0 root 0 comm 0x7fa124030110 [nranks=16] stream 0x72cff40
+"""
+    ex = run(text)
+    assert ev(ex, "nccl_coll").is_empty()
+    assert sorted(ex.claimed.to_list()) == [1, 2, 3, 4]
+
+
+def test_coll_trace_process_with_two_calls_at_one_opcount_is_not_judged():
+    # NVIDIA/nccl#740 (an LL128 corruption, not a desync): process 3874082 traces opCount 0 twice (two
+    # communicators of 8), so its calls at opCount 0 cannot be paired with the others'; the wrapped `stream`
+    # value is kept as posted
+    text = """\
+se01gn002:3874082:3874082 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x15548bc00000 recvbuff 0x15548bc00000 count 16384 datatype 0 op 0 root 7 comm 0x155468002fb0 [nranks=8] stream
+ 0x55558997f7b0
+se01gn002:3874077:3874077 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x15548bc00000 recvbuff 0x15548bc00000 count 16384 datatype 0 op 0 root 7 comm 0x155468002fb0 [nranks=8] stream
+ 0x55558997fbe0
+se01gn002:3874078:3874078 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x15548bc00000 recvbuff 0x15548bc00000 count 16384 datatype 0 op 0 root 7 comm 0x155468002fb0 [nranks=8] stream
+ 0x55558997f520
+se01gn002:3874082:3874082 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x15548bc04000 recvbuff 0x15548bc04000 count 32768 datatype 0 op 0 root 0 comm 0x155468002fb0 [nranks=8] stream
+"""
+    assert ev(run(text), "nccl_coll").is_empty()
+
+
+def test_coll_trace_send_recv_and_two_sided_disagreement_are_not_judged():
+    p2p = "".join(
+        f"h:{pid}:{pid} [{d}] NCCL INFO {op}: opCount 3 sendbuff 0x1 recvbuff 0x1 count 8 datatype 7 op 0 root {peer} "
+        f"comm 0x2 [nranks=4] stream 0x3\n"
+        for pid, d, op, peer in ((10, 0, "Send", 1), (11, 1, "Recv", 0), (12, 2, "Send", 3), (13, 3, "Recv", 2)))
+    assert ev(run(p2p), "nccl_coll").is_empty()
+    two = "".join(
+        f"h:{pid}:{pid} [{d}] NCCL INFO AllReduce: opCount 3 sendbuff 0x1 recvbuff 0x1 count {n} datatype 7 op 0 "
+        f"root 0 comm 0x2 [nranks=2] stream 0x3\n" for pid, d, n in ((10, 0, 8), (11, 1, 9)))
+    assert ev(run(two), "nccl_coll").is_empty()
+
+
+def test_coll_trace_rccl_globalrank_names_the_rank():
+    text = "".join(
+        f"h:{pid}:{pid} [{d}] NCCL INFO AllReduce: opCount 1a sendbuff 0x1 recvbuff 0x1 count {n} datatype 7 op 0 "
+        f"root 0 comm 0x2 [nranks=4] stream 0x3 task 0 globalrank {d}\n"
+        for pid, d, n in ((10, 0, 8), (11, 1, 8), (12, 2, 16), (13, 3, 8)))
+    e = ev(run(text), "nccl_coll")
+    assert e.select("line_no", "rank", "gpu").rows() == [(3, 2, 2)]

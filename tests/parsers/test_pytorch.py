@@ -973,3 +973,28 @@ def test_a_cuda_error_a_thread_died_of_is_still_read() -> None:
              "    self.run()\n"
              "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert ev(ex, "cuda_error")["line_no"].to_list() == [5]
+
+
+# Flight Recorder's analyzer (tools/flight_recorder components/builder.py): `Not all ranks joining collective`
+# in its three wordings, the ranks from the same line or the `missing ranks:` line that follows
+def test_fr_trace_not_all_ranks_joining_three_wordings():
+    # 2.6+ (entry_state.log): the output posted in pytorch/pytorch#140969's test plan
+    new = ("Not all ranks joining collective: sequence number: 31117\ninternal record id: 31116\n"
+           "group info: 0:default_pg\ncollective: nccl:all_reduce\nmissing ranks: {3, 4, 5, 6, 7}\n"
+           "input sizes: [[1571911]]\noutput sizes: [[1571911]]\nworld size: 8\n"
+           "expected ranks: {0, 1, 2, 3, 4, 5, 6, 7}\ncollective state: scheduled\n")
+    ex = run(new)
+    e = ev(ex, "watchdog_status")
+    assert e.select("line_no", "code", "severity").rows() == [(1, "not_joined:3,4,5,6,7", "error")]
+    assert 5 in ex.claimed.to_list()
+    # 2.5 / 2.6 logger wording: the torchfrtrace output of pytorch/tutorials' flight recorder tutorial
+    mid = ("Not all ranks joining collective 5 at entry 4\ngroup info: 0:default_pg\ncollective: nccl:all_reduce\n"
+           "missing ranks: {1}\ninput sizes: [[3, 4]]\noutput sizes: [[3, 4]]\nexpected ranks: 2\n"
+           "collective state: scheduled\n")
+    assert ev(run(mid), "watchdog_status").select("line_no", "code").rows() == [(1, "not_joined:1")]
+    # 2.5's print: both parts on one line (builder.py `print(f"Not all ranks joining collective for group
+    # {pg_name}:{desc} collective {profiling_name}", f"Missing ranks are {...}")`)
+    old = "Not all ranks joining collective for group 0:default_pg collective nccl:all_reduce Missing ranks are {2}\n"
+    assert ev(run(old), "watchdog_status").select("line_no", "code").rows() == [(1, "not_joined:2")]
+    # without a missing-ranks set nearby nothing is said of who
+    assert ev(run("Not all ranks joining collective 5 at entry 4\n"), "watchdog_status").is_empty()

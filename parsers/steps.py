@@ -37,7 +37,8 @@ Decisions:
 - NeMo ProgressPrinter: `step` is the printed `global_step` (else the printed iteration), both
   0-based as printed; `total_steps` = printed maximum + 1.
 - Lightning bars: `step` = `global_step=` when the bar shows it, else epoch * total + n
-  (global batch index; `total_steps` null since the bar's total is per epoch).
+  (global batch index; `total_steps` null since the bar's total is per epoch). A bar tqdm cut at the
+  terminal width (format_meter's `disp_trim(res, ncols)`: no closing `]`) is read the same.
 - `throughput` is in the framework's own unit: Megatron TFLOP/s/GPU, DeepSpeed samples/s,
   torchtitan tokens/s per device (tps/wps), JSON `throughput`/`tps`/`tokens_per_sec`.
 - torchtitan `step_time_s` is derived from consecutive step-line stamps (seconds / steps).

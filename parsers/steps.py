@@ -37,7 +37,8 @@ Decisions:
 - NeMo ProgressPrinter: `step` is the printed `global_step` (else the printed iteration), both
   0-based as printed; `total_steps` = printed maximum + 1.
 - Lightning bars: `step` = `global_step=` when the bar shows it, else epoch * total + n
-  (global batch index; `total_steps` null since the bar's total is per epoch).
+  (global batch index; `total_steps` null since the bar's total is per epoch). A bar tqdm cut at the
+  terminal width (format_meter's `disp_trim(res, ncols)`: no closing `]`) is read the same.
 - `throughput` is in the framework's own unit: Megatron TFLOP/s/GPU, DeepSpeed samples/s,
   torchtitan tokens/s per device (tps/wps), JSON `throughput`/`tps`/`tokens_per_sec`.
 - torchtitan `step_time_s` is derived from consecutive step-line stamps (seconds / steps).
@@ -366,7 +367,9 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
         (r"^`Trainer\.fit` stopped: (?P<why>.*)$",
          ev("train_end", pl.when(g("why").str.contains("reached")).then(pl.lit("done")).otherwise(pl.lit("stopped")),
             framework=pl.lit("lightning"))),
-        (r"^Epoch (?P<ep>\d+):(?: :)?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+) \[(?P<inner>[^\]]*)\]",
+        # (tqdm's format_meter ends with `disp_trim(res, ncols)`: a bar whose postfix is wider than the terminal
+        # is cut there, its closing `]` with it; the rate stays, it comes first)
+        (r"^Epoch (?P<ep>\d+):(?: :)?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<tot>\d+) \[(?P<inner>[^\]]*)(?:\]|$)",
          steprow("lightning", aux=pl.lit("bar"))),
         (r"^(?:Validation|Validating|Sanity Checking|Testing|Predicting)(?: DataLoader \d+)?:.*%\|", IGNORE),
         # --- the speech-model trainers built on NVIDIA's tacotron2 / waveglow train.py and jaywalnut310's VITS
@@ -591,7 +594,7 @@ def _rules() -> tuple[tuple[str, dict[str, pl.Expr]], ...]:
         # --- FlagScale straggler detector report header: the step it was taken at
         (r"^=+ Straggler Report at Step (?P<step>\d+) =+\s*$", steprow("flagscale", step=inum(g("step")))),
         # --- tqdm bars with a loss in the postfix (Lightning's `Epoch N:` bars are read above)
-        (r"^(?:[^|]{0,80}?:? *)?\d+%\|[^|]*\| *(?P<n>\d+)/(?P<tot>\d+) \[(?P<inner>[^\]]*\bloss=[^\]]*)\]",
+        (r"^(?:[^|]{0,80}?:? *)?\d+%\|[^|]*\| *(?P<n>\d+)/(?P<tot>\d+) \[(?P<inner>[^\]]*\bloss=[^\]]*)(?:\]|$)",
          steprow("tqdm", step=inum(g("n")), total_steps=inum(g("tot")),
                  loss=fnum(g("inner").str.extract(ascii_classes(rf"\bloss=({NUM})"), 1)), step_time_s=_tqdm_time(g("inner")))),
         # --- generic checkpoint lines (Python logging, custom loops)
@@ -764,7 +767,7 @@ def _finish_rows(m: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     jnum = lambda keys: fnum(msg.str.extract(rf"\"(?:{keys})\"\s*:\s*\"?({NUM}|Infinity|-Infinity)", 1))  # noqa: E731
     is_json = aux == "json"
     # Lightning bars
-    inner = msg.str.extract(ascii_classes(r"\| *\d+/\d+ \[([^\]]*)\]"), 1)
+    inner = msg.str.extract(ascii_classes(r"\| *\d+/\d+ \[([^\]]*)(?:\]|$)"), 1)  # (cut at ncols: no `]`)
     rate = inner.str.extract_groups(rf"({NUM})(it/s|s/it)")
     bar_gs = fnum(inner.str.extract(ascii_classes(rf"\bglobal_step=({NUM})"), 1))
     bar = msg.str.extract_groups(ascii_classes(r"^Epoch (\d+):(?: :)?\s*\d+%\|[^|]*\|\s*(\d+)/(\d+) \["))

@@ -428,6 +428,15 @@ def test_lightning_bar_cr_reduced() -> None:
     assert len(r) == 1 and (r[0]["step"], r[0]["loss"], r[0]["step_time_s"]) == (2, 8.5, 2.0)
 
 
+def test_lightning_bar_cut_at_the_terminal_width() -> None:
+    """tqdm trims a bar to its `ncols` (format_meter's `disp_trim`): a long postfix loses the closing `]`.
+    The bar as fresh/b5app lightning20542 posts it (Lightning-AI/pytorch-lightning#20542)."""
+    x = parse('Epoch 10:  93%|█████████▎| 18626/20000 [5:43:21<25:19,  0.90it/s, v_num=0txx, train_loss=3.970, denoise_60%_expr=1.570, denoise_60%_emb_independence=0.068, denoise_60%_cls=0.386, denoise_60%_ecs=0.867, gen_expr=1...' + "\n")
+    r = rows(x, "train_steps")
+    assert len(r) == 1 and (r[0]["framework"], r[0]["step"]) == ("lightning", 10 * 20000 + 18626)
+    assert r[0]["step_time_s"] == pytest.approx(1 / 0.90)
+
+
 def test_lightning_slurm_auto_requeue_lines() -> None:
     """Lightning's SLURM auto-requeue (signal_connector.py) as its loggers print it: armed at start, the
     requeue signal, the `scontrol requeue` and its outcome, and the SIGTERM its handler bypasses."""

@@ -133,6 +133,14 @@ CUDA_CHECK = (r"Check failed: .*\b(?:cudaSuccess|CUDA_SUCCESS|CUBLAS_STATUS_SUCC
 # `Search for `hipErrorInvalidDeviceFunction' in ...` and the `AMD_SERIALIZE_KERNEL=3` / `TORCH_USE_HIP_DSA` hints)
 CUDA_ERR = (r"(?:CUDA|HIP) error: |cuda runtime error \(\d+\)|CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+|uncorrectable ECC error|"
             + CUDA_CHECK)
+# ggml's CUDA backend (ggml/src/ggml-cuda/ggml-cuda.cu ggml_cuda_error, behind CUDA_CHECK / CUBLAS_CHECK / CU_CHECK):
+# `GGML_LOG_ERROR(GGML_CUDA_NAME " error: %s\n", msg)` (`CUDA`, `ROCm` or `MUSA`), then `"  current device: %d, in
+# function %s at %s:%d\n"` (id from cudaGetDevice, -1 when that failed), `"  %s\n"` (the failing statement) and
+# GGML_ABORT(GGML_CUDA_NAME " error"), which prints `<file>:<line>: CUDA error` (before ggml's GGML_ABORT,
+# `GGML_ASSERT: <file>:<line>: !"CUDA error"`). The device line names the GPU (an index among the process'
+# visible devices) of the error line right above it; the abort line restates the error
+GGML_DEVICE = r"^\s*current device: (-?\d+), in function \S+ at \S+:\d+\s*$"
+GGML_ABORT = r'^\s*(?:GGML_ASSERT: \S+:\d+: !"(?:CUDA|ROCm|MUSA) error"|\S+:\d+: (?:CUDA|ROCm|MUSA) error)\s*$'
 # a kernel's own failed assert(), printed by the device runtime once per failing thread before the host sees
 # `device-side assert triggered`: NVIDIA's `<file>:<line>: <function>: block: [x,y,z], thread: [x,y,z] Assertion
 # `<cond>` failed.` (CUDA C++ Programming Guide, "Assertion"; ATen's CUDA_KERNEL_ASSERT, c10/macros/Macros.h,
@@ -762,6 +770,22 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
         m.str.extract(r"(CUBLAS_STATUS_[A-Z_]+|CUDNN_STATUS_[A-Z_]+)", 1),
         m.str.extract(r"(uncorrectable ECC error encountered)", 1),
     ).str.strip_chars()
+    dev = lines.filter(pl.col("body").str.contains(ascii_classes(GGML_DEVICE)))
+    if not dev.is_empty() and not cu.is_empty():
+        # the `current device: N` line right below a CUDA error line of the same stream (ggml_cuda_error)
+        dev = _prep(dev, ctx).select(
+            "line_no", "stream", pl.col("msg").str.extract(ascii_classes(GGML_DEVICE), 1).cast(pl.Int64, strict=False).alias("_gdev"))
+        cu = cu.join(dev.with_columns((pl.col("line_no") - 1).alias("_above")).select("_above", "stream", "_gdev"),
+                     left_on=["line_no", "stream"], right_on=["_above", "stream"], how="left")
+        own = pl.col("gpu") if "gpu" in cu.columns else pl.lit(None, dtype=pl.Int64)
+        cu = cu.with_columns(pl.coalesce(own, pl.when(pl.col("_gdev") >= 0).then(pl.col("_gdev"))).alias("gpu")).drop("_gdev")
+        read = dev.join(cu.select((pl.col("line_no") + 1).alias("line_no"), "stream"), on=["line_no", "stream"], how="semi")
+        claimed.append(read["line_no"])
+        # GGML_ABORT's restatement, within the two lines after the statement line
+        ab = lines.filter(pl.col("body").str.contains(ascii_classes(GGML_ABORT)))
+        if not ab.is_empty() and not read.is_empty():
+            near = pl.concat([read.select((pl.col("line_no") + k).alias("line_no"), "stream") for k in (2, 3)])
+            claimed.append(_prep(ab, ctx).join(near, on=["line_no", "stream"], how="semi")["line_no"])
     is_ecc = m.str.contains("ECC error", literal=True)
     add(cu.filter(is_ecc), "ecc_error", "critical", cuda_code)
     add(cu.filter(~is_ecc), "cuda_error", "error", cuda_code)

@@ -998,3 +998,29 @@ def test_fr_trace_not_all_ranks_joining_three_wordings():
     assert ev(run(old), "watchdog_status").select("line_no", "code").rows() == [(1, "not_joined:2")]
     # without a missing-ranks set nearby nothing is said of who
     assert ev(run("Not all ranks joining collective 5 at entry 4\n"), "watchdog_status").is_empty()
+
+
+def test_ggml_cuda_error_current_device_names_the_gpu():
+    # ggml_cuda_error (ggml/src/ggml-cuda/ggml-cuda.cu): `CUDA error: <msg>`, `  current device: <id>, in function
+    # <f> at <file>:<line>`, `  <stmt>`, then the abort line (GGML_ASSERT before GGML_ABORT; `<file>:<line>: CUDA
+    # error` since); lines of fixtures/fresh/b22cuda/llamacpp5347 (ggml-org/llama.cpp#5347) and ik_llama.cpp#425
+    text = ("CUDA error: peer access is already enabled\n"
+            "  current device: 0, in function ggml_cuda_set_peer_access at /w/vendor/llama.cpp/ggml-cuda.cu:8001\n"
+            "  cudaDeviceEnablePeerAccess(id_other, 0)\n"
+            'GGML_ASSERT: /w/vendor/llama.cpp/ggml-cuda.cu:225: !"CUDA error"\n'
+            "CUDA error: an illegal memory access was encountered\n"
+            "  current device: 3, in function ggml_backend_cuda_synchronize at /h/ggml/src/ggml-cuda.cu:3067\n"
+            "  cudaStreamSynchronize(cuda_ctx->stream())\n"
+            "/h/ggml/src/ggml-cuda.cu:110: CUDA error\n"
+            "CUDA error: initialization error\n"
+            "  current device: -1, in function ggml_cuda_init at /h/ggml/src/ggml-cuda.cu:200\n"
+            "  current device: 5, in function f at /h/x.cu:1\n")
+    ex = run(text)
+    cu = ev(ex, "cuda_error").sort("line_no")
+    assert cu["line_no"].to_list() == [1, 5, 9]
+    assert cu["code"].to_list() == ["peer access is already enabled", "an illegal memory access was encountered",
+                                    "initialization error"]
+    # -1 (cudaGetDevice failed) is unknown; a device line not right below an error line names nothing
+    assert cu["gpu"].to_list() == [0, 3, None]
+    claimed = set(ex.claimed.to_list())
+    assert {2, 4, 6, 8, 10} <= claimed and 11 not in claimed

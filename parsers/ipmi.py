@@ -28,19 +28,6 @@ libfreeipmi's short sensor-type and generic strings (libfreeipmi/spec/ipmi-senso
 `Power Supply Failure detected`, `Uncorrectable memory error`, `Machine Check Exception`, `Upper Critical -
 going high`, ...), without an Asserted/Deasserted column (a deassertion shows only with `--verbose`:
 `Deassertion Event`). FREEIPMI_RULES map those strings onto the same codes.
-
-A BMC's web event log prints a record as a sentence instead (Supermicro's IPMI "Event Log" page and its
-export): the IPMI 2.0 spec's sensor-specific event text (Table 42-3, `Uncorrectable ECC / other uncorrectable
-memory error`, `Machine Check Exception (Uncorrectable)`, `Power Supply Failure detected`, `PCI SERR`, ...), the
-sensor's location after `@` and the direction after ` - ` (`... @P2-DIMMH2(CPU2) - Assertion`), possibly as one
-`|` column of a row; the BIOS's own OEM memory records read `[BIOS-0057] Memory Error, Failing DIMM: DIMM location
-(Correctable memory component found). (P1-DIMMG1) - Assertion`. WEB_RULES map those texts (no sensor-type column:
-the text alone names the family) onto the same codes; a Deassertion makes no event.
-
-HPE's Integrated Management Log names the fault in its description column (the iLO IML page; `hplog -v` prints it
-after `LOG: `): `Uncorrectable Machine Check Exception (Board 0, Processor 2, APIC ID 0x00000040, Bank 0x00000004,
-Status 0xBA000000'73000402, ...)` (the wording HPE's advisory a00060570 quotes), `DIMM Failure - Uncorrectable Memory
-Error (Processor 2, DIMM 3)`. IML_RULES map the descriptions.
 """
 
 from __future__ import annotations
@@ -77,8 +64,7 @@ FREEIPMI_RE = (r"^\s*(?P<id>\d{1,6})\s*\|\s*(?P<date>" + _FI_DATE + r")\s*\|\s*(
 # the column header ipmi-sel prints first (`ID | Date | Time | Name | Type | [State |] Event [| ...]`)
 FREEIPMI_HEADER_RE = r"^\s*ID\s*\|\s*Date\s*\|\s*Time\s*\|\s*Name\s*\|\s*Type\s*\|"
 _TRIGGER = (r"\|\s*(?:Asserted|Deasserted)\s*(?:\||$)|^\s*\d{1,6}\s*\|\s*(?:" + _FI_DATE + r")\s*\||"
-            + FREEIPMI_HEADER_RE + r"| - (?:Assertion|Deassertion)\s*(?:\||$)"
-            + r"|Uncorrectable Machine Check Exception \(|Uncorrectable Memory Error \(")
+            + FREEIPMI_HEADER_RE)
 
 # (sensor type, event string as ipmitool prints it (regex, whole field), code, severity). Threshold
 # and generic-severity events of any sensor type are THRESHOLDS below.
@@ -201,52 +187,6 @@ FREEIPMI_THRESHOLDS: tuple[tuple[str, str, str], ...] = (
     (r"Redundancy Lost|Non-redundant:Insufficient Resources", "redundancy_lost", "warning"),
 )
 
-# The IPMI 2.0 spec's sensor-specific event texts (Table 42-3) as a BMC web event log prints them, spaces
-# around `/` optional; and the BIOS OEM memory records of the same log. (event text (regex, whole text before
-# ` @location` / ` - Assertion`), code, severity). Texts shared by several sensor types (`Configuration error`,
-# `Predictive Failure`, `Presence detected`) name no family here and make no event.
-WEB_RULES: tuple[tuple[str, str, str], ...] = (
-    (r"Uncorrectable ECC ?/ ?other uncorrectable memory error", "memory_uncorrectable", "critical"),
-    (r"Memory Scrub Failed(?: \(stuck bit\))?", "memory_scrub_failed", "error"),
-    (r"Memory Device Disabled", "memory_disabled", "error"),
-    (r"Correctable ECC ?/ ?other correctable memory error logging limit reached", "memory_correctable_limit",
-     "warning"),
-    (r"Correctable ECC ?/ ?other correctable memory error", "memory_correctable", "warning"),
-    (r"\[BIOS-\d{4}\] Memory Error, Failing DIMM: DIMM location \(Correctable memory component found\)\.?.*",
-     "memory_correctable", "warning"),
-    (r"IERR", "cpu_ierr", "critical"),
-    (r"Thermal Trip", "cpu_thermal_trip", "critical"),
-    (r"FRB1/BIST failure|FRB2/Hang in POST failure|FRB3/Processor Startup/Initialization failure.*",
-     "cpu_frb_failure", "error"),
-    (r"SM BIOS .Uncorrectable CPU-complex Error.", "cpu_uncorrectable", "critical"),
-    (r"Machine Check Exception \(Uncorrectable\)", "cpu_mce_uncorrectable", "critical"),
-    (r"Correctable Machine Check Error", "cpu_mce_correctable", "warning"),
-    (r"Processor disabled", "cpu_disabled", "error"),
-    (r"Power Supply Failure detected", "psu_failure", "error"),
-    (r"Power Supply input lost.*|Power Supply input out-of-range.*", "psu_ac_lost", "warning"),
-    (r"AC lost ?/ ?Power input lost.*", "power_ac_lost", "critical"),
-    (r"Power Unit Failure detected|Soft Power Control Failure.*", "power_unit_failure", "error"),
-    (r"PCI PERR", "pci_perr", "error"),
-    (r"PCI SERR", "pci_serr", "critical"),
-    (r"Bus Uncorrectable Error", "bus_uncorrectable", "critical"),
-    (r"Bus Fatal Error", "bus_fatal", "critical"),
-    (r"Fatal NMI.*", "fatal_nmi", "critical"),
-    (r"I/O channel check NMI", "io_check_nmi", "critical"),
-    (r"Bus Correctable Error", "bus_correctable", "warning"),
-    (r"Run-time Critical Stop.*", "os_critical_stop", "critical"),
-    (r"Undetermined system hardware failure", "system_hardware_failure", "critical"),
-)
-# one `|`-column (or the whole line) ending ` - Assertion` / ` - Deassertion`; the location after ` @`
-WEB_RE = (r"(?:^|\|)\s*(?P<event>[^|@]+?)(?:\s*@\s*(?P<loc>[^|]*?))?\s+-\s+(?P<dir>Assertion|Deassertion)\s*"
-          r"(?:\||$)")
-# HPE Integrated Management Log descriptions (`hplog -v` prefixes `LOG: `): (description (regex, from the
-# start), code, severity)
-IML_RULES: tuple[tuple[str, str, str], ...] = (
-    (r"Uncorrectable Machine Check Exception \(Board \d+, Processor \d+,.*\)", "cpu_mce_uncorrectable", "critical"),
-    (r"(?:DIMM Failure - )?Uncorrectable Memory Error \(.*\)", "memory_uncorrectable", "critical"),
-)
-IML_RE = r"^\s*(?:LOG:\s+)?(?P<event>(?:Uncorrectable Machine Check Exception|(?:DIMM Failure - )?Uncorrectable Memory Error) \(.*\))\s*$"
-
 # generic_event_types: threshold crossings (Upper ... going high, Lower ... going low) and the
 # generic severity transitions, of any sensor type (code = <sensor type slug>_<level>)
 THRESHOLDS: tuple[tuple[str, str, str], ...] = (
@@ -313,8 +253,7 @@ def _stamp_freeipmi(date: pl.Expr, time: pl.Expr, ctx: ParseContext) -> tuple[pl
 
 
 def sniff(head: str) -> float:
-    n = len(re.findall(r"(?m)" + SEL_RE, head)) + len(re.findall(r"(?m)" + FREEIPMI_RE, head)) \
-        + len(re.findall(r"(?m)" + WEB_RE, head)) + len(re.findall(r"(?m)" + IML_RE, head))
+    n = len(re.findall(r"(?m)" + SEL_RE, head)) + len(re.findall(r"(?m)" + FREEIPMI_RE, head))
     return 0.0 if n == 0 else (0.9 if n >= 2 else 0.7)
 
 
@@ -333,39 +272,6 @@ def _parse_freeipmi(cand: pl.DataFrame, ctx: ParseContext) -> tuple[pl.DataFrame
     return rec, pl.concat([rec["line_no"], header])
 
 
-def _classify_text(event: pl.Expr, rules: tuple[tuple[str, str, str], ...]) -> tuple[pl.Expr, pl.Expr]:
-    """(code, severity) of an event text by the first rule whose regex matches it whole."""
-    code: pl.Expr = pl.lit(None, dtype=pl.Utf8)
-    sev: pl.Expr = pl.lit(None, dtype=pl.Utf8)
-    for ev_re, c, sv in reversed(rules):
-        hit = event.str.contains(f"^(?:{ev_re})$")
-        code = pl.when(hit).then(pl.lit(c)).otherwise(code)
-        sev = pl.when(hit).then(pl.lit(sv)).otherwise(sev)
-    return code, sev
-
-
-_ROW_STAMP = r"^\s*(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)\s*\|"
-
-
-def _parse_sentences(cand: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
-    """BMC web event log records (WEB_RE) and HPE IML descriptions (IML_RE): code, severity, ts, `_on`."""
-    b = pl.col("body")
-    web = cand.with_columns(b.str.extract_groups(ascii_classes(WEB_RE)).alias("_w")) \
-        .filter(pl.col("_w").struct.field("event").is_not_null())
-    w = pl.col("_w").struct
-    code, sev = _classify_text(w.field("event").str.strip_chars(), WEB_RULES)
-    raw = b.str.extract(ascii_classes(_ROW_STAMP), 1)
-    web = web.with_columns(code.alias("code"), sev.alias("severity"), iso(raw, ctx.tz).alias("ts"), raw.alias("ts_raw"),
-                           (w.field("dir") == "Assertion").alias("_on")).drop("_w")
-    iml = cand.filter(~pl.col("line_no").is_in(web["line_no"].implode())) \
-        .with_columns(b.str.extract(ascii_classes(IML_RE), 1).alias("_e")).filter(pl.col("_e").is_not_null())
-    code, sev = _classify_text(pl.col("_e"), IML_RULES)
-    iml = iml.with_columns(code.alias("code"), sev.alias("severity"), pl.lit(None, dtype=pl.Utf8).alias("ts_raw"),
-                           pl.lit(True).alias("_on")).drop("_e")
-    iml = iml.with_columns(iso(pl.col("ts_raw"), ctx.tz).alias("ts"))
-    return pl.concat([web, iml.select(web.columns)], how="vertical_relaxed")
-
-
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     b = pl.col("body")
     cand = lines.filter(b.str.contains(ascii_classes(_TRIGGER)))
@@ -382,9 +288,6 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
     rec = rec.with_columns(code.alias("code"), sev.alias("severity"), ts.alias("ts"), ts_raw.alias("ts_raw"),
                            (pl.col("_g").struct.field("dir") == "Asserted").alias("_on"))
     rec = pl.concat([rec.drop("_g"), fi.drop("_f").select(rec.drop("_g").columns)], how="vertical_relaxed")
-    sent = _parse_sentences(cand.filter(~pl.col("line_no").is_in(rec["line_no"].implode())
-                                        & ~pl.col("line_no").is_in(fi_lines.implode())), ctx)
-    rec = pl.concat([rec, sent.select(rec.columns)], how="vertical_relaxed")
     ev = rec.filter(pl.col("_on") & pl.col("code").is_not_null()).select(
         "line_no", pl.lit(SPEC.name).alias("source"), pl.lit("bmc_sel").alias("kind"), "ts", "ts_raw",
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("exact")).otherwise(pl.lit("missing")).alias("ts_quality"),
@@ -397,10 +300,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> Extraction:
 SPEC = ParserSpec(
     name="ipmi",
     scope="node",
-    description="BMC System Event Log: ipmitool sel list / sel elist, FreeIPMI ipmi-sel, a BMC web event log "
-                "(Supermicro), HPE Integrated Management Log descriptions (memory, CPU, PSU, PCI, thermal faults)",
-    formats=("ipmitool sel list", "ipmitool sel elist", "FreeIPMI ipmi-sel", "BMC web event log",
-             "HPE IML / hplog -v"),
+    description="BMC System Event Log: ipmitool sel list / sel elist, FreeIPMI ipmi-sel (memory, CPU, PSU, PCI, "
+                "thermal faults)",
+    formats=("ipmitool sel list", "ipmitool sel elist", "FreeIPMI ipmi-sel"),
     kinds=("bmc_sel",),
     batch=True,  # no per-file state: many files' lines may be parsed in one frame
     trigger=_TRIGGER,

@@ -164,35 +164,3 @@ def test_end_to_end_freeipmi_cpu_ierr_names_the_node(job_of, tmp_path: Path) -> 
     v = analyze(job, tmp_path / "out", html=False).report["verdict"]
     assert v["category"] == "host_hardware" and v["culprit"]["host"] == "node-07"
     assert v["evidence"][0]["signature"] == "ipmi-memory-uncorrectable"
-
-
-def test_bmc_web_event_log_sentences_map_onto_the_sel_families() -> None:
-    """Supermicro's web event log: the IPMI spec's event text, ` @location`, ` - Assertion|Deassertion`
-    (openstreetmap/operations#1364, #1255); a Deassertion and a repair record make no event."""
-    text = ("Uncorrectable ECC / other uncorrectable memory error @P2-DIMMH2(CPU2) - Assertion\n"
-            "Uncorrectable ECC / other uncorrectable memory error @P2-DIMMH2(CPU2) - Deassertion\n"
-            "Date | Error | Details  | \n"
-            "2025-06-26 22:04:05 | BIOS OEM Memory Event | [BIOS-0057] Memory Error, Failing DIMM: DIMM location "
-            "(Correctable memory component found). (P1-DIMMG1) - Assertion | Sensor-specific\n"
-            "2025-06-26 22:04:05 | BIOS OEM Memory Event | [BIOS-0066] Memory Error, Post Package Repair success. "
-            "- Assertion | Sensor-specific\n")
-    ex = run(text, tz=ZoneInfo("UTC"))
-    assert rows(ex) == [(1, "memory_uncorrectable", "critical"), (4, "memory_correctable", "warning")]
-    ev = ex.events.sort("line_no")
-    assert ev["host"].to_list() == ["node-21", "node-21"]
-    assert ev["ts"].to_list()[0] is None
-    assert ev["ts"].to_list()[1] == datetime(2025, 6, 26, 22, 4, 5, tzinfo=UTC)
-    assert set(ex.claimed.to_list()) == {1, 2, 4, 5}
-
-
-def test_hpe_iml_descriptions_name_the_cpu_and_memory_families() -> None:
-    """HPE Integrated Management Log descriptions, bare (iLO) and as `hplog -v` prints them (`LOG: `)
-    (openstreetmap/operations#89, #1182; HPE advisory a00060570's UMCE wording)."""
-    text = ("LOG: Uncorrectable Machine Check Exception (Board 0, Processor 1, APIC ID 0x00000003, Bank 0x00000005, "
-            "Status 0xBA000000'00400405, Address 0x00000000'00000000, Misc 0x00000000'00000280)\n"
-            "DIMM Failure - Uncorrectable Memory Error (Processor 2, DIMM 3)\n"
-            "Uncorrectable Machine Check Exception entries that occur at the same time MAY be present\n")
-    ex = run(text)
-    assert rows(ex) == [(1, "cpu_mce_uncorrectable", "critical"), (2, "memory_uncorrectable", "critical")]
-    assert ex.events["ts"].null_count() == 2
-    assert ipmi.sniff(text) > 0

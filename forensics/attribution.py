@@ -212,8 +212,8 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
     if not rmap.is_empty() and "host" in rmap.columns:
         hosts |= set(rmap["host"].drop_nulls().to_list())
     saved = not events.is_empty() and bool(events.select(
-        (pl.col("kind").is_in(PROGRESS_KINDS) | (pl.col("kind").is_in(list(REQUEUED)) & pl.col("code").is_in(
-            [c for cs in REQUEUED.values() for c in cs]))).any()).item())
+        (pl.col("kind").is_in(PROGRESS_KINDS)
+         | ((pl.col("kind") == REQUEUE_KIND) & pl.col("code").is_in(REQUEUE_CODES))).any()).item())
     _restart_decision(out, hosts, load_precedence(), saved)
     return out
 
@@ -224,7 +224,7 @@ def attribute(events: pl.DataFrame, hits: pl.DataFrame, attempts: pl.DataFrame, 
 # timeout or preemption signal): a requeue after a limit resumes from there (precedence.toml [restart]
 # needs_saved_progress)
 PROGRESS_KINDS = ("step", "checkpoint_save_start", "checkpoint_save_end", "checkpoint_load", "requeue")
-REQUEUED = {"slurm_cancel": ("JOB_REQUEUE", "SUBMITIT_TIMEOUT", "SUBMITIT_PREEMPTED")}
+REQUEUE_KIND, REQUEUE_CODES = "slurm_cancel", ("JOB_REQUEUE", "SUBMITIT_TIMEOUT", "SUBMITIT_PREEMPTED")
 
 
 def _restart_decision(inters: list[Interruption], job_hosts: set[str], prec: Precedence,
